@@ -1,5 +1,9 @@
 """distal: the distributed tensor algebra compiler, in Python, on Legate."""
 
+from distal import _layout
+
+_layout.install()
+
 from distal.errors import (
     DistalError,
     FormatError,

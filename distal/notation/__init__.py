@@ -1,0 +1,35 @@
+"""Tensor index notation: the frontend."""
+
+from distal.notation.ast import (
+    Access,
+    Add,
+    Assignment,
+    Div,
+    Expr,
+    IndexVar,
+    Literal,
+    Mul,
+    Neg,
+    Sub,
+    Sum,
+    index_vars,
+)
+from distal.notation.parse import parse
+from distal.notation.tensor import Tensor
+
+__all__ = [
+    "Access",
+    "Add",
+    "Assignment",
+    "Div",
+    "Expr",
+    "IndexVar",
+    "Literal",
+    "Mul",
+    "Neg",
+    "Sub",
+    "Sum",
+    "Tensor",
+    "index_vars",
+    "parse",
+]

@@ -1,0 +1,90 @@
+"""From einsum notation to reduction notation: where implicit sums go.
+
+A variable that appears only on the right is summed over each additive term
+that mentions it, exactly as `numpy.einsum` applied term by term would: terms
+that do not mention it are never multiplied by its extent. Concretely the sum
+over `v` is placed at the lowest node that holds every use of `v` in one
+product: it is pushed into each side of `+` and `-`, into the one factor of
+`*` that mentions `v`, and into the numerator of `/` (never into a
+denominator: `x / sum(v, y)` differs from `sum(v, x / y)`).
+"""
+
+from __future__ import annotations
+
+from distal.notation.ast import (
+    Access,
+    Add,
+    Assignment,
+    BinaryOp,
+    Div,
+    Expr,
+    IndexVar,
+    Literal,
+    Mul,
+    Neg,
+    Sub,
+    Sum,
+)
+
+__all__ = ["place_sum", "to_reduction_notation"]
+
+
+def _mentions(e: Expr, v: IndexVar) -> bool:
+    return v in e.index_vars()
+
+
+def place_sum(e: Expr, v: IndexVar) -> Expr:
+    """Wrap the parts of `e` that use `v` in `sum(v, ...)`."""
+    if not _mentions(e, v):
+        return e
+    if isinstance(e, Add | Sub):
+        return type(e)(place_sum(e.a, v), place_sum(e.b, v))
+    if isinstance(e, Mul):
+        in_a, in_b = _mentions(e.a, v), _mentions(e.b, v)
+        if in_a and in_b:
+            return Sum(v, e)
+        return Mul(place_sum(e.a, v), e.b) if in_a else Mul(e.a, place_sum(e.b, v))
+    if isinstance(e, Div):
+        if _mentions(e.b, v):
+            return Sum(v, e)
+        return Div(place_sum(e.a, v), e.b)
+    if isinstance(e, Neg):
+        return Neg(place_sum(e.operand, v))
+    if isinstance(e, Sum):
+        return Sum(e.var, place_sum(e.body, v))
+    assert isinstance(e, Access), e
+    return Sum(v, e)
+
+
+def to_reduction_notation(stmt: Assignment) -> Assignment:
+    """The statement with every implicit summation made an explicit `Sum`.
+
+    Sums already explicit stay where they are.
+    """
+    explicit: set[IndexVar] = set()
+
+    def bound(e: Expr) -> None:
+        if isinstance(e, Sum):
+            explicit.add(e.var)
+        for c in e.children():
+            bound(c)
+
+    bound(stmt.rhs)
+    rhs = stmt.rhs
+    for v in stmt.reduction_vars:
+        if v not in explicit:
+            rhs = place_sum(rhs, v)
+    return Assignment(stmt.lhs, rhs, stmt.accumulate)
+
+
+def root_sums(e: Expr) -> tuple[tuple[IndexVar, ...], Expr]:
+    """The chain of sums at the root of `e` and what they sum."""
+    vars_: list[IndexVar] = []
+    while isinstance(e, Sum):
+        vars_.append(e.var)
+        e = e.body
+    return tuple(vars_), e
+
+
+# Keep the node classes referenced for readers of this pass.
+_NODES = (Access, Literal, BinaryOp)

@@ -1,0 +1,189 @@
+"""Tensors: named, shaped operands that hold data and the statement computing them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distal.errors import NotationError, ShapeError
+from distal.notation.ast import Access, Accumulate, Assignment, Expr, IndexVar, as_expr
+from distal.notation.check import check_statement
+from distal.sizes import MachineDim, Param, Size
+
+if TYPE_CHECKING:
+    from distal.schedule.schedule import Schedule
+
+__all__ = ["Tensor"]
+
+_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.complex128, np.complex64)
+
+
+class Tensor:
+    """A dense tensor: name, shape, dtype, an optional format, and its data.
+
+    >>> import distal as dt
+    >>> A = dt.Tensor("A", (2, 3))
+    >>> A.shape, A.dtype
+    ((2, 3), dtype('float64'))
+    """
+
+    def __init__(
+        self,
+        name: str,
+        shape: tuple[Size, ...] | list[Size] = (),
+        format: Any = None,
+        *,
+        dtype: Any = np.float64,
+    ) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise NotationError(f"expected an identifier as tensor name, but found {name!r}")
+        if isinstance(shape, int):
+            shape = (shape,)
+        dims: list[Size] = []
+        for s in shape:
+            if isinstance(s, MachineDim):
+                s = s.size
+            if isinstance(s, Param):
+                dims.append(s)
+            elif isinstance(s, bool) or not isinstance(s, int | np.integer) or int(s) < 0:
+                raise ShapeError(
+                    f"expected non-negative integer extents for {name}, but found {s!r}"
+                )
+            else:
+                dims.append(int(s))
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise ShapeError(f"expected a NumPy dtype for {name}, but found {dtype!r}") from exc
+        if dt.type not in _DTYPES:
+            raise ShapeError(
+                f"expected one of {', '.join(np.dtype(d).name for d in _DTYPES)} as dtype "
+                f"of {name}, but found {dt.name}"
+            )
+        self.name = name
+        self.shape: tuple[Size, ...] = tuple(dims)
+        self.dtype = dt
+        self.format = None
+        self.assignment: Assignment | None = None
+        self._array: np.ndarray | None = None
+        self.storage: Any = None  # runtime-side data (distal.runtime), when placed on Legate
+        if format is not None:
+            self._set_format(format)
+
+    # -- format ----------------------------------------------------------------
+
+    def _set_format(self, fmt: Any) -> None:
+        check = getattr(fmt, "check_tensor", None)
+        if check is not None:
+            check(self)
+        self.format = fmt
+
+    # -- notation ----------------------------------------------------------------
+
+    @property
+    def order(self) -> int:
+        return len(self.shape)
+
+    def shape_text(self) -> str:
+        return "(" + ", ".join(str(s) for s in self.shape) + ("," if self.order == 1 else "") + ")"
+
+    def _indices(self, key: object) -> tuple[IndexVar, ...]:
+        if key is None or key == ():
+            return ()
+        if isinstance(key, IndexVar):
+            return (key,)
+        if isinstance(key, tuple):
+            return key  # type: ignore[return-value]
+        raise NotationError(
+            f"expected index variables to index {self.name}, but found {key!r}"
+        )
+
+    def __getitem__(self, key: object) -> Access:
+        return Access(self, self._indices(key))
+
+    def __setitem__(self, key: object, value: object) -> None:
+        lhs = Access(self, self._indices(key))
+        if isinstance(value, Accumulate):
+            if value.target != lhs:
+                raise NotationError(
+                    f"expected += to update {value.target}, but found it assigned to {lhs}"
+                )
+            stmt = Assignment(lhs, value.rhs, accumulate=True)
+        else:
+            stmt = Assignment(lhs, as_expr(value))
+        self.assignment = check_statement(stmt)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        fmt = f", {self.format}" if self.format is not None else ""
+        return f"Tensor({self.name!r}, {self.shape_text()}{fmt}, dtype={self.dtype.name})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- scheduling ------------------------------------------------------------
+
+    def schedule(self) -> Schedule:
+        """The default schedule of the statement that computes this tensor."""
+        from distal.schedule.schedule import Schedule
+
+        if self.assignment is None:
+            raise NotationError(
+                f"expected a statement computing {self.name} (e.g. {self.name}[i] = ...), "
+                "but found none"
+            )
+        return Schedule.of(self.assignment)
+
+    # -- data --------------------------------------------------------------------
+
+    @classmethod
+    def from_array(cls, name: str, array: Any, format: Any = None) -> Tensor:
+        """A tensor holding a copy of `array` (NumPy or cuPyNumeric)."""
+        data = np.array(array, copy=True)
+        if data.dtype.type not in _DTYPES:
+            raise ShapeError(
+                f"expected a numeric array for {name}, but found dtype {data.dtype.name}"
+            )
+        t = cls(name, data.shape, format, dtype=data.dtype)
+        t._array = data
+        return t
+
+    def concrete_shape(self) -> tuple[int, ...]:
+        out = []
+        for s in self.shape:
+            if not isinstance(s, int):
+                raise ShapeError(f"tensor {self.name} has symbolic extent {s}; bind it first")
+            out.append(s)
+        return tuple(out)
+
+    def set_array(self, array: Any) -> None:
+        """Replace the tensor's data (shape and dtype must match)."""
+        data = np.asarray(array)
+        if data.shape != self.concrete_shape():
+            raise ShapeError(
+                f"expected data of shape {self.concrete_shape()} for {self.name}, "
+                f"but found {data.shape}"
+            )
+        self._array = np.array(data, dtype=self.dtype, copy=True)
+        self.storage = None
+
+    def to_numpy(self) -> np.ndarray:
+        """A NumPy copy of the tensor's data (zeros if it was never written)."""
+        if self.storage is not None:
+            return np.array(self.storage.to_numpy(), dtype=self.dtype, copy=True)
+        if self._array is None:
+            return np.zeros(self.concrete_shape(), dtype=self.dtype)
+        return self._array.copy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = self.to_numpy()
+        return data if dtype is None else data.astype(dtype)
+
+
+_ = Expr
