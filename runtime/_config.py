@@ -1,0 +1,92 @@
+"""Embedded Legate defaults sized to the machine distal runs on.
+
+Pure functions of what the host reports, so they can be tested without
+starting Legate. `_start.py` applies them to `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["HostInfo", "default_config", "host_info"]
+
+# Legate's pool of system memory: half of what is available, within bounds.
+_SYSMEM_SHARE = 0.5
+_SYSMEM_MIN_MB = 256
+_SYSMEM_MAX_MB = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """The host as distal sees it before Legate starts."""
+
+    cores: int
+    available_mb: int
+    cpu_model: str
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _meminfo_mb(field: str) -> int | None:
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) // 1024
+    return None
+
+
+def _available_mb() -> int:
+    found = _meminfo_mb("MemAvailable")
+    if found is not None:
+        return found
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 2 * _SYSMEM_MIN_MB
+    return int(pages * size) // (1024 * 1024)
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def host_info() -> HostInfo:
+    """Cores this process may run on, available memory in MiB, and the CPU model."""
+    return HostInfo(cores=_cores(), available_mb=_available_mb(), cpu_model=_cpu_model())
+
+
+def default_config(host: HostInfo, gpus: int, shim: bool = False) -> str:
+    """The LEGATE_CONFIG distal uses when the user gave none.
+
+    Every core becomes a CPU processor, one utility thread serves the
+    runtime, half the available memory (at least 256 MiB, at most 64 GiB)
+    is Legate's system memory, and `gpus` GPUs are used. Realm's warning
+    that the CPU and utility threads outnumber the cores is silenced, and
+    with the driver stand-in (`shim`) so is its report that no GPU exists.
+
+    >>> default_config(HostInfo(cores=4, available_mb=8000, cpu_model="x"), gpus=0)
+    '--cpus 4 --gpus 0 --omps 0 --utility 1 --sysmem 4000 --logging threads=error'
+    """
+    sysmem = int(host.available_mb * _SYSMEM_SHARE)
+    sysmem = max(_SYSMEM_MIN_MB, min(_SYSMEM_MAX_MB, sysmem))
+    cpus = max(1, host.cores)
+    logging = "gpu=none,threads=error" if shim else "threads=error"
+    return f"--cpus {cpus} --gpus {gpus} --omps 0 --utility 1 --sysmem {sysmem} --logging {logging}"

@@ -1,0 +1,127 @@
+"""The NVIDIA driver, real or stand-in, that Legate's libraries need to load.
+
+Every native library of the legate and cupynumeric wheels depends on
+`libcuda.so.1`. Where a real driver loads, distal uses it and counts its
+devices. Where none does, distal compiles `cuda_shim.c` (a library with that
+SONAME that reports "no device") into a per-user cache and loads it into the
+process with RTLD_GLOBAL, so the dependency is satisfied before legate is
+imported. The shim is never loaded where a real driver exists.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from distal.errors import DistalError, RuntimeFailure
+
+__all__ = ["DriverInfo", "build_shim", "load_driver", "shim_source"]
+
+_SONAME = "libcuda.so.1"
+
+
+@dataclass(frozen=True, slots=True)
+class DriverInfo:
+    """What `load_driver` found: a real driver (with its device count) or the shim."""
+
+    real: bool
+    devices: int
+    path: str
+
+
+_loaded: DriverInfo | None = None
+
+
+def shim_source() -> Path:
+    """The path of the C source of the driver stand-in."""
+    return Path(__file__).with_name("cuda_shim.c")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "distal"
+
+
+def _compiler() -> str | None:
+    wanted = os.environ.get("CC") or "cc"
+    found = shutil.which(wanted)
+    if found is None and "CC" not in os.environ:
+        found = shutil.which("gcc") or shutil.which("clang")
+    return found
+
+
+def build_shim(cache_dir: Path | None = None) -> Path:
+    """Compile the driver stand-in once per source version and return its path.
+
+    The library is cached under `cache_dir` (default `$XDG_CACHE_HOME/distal`
+    or `~/.cache/distal`) with a name keyed by a hash of the source, so an
+    edited source is rebuilt. The build writes a temporary file and renames
+    it, so concurrent builders never load a half-written library.
+    """
+    source = shim_source()
+    text = source.read_bytes()
+    key = hashlib.sha256(text).hexdigest()[:16]
+    where = cache_dir if cache_dir is not None else _cache_dir()
+    target = where / f"libcuda-shim-{key}.so"
+    if target.exists():
+        return target
+    compiler = _compiler()
+    if compiler is None:
+        raise DistalError(
+            "no NVIDIA driver (libcuda.so.1) could be loaded and no C compiler was found "
+            "to build distal's CPU-only stand-in for it; install a C compiler "
+            "(e.g. `apt-get install gcc`, or set CC) or the NVIDIA driver"
+        )
+    where.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".libcuda-shim-", suffix=".so", dir=where)
+    os.close(fd)
+    command = [compiler, "-shared", "-fPIC", "-O2", f"-Wl,-soname,{_SONAME}",
+               "-o", tmp, str(source)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeFailure(
+                f"building the driver stand-in failed ({' '.join(command)}):\n{done.stderr}"
+            )
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _count_devices(driver: ctypes.CDLL) -> int:
+    if driver.cuInit(0) != 0:
+        return 0
+    count = ctypes.c_int(0)
+    if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+def load_driver() -> DriverInfo:
+    """Make `libcuda.so.1` resolvable in this process; idempotent.
+
+    Tries the real driver first. Only when it cannot be loaded is the
+    stand-in built (if needed) and loaded with RTLD_GLOBAL.
+    """
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    try:
+        real = ctypes.CDLL(_SONAME)
+    except OSError:
+        real = None
+    if real is not None:
+        _loaded = DriverInfo(real=True, devices=_count_devices(real), path=_SONAME)
+        return _loaded
+    path = build_shim()
+    ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    _loaded = DriverInfo(real=False, devices=0, path=str(path))
+    return _loaded

@@ -1,0 +1,153 @@
+"""Starting Legate lazily, once per process, with defaults sized to the machine.
+
+Under plain `python` (no LEGATE_CONFIG) distal writes its own configuration:
+every core a CPU processor, half the available memory as system memory, one
+utility thread, and as many GPUs as a real driver reports. Under the `legate`
+launcher (which sets LEGATE_CONFIG) the user's settings win. Either way the
+driver stand-in is loaded first where no real driver exists.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from distal.errors import RuntimeFailure
+
+from ._blas import limit_blas_threads
+from ._config import default_config, host_info
+from ._shim import load_driver
+
+__all__ = ["MachineInfo", "ensure_started", "is_started", "legate_runtime", "processor_count"]
+
+
+@dataclass(frozen=True, slots=True)
+class MachineInfo:
+    """The processors and memory Legate was started with, and where it runs."""
+
+    cpus: int
+    gpus: int
+    omps: int
+    sysmem_mb: int
+    cores: int
+    cpu_model: str
+    driver: str
+    legate_version: str
+    config: str
+    user_config: bool
+
+    def processors(self) -> dict[str, int]:
+        """Processor counts by kind: {'cpu': n, 'gpu': n, 'omp': n}."""
+        return {"cpu": self.cpus, "gpu": self.gpus, "omp": self.omps}
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (for benchmark records)."""
+        return {
+            "processors": self.processors(),
+            "sysmem_mb": self.sysmem_mb,
+            "cores": self.cores,
+            "cpu_model": self.cpu_model,
+            "driver": self.driver,
+            "legate_version": self.legate_version,
+            "legate_config": self.config,
+            "user_config": self.user_config,
+        }
+
+
+_lock = threading.Lock()
+_machine: MachineInfo | None = None
+
+
+def is_started() -> bool:
+    """Whether this process has started Legate through distal."""
+    return _machine is not None
+
+
+def _prepare_environment() -> tuple[str, bool, str]:
+    user_config = "LEGATE_CONFIG" in os.environ
+    driver = load_driver()
+    if not driver.real:
+        # Legate's automatic configuration probes the GPUs and fails on the shim.
+        os.environ["LEGATE_AUTO_CONFIG"] = "0"
+    if not user_config:
+        os.environ["LEGATE_CONFIG"] = default_config(
+            host_info(), gpus=driver.devices, shim=not driver.real
+        )
+        os.environ.setdefault("LEGATE_AUTO_CONFIG", "0")
+    limit_blas_threads(1)
+    kind = "real" if driver.real else "shim"
+    return os.environ["LEGATE_CONFIG"], user_config, kind
+
+
+def _import_legate() -> Any:
+    # legate.core reseeds NumPy's and Python's global generators on import;
+    # keep the user's streams as they were.
+    np_state = np.random.get_state()
+    py_state = random.getstate()
+    try:
+        import legate
+        import legate.core as core
+    except (ImportError, OSError, ValueError, RuntimeError) as error:
+        config = os.environ.get("LEGATE_CONFIG", "")
+        raise RuntimeFailure(
+            f"Legate could not start (LEGATE_CONFIG={config!r}): {error}"
+        ) from error
+    finally:
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+    return legate, core
+
+
+def ensure_started() -> MachineInfo:
+    """Start Legate if it is not running yet and describe the machine; idempotent.
+
+    >>> info = ensure_started()          # doctest: +SKIP
+    >>> info.processors()["cpu"] >= 1    # doctest: +SKIP
+    True
+    """
+    global _machine
+    if _machine is not None:
+        return _machine
+    with _lock:
+        if _machine is not None:
+            return _machine
+        config, user_config, driver = _prepare_environment()
+        legate, core = _import_legate()
+        machine = core.get_legate_runtime().machine
+        target = core.TaskTarget
+        host = host_info()
+        sysmem = core.get_legate_runtime().realm_config().sysmem
+        _machine = MachineInfo(
+            cpus=machine.count(target.CPU),
+            gpus=machine.count(target.GPU),
+            omps=machine.count(target.OMP),
+            sysmem_mb=int(sysmem) // (1024 * 1024),
+            cores=host.cores,
+            cpu_model=host.cpu_model,
+            driver=driver,
+            legate_version=str(legate.__version__),
+            config=config,
+            user_config=user_config,
+        )
+        return _machine
+
+
+def processor_count(kind: str = "cpu") -> int:
+    """How many processors of `kind` ('cpu', 'gpu' or 'omp') Legate runs on."""
+    counts = ensure_started().processors()
+    if kind not in counts:
+        raise ValueError(f"expected a processor kind in {sorted(counts)}, but found {kind!r}")
+    return counts[kind]
+
+
+def legate_runtime() -> Any:
+    """The started Legate runtime object (starting it if needed)."""
+    ensure_started()
+    from legate.core import get_legate_runtime
+
+    return get_legate_runtime()
