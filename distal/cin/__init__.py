@@ -1,0 +1,35 @@
+"""Concrete index notation: loop nests with scheduling relations."""
+
+from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where
+from distal.cin.concretize import concretize
+from distal.cin.relations import (
+    Communicate,
+    Distribute,
+    Divide,
+    Fuse,
+    Parallelize,
+    Precompute,
+    Relation,
+    Rotate,
+    Split,
+    Substitute,
+)
+
+__all__ = [
+    "Assign",
+    "Communicate",
+    "Distribute",
+    "Divide",
+    "Forall",
+    "Fuse",
+    "Parallelize",
+    "Precompute",
+    "Relation",
+    "Rotate",
+    "Sequence",
+    "Split",
+    "Stmt",
+    "Substitute",
+    "Where",
+    "concretize",
+]
