@@ -1,0 +1,95 @@
+"""Reduction strategies on hierarchical machines (papers/hierarchical-reduction-synthesis.txt).
+
+Systems and placements (section 3.1), the reduction language and its
+state-matrix semantics (sections 3.2-3.4), syntax-guided synthesis (3.5), a
+topology-aware simulator (section 5), lowering to physical device groups and
+a NumPy executor.
+
+>>> from distal.reduction import plan_reduction, NIC, NVSWITCH_A100
+>>> plan = plan_reduction([("node", 2, NIC), ("gpu", 16, NVSWITCH_A100)], range(32))
+>>> print(plan.program)
+(node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce) ; (node, InsideGroup, AllGather)
+"""
+
+from distal.reduction.execute import execute, execute_lowered
+from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
+from distal.reduction.placement import (
+    Layout,
+    Placement,
+    SynthesisHierarchy,
+    enumerate_placements,
+    layout_from_groups,
+)
+from distal.reduction.plan import (
+    DEFAULT_BYTES,
+    Ranked,
+    ReductionPlan,
+    allreduce_program,
+    best_program,
+    plan_reduction,
+    rank,
+)
+from distal.reduction.program import Collective, Form, Program, Step, parse_program
+from distal.reduction.semantics import check_program, groups, run_program
+from distal.reduction.simulate import simulate
+from distal.reduction.synthesis import Synthesis, candidate_steps, synthesize
+from distal.reduction.system import (
+    NIC,
+    NVLINK_V100,
+    NVSWITCH_A100,
+    PCIE,
+    SHARED_MEMORY,
+    Interconnect,
+    Level,
+    System,
+    a100_system,
+    named_system,
+    parse_levels,
+    system_from_machine,
+    v100_system,
+)
+
+__all__ = [
+    "DEFAULT_BYTES",
+    "NIC",
+    "NVLINK_V100",
+    "NVSWITCH_A100",
+    "PCIE",
+    "SHARED_MEMORY",
+    "Collective",
+    "Form",
+    "Interconnect",
+    "Layout",
+    "Level",
+    "LoweredProgram",
+    "LoweredStep",
+    "Placement",
+    "Program",
+    "Ranked",
+    "ReductionPlan",
+    "Step",
+    "Synthesis",
+    "SynthesisHierarchy",
+    "System",
+    "a100_system",
+    "allreduce_program",
+    "best_program",
+    "candidate_steps",
+    "check_program",
+    "enumerate_placements",
+    "execute",
+    "execute_lowered",
+    "groups",
+    "layout_from_groups",
+    "lower",
+    "named_system",
+    "parse_levels",
+    "parse_program",
+    "plan_reduction",
+    "rank",
+    "run_program",
+    "simulate",
+    "synthesize",
+    "system_from_machine",
+    "v100_system",
+]

@@ -1,0 +1,195 @@
+"""Ranking synthesized programs by simulated time, and planning one reduction.
+
+`rank(layout)` synthesizes every program of the layout's synthesis hierarchy,
+lowers each and simulates it. `plan_reduction(levels, devices)` is the entry
+point for distal's lowering: given a hierarchical machine (levels with
+interconnects, a `System`, or a distal `Machine`) and the devices holding
+partial results, it returns the simulated-best program, its lowered steps and
+the predicted times of that program and of a single AllReduce.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from distal.errors import ReductionError
+from distal.format.machine import Machine
+from distal.reduction.lowering import LoweredProgram, lower
+from distal.reduction.placement import Layout, Placement, SynthesisHierarchy, layout_from_groups
+from distal.reduction.program import Collective, Form, Program, Step
+from distal.reduction.simulate import simulate
+from distal.reduction.synthesis import Synthesis, synthesize
+from distal.reduction.system import Interconnect, Level, System, system_from_machine
+
+__all__ = [
+    "DEFAULT_BYTES",
+    "Ranked",
+    "ReductionPlan",
+    "allreduce_program",
+    "best_program",
+    "plan_reduction",
+    "rank",
+]
+
+# The paper reduces 2**29 float32 values per GPU and node; we default to 2**29
+# float32 values (2 GiB) per device.
+DEFAULT_BYTES = float(2**31)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A program with its lowering and predicted seconds."""
+
+    program: Program
+    lowered: LoweredProgram
+    seconds: float
+
+
+def allreduce_program(hierarchy: SynthesisHierarchy) -> Program:
+    """The single-step `(root, InsideGroup, AllReduce)` (empty when nothing is reduced)."""
+    if hierarchy.size == 1:
+        return Program(())
+    return Program((Step("root", Form("InsideGroup"), Collective.ALL_REDUCE),))
+
+
+@functools.lru_cache(maxsize=64)
+def _synthesize_cached(hierarchy: SynthesisHierarchy, max_size: int) -> Synthesis:
+    return synthesize(hierarchy, max_size)
+
+
+def _as_layout(target: Placement | Layout) -> Layout:
+    if isinstance(target, Placement):
+        return target.layout()
+    if isinstance(target, Layout):
+        return target
+    raise ReductionError(f"expected a Placement or a Layout, but found {target!r}")
+
+
+def rank(
+    target: Placement | Layout,
+    nbytes: float = DEFAULT_BYTES,
+    algorithm: str = "ring",
+    max_size: int = 5,
+) -> tuple[Ranked, ...]:
+    """Every synthesized program of `target`, fastest first (ties: shorter first).
+
+    >>> from distal.reduction.placement import enumerate_placements
+    >>> from distal.reduction.system import a100_system
+    >>> p = enumerate_placements(a100_system(2), [32], [0])[0]
+    >>> rank(p)[0].program.shape
+    'ReduceScatter-AllReduce-AllGather'
+    """
+    layout = _as_layout(target)
+    synth = _synthesize_cached(layout.hierarchy, max_size)
+    out = []
+    for prog in synth.programs:
+        low = lower(prog, layout)
+        out.append(Ranked(prog, low, simulate(low, nbytes, algorithm)))
+    out.sort(key=lambda r: (r.seconds, len(r.program)))
+    return tuple(out)
+
+
+def best_program(
+    target: Placement | Layout,
+    nbytes: float = DEFAULT_BYTES,
+    algorithm: str = "ring",
+    max_size: int = 5,
+) -> Ranked:
+    """The simulated-fastest program for a placement or layout."""
+    return rank(target, nbytes, algorithm, max_size)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionPlan:
+    """What `plan_reduction` chose: the best program, its steps, and both predictions."""
+
+    best: Ranked
+    allreduce: Ranked
+    layout: Layout
+
+    @property
+    def program(self) -> Program:
+        return self.best.program
+
+    @property
+    def steps(self) -> tuple[tuple[Collective, tuple[tuple[int, ...], ...]], ...]:
+        """Each step as (collective, device groups), roots first."""
+        return tuple((s.collective, s.groups) for s in self.best.lowered.steps)
+
+    @property
+    def seconds(self) -> float:
+        return self.best.seconds
+
+    @property
+    def allreduce_seconds(self) -> float:
+        return self.allreduce.seconds
+
+    @property
+    def speedup(self) -> float:
+        return self.allreduce.seconds / self.best.seconds if self.best.seconds > 0 else 1.0
+
+
+LevelSpec = tuple[str, int, Interconnect]
+
+
+def _as_system(levels: System | Machine | Sequence[LevelSpec | Level]) -> System:
+    if isinstance(levels, System):
+        return levels
+    if isinstance(levels, Machine):
+        return system_from_machine(levels)
+    out = []
+    for lv in levels:
+        if isinstance(lv, Level):
+            out.append(lv)
+        elif isinstance(lv, tuple) and len(lv) == 3:
+            out.append(Level(lv[0], lv[1], lv[2]))
+        else:
+            raise ReductionError(
+                f"expected levels as (name, cardinality, Interconnect), but found {lv!r}"
+            )
+    return System(tuple(out))
+
+
+def plan_reduction(
+    levels: System | Machine | Sequence[LevelSpec | Level],
+    devices: Sequence[int] | Sequence[Sequence[int]],
+    nbytes: float = DEFAULT_BYTES,
+    algorithm: str = "ring",
+    max_size: int = 5,
+) -> ReductionPlan:
+    """Plan summing the partial results held by `devices` of a hierarchical machine.
+
+    `devices` is one group of device ids (row-major over the levels) or a list
+    of disjoint groups of one size, each summed separately (all at once).
+
+    >>> from distal.reduction.system import NIC, NVSWITCH_A100
+    >>> plan = plan_reduction([("node", 2, NIC), ("gpu", 4, NVSWITCH_A100)], range(8))
+    >>> plan.program.shape
+    'ReduceScatter-AllReduce-AllGather'
+    >>> [(str(c), g) for c, g in plan.steps][1]
+    ('AllReduce', ((0, 4), (1, 5), (2, 6), (3, 7)))
+    >>> plan.speedup > 1.5
+    True
+    """
+    system = _as_system(levels)
+    grps: list[list[int]] = []
+    flat: list[int] = []
+    for d in devices:
+        if isinstance(d, numbers.Integral):
+            flat.append(int(d))
+        else:
+            grps.append([int(x) for x in d])
+    if flat and grps:
+        raise ReductionError(
+            f"expected one group of device ids or a list of groups, but found {list(devices)!r}"
+        )
+    if flat:
+        grps = [flat]
+    layout = layout_from_groups(system, grps)
+    ranked = rank(layout, nbytes, algorithm, max_size)
+    single = allreduce_program(layout.hierarchy)
+    ar = next(r for r in ranked if r.program == single)
+    return ReductionPlan(ranked[0], ar, layout)

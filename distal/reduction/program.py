@@ -1,0 +1,149 @@
+"""The reduction language of section 3.3.
+
+    program   ∈ [reduction]
+    reduction ∈ slice × form × C
+    slice    := e
+    form     := InsideGroup | Parallel(e) | Master(e)
+    C        := AllReduce | ReduceScatter | AllGather | Reduce | Broadcast
+
+`e` names a level of the synthesis hierarchy (`root` included). A step prints
+as `(slice, form, C)` and a program as its steps joined by ` ; `; `parse_program`
+reads that text back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from distal.errors import ReductionError
+
+__all__ = ["Collective", "Form", "Program", "Step", "parse_program"]
+
+
+class Collective(Enum):
+    """The five collectives of section 3.2."""
+
+    ALL_REDUCE = "AllReduce"
+    REDUCE_SCATTER = "ReduceScatter"
+    ALL_GATHER = "AllGather"
+    REDUCE = "Reduce"
+    BROADCAST = "Broadcast"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @staticmethod
+    def parse(text: str) -> Collective:
+        for c in Collective:
+            if c.value == text:
+                return c
+        names = ", ".join(c.value for c in Collective)
+        raise ReductionError(f"expected a collective of {names}, but found {text!r}")
+
+
+_FORM_KINDS = ("InsideGroup", "Parallel", "Master")
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """`InsideGroup`, `Parallel(e)` or `Master(e)`.
+
+    >>> str(Form("Parallel", "root")), str(Form("InsideGroup"))
+    ('Parallel(root)', 'InsideGroup')
+    """
+
+    kind: str
+    level: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _FORM_KINDS:
+            raise ReductionError(f"expected a form of {', '.join(_FORM_KINDS)}, but found {self.kind!r}")
+        if (self.kind == "InsideGroup") != (self.level is None):
+            raise ReductionError(
+                f"expected a level exactly for Parallel and Master, but found {self.kind} "
+                f"with level {self.level!r}"
+            )
+
+    def __str__(self) -> str:
+        return self.kind if self.level is None else f"{self.kind}({self.level})"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One reduction instruction `(slice, form, C)`.
+
+    >>> s = Step("node", Form("Master", "root"), Collective.ALL_REDUCE)
+    >>> str(s)
+    '(node, Master(root), AllReduce)'
+    """
+
+    slice: str
+    form: Form
+    collective: Collective
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.slice, str) or not self.slice.isidentifier():
+            raise ReductionError(f"expected a level name as slice, but found {self.slice!r}")
+        if not isinstance(self.form, Form):
+            raise ReductionError(f"expected a Form, but found {self.form!r}")
+        if not isinstance(self.collective, Collective):
+            raise ReductionError(f"expected a Collective, but found {self.collective!r}")
+
+    def __str__(self) -> str:
+        return f"({self.slice}, {self.form}, {self.collective})"
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A reduction strategy: a sequence of steps.
+
+    >>> p = parse_program("(node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce)"
+    ...                   " ; (node, InsideGroup, AllGather)")
+    >>> len(p), p.shape
+    (3, 'ReduceScatter-AllReduce-AllGather')
+    >>> parse_program(str(p)) == p
+    True
+    """
+
+    steps: tuple[Step, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, tuple) or not all(isinstance(s, Step) for s in self.steps):
+            raise ReductionError(f"expected a tuple of Steps, but found {self.steps!r}")
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def shape(self) -> str:
+        """The collectives joined by `-`, as the paper names programs."""
+        return "-".join(str(s.collective) for s in self.steps)
+
+    def __str__(self) -> str:
+        return " ; ".join(str(s) for s in self.steps)
+
+
+_STEP = re.compile(r"\(\s*(\w+)\s*,\s*(\w+)(?:\s*\(\s*(\w+)\s*\))?\s*,\s*(\w+)\s*\)")
+
+
+def parse_program(text: str) -> Program:
+    """Read a program printed by `str(Program)`.
+
+    >>> str(parse_program("(root, InsideGroup, AllReduce)"))
+    '(root, InsideGroup, AllReduce)'
+    """
+    steps = []
+    parts = [p.strip() for p in text.split(";")]
+    if parts == [""]:
+        return Program(())
+    for part in parts:
+        m = _STEP.fullmatch(part)
+        if m is None:
+            raise ReductionError(
+                f"expected a step like (gpu, Parallel(root), AllReduce), but found {part!r}", text
+            )
+        slice_, kind, level, coll = m.groups()
+        steps.append(Step(slice_, Form(kind, level), Collective.parse(coll)))
+    return Program(tuple(steps))
