@@ -1,0 +1,59 @@
+"""distal's Legate backend: start-up, stores, and launches of Python kernels.
+
+Only this package imports legate. Nothing here starts Legate at import
+time; the first call that needs it does (`ensure_started`).
+
+A lowering layer drives it with plain data::
+
+    from distal import runtime as rt
+    a = rt.from_numpy(a_np)                  # a store holding a copy
+    c = rt.zeros((n, m), tile=(tn, tm))      # written by a task, never store.fill
+    key = rt.register_kernel(gemm)           # gemm(point, a_tile, b_tile, c_tile)
+    rt.index_launch(key, (gx, gy), [
+        rt.Arg(a, rt.Privilege.READ, (tn, tk), (rt.Affine(0), rt.Affine(None, 0, k))),
+        rt.Arg(b, rt.Privilege.READ, (tk, tm), (rt.Affine(None, 0, k), rt.Affine(1))),
+        rt.Arg(c, rt.Privilege.READ_WRITE, (tn, tm)),
+    ])
+    result = rt.to_numpy(c)                  # a copy; read results last
+"""
+
+from __future__ import annotations
+
+from ._config import HostInfo, default_config, host_info
+from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
+from ._make import from_numpy, full, zeros
+from ._registry import Kernel, KernelFailure, check_failures, register_kernel
+from ._shim import DriverInfo, build_shim, load_driver
+from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
+from ._store import Store, fence, tile_of, to_numpy
+
+__all__ = [
+    "Affine",
+    "Arg",
+    "DriverInfo",
+    "HostInfo",
+    "Kernel",
+    "KernelFailure",
+    "MachineInfo",
+    "Privilege",
+    "Store",
+    "build_shim",
+    "check_failures",
+    "default_config",
+    "ensure_started",
+    "fence",
+    "from_numpy",
+    "full",
+    "host_info",
+    "index_launch",
+    "is_started",
+    "legate_runtime",
+    "load_driver",
+    "point_launch",
+    "processor_count",
+    "register_kernel",
+    "tile_colors",
+    "tile_of",
+    "to_numpy",
+    "zeros",
+]

@@ -24,6 +24,8 @@ from distal.errors import DistalError, RuntimeFailure
 __all__ = ["DriverInfo", "build_shim", "load_driver", "shim_source"]
 
 _SONAME = "libcuda.so.1"
+# -Bsymbolic: the shim's own lookups bind to its own functions.
+_FLAGS = ("-shared", "-fPIC", "-O2", f"-Wl,-soname,{_SONAME}", "-Wl,-Bsymbolic")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +62,12 @@ def build_shim(cache_dir: Path | None = None) -> Path:
     """Compile the driver stand-in once per source version and return its path.
 
     The library is cached under `cache_dir` (default `$XDG_CACHE_HOME/distal`
-    or `~/.cache/distal`) with a name keyed by a hash of the source, so an
-    edited source is rebuilt. The build writes a temporary file and renames
+    or `~/.cache/distal`) with a name keyed by a hash of the source and the
+    compiler flags, so an edited source is rebuilt. The build writes a temporary file and renames
     it, so concurrent builders never load a half-written library.
     """
     source = shim_source()
-    text = source.read_bytes()
-    key = hashlib.sha256(text).hexdigest()[:16]
+    key = hashlib.sha256(source.read_bytes() + " ".join(_FLAGS).encode()).hexdigest()[:16]
     where = cache_dir if cache_dir is not None else _cache_dir()
     target = where / f"libcuda-shim-{key}.so"
     if target.exists():
@@ -81,8 +82,7 @@ def build_shim(cache_dir: Path | None = None) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".libcuda-shim-", suffix=".so", dir=where)
     os.close(fd)
-    command = [compiler, "-shared", "-fPIC", "-O2", f"-Wl,-soname,{_SONAME}",
-               "-o", tmp, str(source)]
+    command = [compiler, *_FLAGS, "-o", tmp, str(source)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:

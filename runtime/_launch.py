@@ -1,0 +1,271 @@
+"""Launching distal's generic task: index launches and pinned single points.
+
+The lowering layer describes a launch as plain data: a kernel key, a launch
+domain, and one `Arg` per operand (store, tile shape, projection from launch
+point to tile color, privilege). This module turns that into a Legate
+manual task.
+
+Guard for LEGATE_NOTES.md behaviour 1 (a store added only as an output
+loses its previous contents): `READ_WRITE` adds the store as input and as
+output, and a `WRITE` launch whose points do not cover every tile of the
+store is upgraded to `READ_WRITE`, so the tiles it does not write survive.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distal.errors import DistalError, NotSupportedYet
+
+from ._start import legate_runtime, processor_count
+from ._store import Store
+from ._tasks import generic_task
+
+__all__ = ["Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"]
+
+# Largest launch domain whose tile coverage is checked point by point; a
+# larger WRITE launch is treated as READ_WRITE (safe, maybe slower).
+_COVERAGE_LIMIT = 1 << 16
+
+
+class Privilege(enum.Enum):
+    """How a launch uses an argument."""
+
+    READ = "read"
+    WRITE = "write"  # every covered tile is overwritten in full by the kernel
+    READ_WRITE = "read_write"
+    REDUCE_ADD = "reduce_add"  # the kernel adds into a tile that starts at zero
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    """Color of one store dimension: `coefficient * point[launch_dim] + offset`.
+
+    `launch_dim=None` makes the color the constant `offset`.
+    """
+
+    launch_dim: int | None
+    coefficient: int = 1
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.launch_dim is not None and self.launch_dim < 0:
+            raise ValueError(f"expected a launch dimension >= 0, but found {self.launch_dim}")
+
+    def at(self, point: Sequence[int]) -> int:
+        """The color this map gives at a launch point."""
+        if self.launch_dim is None:
+            return self.offset
+        return self.coefficient * point[self.launch_dim] + self.offset
+
+
+def tile_colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
+    """Number of tiles per dimension when `shape` is cut into `tile`-sized blocks."""
+    return tuple(-(-n // max(t, 1)) if n > 0 else 0 for n, t in zip(shape, tile, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One operand of a launch.
+
+    `tile=None` hands the whole store to every point. Otherwise the store is
+    cut into blocks of `tile` (the last ones smaller; `colors` may ask for more
+    blocks than needed, the extra ones empty) and point p gets the block whose
+    color is `tuple(a.at(p) for a in projection)`. `projection=None` is the
+    identity (store dimension d follows launch dimension d).
+    """
+
+    store: Store
+    privilege: Privilege
+    tile: tuple[int, ...] | None = None
+    projection: tuple[Affine, ...] | None = None
+    colors: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        ndim = self.store.ndim
+        if self.tile is not None and len(self.tile) != ndim:
+            raise DistalError(f"expected a tile of {ndim} dimensions, but found {self.tile}")
+        if self.projection is not None and len(self.projection) != ndim:
+            raise DistalError(
+                f"expected a projection of {ndim} components, but found {self.projection}"
+            )
+        if self.colors is not None and len(self.colors) != ndim:
+            raise DistalError(f"expected {ndim} color extents, but found {self.colors}")
+        if self.tile is None and (self.projection is not None or self.colors is not None):
+            raise DistalError("a projection or colors need a tile shape")
+
+    def color_shape(self) -> tuple[int, ...]:
+        """Number of tiles per dimension."""
+        assert self.tile is not None
+        return self.colors if self.colors is not None else tile_colors(self.store.shape, self.tile)
+
+    def maps(self, launch_ndim: int) -> tuple[Affine, ...]:
+        """The projection, with the identity spelled out."""
+        if self.projection is not None:
+            return self.projection
+        if self.store.ndim != launch_ndim:
+            raise DistalError(
+                f"a store of {self.store.ndim} dimensions in a {launch_ndim}-D launch "
+                "needs an explicit projection"
+            )
+        return tuple(Affine(d) for d in range(launch_ndim))
+
+
+def _points(lower: Sequence[int], upper: Sequence[int]) -> itertools.product[tuple[int, ...]]:
+    return itertools.product(*(range(lo, hi) for lo, hi in zip(lower, upper, strict=True)))
+
+
+def _check_colors(arg: Arg, lower: Sequence[int], upper: Sequence[int]) -> bool:
+    """Check every point projects inside the color space; return full coverage."""
+    maps = arg.maps(len(lower))
+    colors = arg.color_shape()
+    volume = 1
+    for lo, hi in zip(lower, upper, strict=True):
+        volume *= max(hi - lo, 0)
+    for d, affine in enumerate(maps):
+        if affine.launch_dim is not None and affine.launch_dim >= len(lower):
+            raise DistalError(
+                f"projection {affine} names launch dimension {affine.launch_dim} "
+                f"of a {len(lower)}-D launch"
+            )
+        ends = [affine.at([lo] * len(lower)) if affine.launch_dim is None else 0]
+        if affine.launch_dim is not None:
+            k = affine.launch_dim
+            ends = [affine.coefficient * lower[k] + affine.offset,
+                    affine.coefficient * (upper[k] - 1) + affine.offset]
+        if volume > 0 and (min(ends) < 0 or max(ends) >= colors[d]):
+            raise DistalError(
+                f"projection {maps} maps launch domain [{tuple(lower)}, {tuple(upper)}) "
+                f"outside the {colors} tiles of a store of shape {arg.store.shape}"
+            )
+    if volume > _COVERAGE_LIMIT:
+        return False
+    seen = {tuple(a.at(p) for a in maps) for p in _points(lower, upper)}
+    total = 1
+    for c in colors:
+        total *= c
+    return len(seen) == total
+
+
+def _projection(maps: tuple[Affine, ...]) -> tuple[Any, ...]:
+    from legate.core import constant, dimension
+
+    return tuple(constant(a.offset) if a.launch_dim is None
+                 else dimension(a.launch_dim) * a.coefficient + a.offset for a in maps)
+
+
+def _check_aliasing(args: Sequence[Arg]) -> None:
+    written = [a for a in args if a.privilege is not Privilege.READ]
+    for w in written:
+        users = [a for a in args if a.store is w.store]
+        if len(users) > 1:
+            raise NotSupportedYet(
+                "a store that a launch writes or reduces into must appear once in it, "
+                f"but a store of shape {w.store.shape} appears {len(users)} times"
+            )
+
+
+def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence[int],
+            whole_stores: bool, pinned: Sequence[int] | None = None) -> None:
+    from legate.core import ReductionOpKind, types
+
+    _check_aliasing(args)
+    plan: list[tuple[str, Any, Any]] = []  # (kind, partition or store, projection)
+    layout: list[str] = []
+    counts = {"i": 0, "o": 0, "r": 0}
+
+    def slot(kind: str) -> str:
+        name = f"{kind}{counts[kind]}"
+        counts[kind] += 1
+        return name
+
+    for arg in args:
+        privilege = arg.privilege
+        if whole_stores or arg.tile is None:
+            target, projection = arg.store.handle, None
+            covers = whole_stores or upper == [lo + 1 for lo in lower]
+        else:
+            covers = _check_colors(arg, lower, upper)
+            target = arg.store.handle.partition_by_tiling(arg.tile, arg.color_shape())
+            projection = _projection(arg.maps(len(lower))) if arg.projection else None
+        if privilege is Privilege.WRITE and not covers:
+            privilege = Privilege.READ_WRITE
+        if privilege is Privilege.READ:
+            plan.append(("i", target, projection))
+            layout.append(slot("i"))
+        elif privilege is Privilege.WRITE:
+            plan.append(("o", target, projection))
+            layout.append(slot("o"))
+        elif privilege is Privilege.READ_WRITE:
+            plan.append(("i", target, projection))
+            slot("i")
+            plan.append(("o", target, projection))
+            layout.append(slot("o"))
+        else:
+            plan.append(("r", target, projection))
+            layout.append(slot("r"))
+
+    pytask = generic_task(counts["i"], counts["o"], counts["r"])
+    runtime = legate_runtime()
+    launch = runtime.create_manual_task(pytask.library, pytask.task_id, list(upper), list(lower))
+    for kind in ("i", "o", "r"):
+        for k, target, projection in plan:
+            if k != kind:
+                continue
+            if kind == "i":
+                launch.add_input(target, projection)
+            elif kind == "o":
+                launch.add_output(target, projection)
+            else:
+                launch.add_reduction(target, ReductionOpKind.ADD, projection)
+    launch.add_scalar_arg(key, types.int64)
+    text = ",".join(layout)
+    if pinned is not None:
+        text += ";" + ",".join(str(int(x)) for x in pinned)
+    launch.add_scalar_arg(text, types.string_type)
+    launch.execute()
+
+
+def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
+                 lower: Sequence[int] | None = None) -> None:
+    """Run kernel `key` once per point of the launch domain, in parallel.
+
+    The domain is the box `[lower, lower + domain)` (lower defaults to 0).
+    Each point calls `kernel(point, *tiles)` with one NumPy view per `Arg`.
+    Launches are asynchronous; `to_numpy` waits for them.
+
+    >>> index_launch(key, (2, 2), [Arg(a, Privilege.READ, (4, 4)),          # doctest: +SKIP
+    ...                            Arg(c, Privilege.WRITE, (4, 4))])
+    """
+    low = [0] * len(domain) if lower is None else [int(x) for x in lower]
+    if len(low) != len(domain) or not domain:
+        raise DistalError(f"expected a launch domain with lower bounds, but found {domain}")
+    if any(n <= 0 for n in domain):
+        return
+    upper = [lo + int(n) for lo, n in zip(low, domain, strict=True)]
+    _submit(key, args, low, upper, whole_stores=False)
+
+
+def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],
+                 point: Sequence[int], processor: int) -> None:
+    """Run kernel `key` once, at launch point `point`, on CPU processor `processor`.
+
+    For accesses a projection cannot express (rotations such as Cannon's
+    `(i + j + k) mod g`): pass sub-stores (`tile_of`) with their privileges.
+    Each call is pinned to one processor, so a loop of point launches
+    spreads over the machine as the caller says.
+    """
+    from legate.core import TaskTarget
+
+    count = processor_count("cpu")
+    if not 0 <= processor < count:
+        raise DistalError(f"expected a CPU processor in [0, {count}), but found {processor}")
+    listed = [a if isinstance(a, tuple) else (a, Privilege.READ) for a in args]
+    plain = [Arg(store, privilege) for store, privilege in listed]
+    machine = legate_runtime().machine.only(TaskTarget.CPU).slice(slice(processor, processor + 1))
+    with machine:
+        _submit(key, plain, [0], [1], whole_stores=True, pinned=tuple(point))

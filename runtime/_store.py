@@ -1,0 +1,124 @@
+"""Tensor storage on Legate: NumPy in, NumPy out, never a fresh store.
+
+Guards against LEGATE_NOTES.md's wrong-data behaviours:
+
+- 2 and 3: every `Store` is written in full when it is made, either by
+  attaching a private copy of an array or by a full-domain task that writes
+  the fill value. `LogicalStore.fill` is never used, and no launch can meet a
+  store that nothing has written.
+- 4: `to_numpy` never maps the store itself. It copies it into a temporary
+  store attached to a new NumPy buffer and maps that one, so later launches
+  on the store do not pay for a lingering inline mapping.
+- 5: stores made from arrays are attached whole; launches on tiles take one
+  first-touch copy per tile, which is the cost of getting the data in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distal.errors import DistalError, NotSupportedYet
+
+from ._registry import check_failures
+from ._start import legate_runtime
+
+__all__ = ["Store", "fence", "legate_type", "tile_of", "to_numpy", "wrap"]
+
+_TYPES = {
+    "bool": "bool_",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+}
+
+
+def legate_type(dtype: np.dtype[Any]) -> Any:
+    """The Legate type of a NumPy dtype."""
+    from legate.core import types
+
+    name = _TYPES.get(np.dtype(dtype).name)
+    if name is None:
+        raise NotSupportedYet(
+            f"expected a boolean, integer, float or complex dtype, but found {dtype}"
+        )
+    return getattr(types, name)
+
+
+@dataclass(eq=False)
+class Store:
+    """A Legate store of `shape` and `dtype` that has been written in full.
+
+    `handle` is the legate `LogicalStore`. `buffer` keeps alive the NumPy
+    memory a store was attached to, when it was.
+    """
+
+    handle: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    buffer: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+
+def wrap(handle: Any, dtype: np.dtype[Any], buffer: np.ndarray | None = None) -> Store:
+    """A `Store` around a legate store that the caller has written in full."""
+    shape = tuple(int(x) for x in handle.shape)
+    return Store(handle=handle, shape=shape, dtype=np.dtype(dtype), buffer=buffer)
+
+
+def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Store:
+    """The block of `store` at `color` when it is cut into `tile`-sized blocks.
+
+    The result shares the store's data (a view), for single-point launches.
+    """
+    colors = tuple(-(-n // max(t, 1)) for n, t in zip(store.shape, tile, strict=True))
+    if len(color) != store.ndim or any(not 0 <= c < n for c, n in zip(color, colors)):
+        raise DistalError(
+            f"expected a tile color within {colors}, but found {color} "
+            f"for a store of shape {store.shape} cut into {tile}"
+        )
+    child = store.handle.partition_by_tiling(tile).get_child_store(*color)
+    return Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=store.dtype)
+
+
+def to_numpy(store: Store) -> np.ndarray:
+    """A NumPy copy of the store's current contents (waits for pending launches).
+
+    Also raises, as `RuntimeFailure`, any kernel failure recorded so far.
+    """
+    runtime = legate_runtime()
+    result = np.empty(store.shape, dtype=store.dtype)
+    if result.size > 0:
+        target = runtime.create_store_from_buffer(
+            legate_type(store.dtype), store.shape, result, False
+        )
+        runtime.issue_copy(target, store.handle)
+        mapped = np.asarray(target.get_physical_store())
+        if not np.shares_memory(mapped, result):
+            result[...] = mapped
+        del mapped
+        target.detach()
+    check_failures()
+    return result
+
+
+def fence() -> None:
+    """Wait until every launch issued so far has run; raise kernel failures."""
+    legate_runtime().issue_execution_fence(block=True)
+    check_failures()

@@ -1,0 +1,79 @@
+"""distal's generic Python task, one registered variant per arity.
+
+Legate checks the number of inputs, outputs and reductions of a launch
+against the signature its Python task was registered with, so a task taking
+"any number of stores" does not exist. distal registers, on first use, one
+task per triple (inputs, outputs, reductions); each receives every store, the
+kernel key and a layout string, and calls the kernel with the tiles in the
+order the launch listed its arguments.
+
+The layout lists one slot per kernel argument: `i3` is the fourth input,
+`o0` the first output, `r1` the second reduction. A read-write argument is
+an input and an output of the same store; its slot is the output's. After a
+`;` the layout may carry the launch point of a single-point launch (Legate
+reports point 0 for those): `i0,o0;2,1`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+import numpy as np
+
+from ._registry import kernel, record_failure
+from ._start import ensure_started
+
+__all__ = ["generic_task"]
+
+_lock = threading.Lock()
+_tasks: dict[tuple[int, int, int], Any] = {}
+
+
+def _run(ctx: Any, stores: dict[str, Any]) -> None:
+    key = int(stores["key"])
+    layout, marker, pinned = str(stores["layout"]).partition(";")
+    if marker:
+        point = tuple(int(x) for x in pinned.split(",") if x)
+    else:
+        point = tuple(int(x) for x in ctx.task_index)
+    try:
+        slots = layout.split(",") if layout else []
+        tiles = [np.asarray(stores[slot]) for slot in slots]
+        kernel(key)[1](point, *tiles)
+    except BaseException as error:  # an escaping exception would abort the process
+        record_failure(key, point, error)
+
+
+def _make(inputs: int, outputs: int, reductions: int) -> Any:
+    from legate.core import TaskContext, VariantCode
+    from legate.core.task import ADD, InputStore, OutputStore, ReductionStore, task
+
+    def body(ctx: Any, **stores: Any) -> None:
+        _run(ctx, stores)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("ctx", kind, annotation=TaskContext)]
+    params += [inspect.Parameter(f"i{n}", kind, annotation=InputStore) for n in range(inputs)]
+    params += [inspect.Parameter(f"o{n}", kind, annotation=OutputStore) for n in range(outputs)]
+    params += [inspect.Parameter(f"r{n}", kind, annotation=ReductionStore[ADD])
+               for n in range(reductions)]
+    params += [inspect.Parameter("key", kind, annotation=int),
+               inspect.Parameter("layout", kind, annotation=str)]
+    body.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    body.__name__ = body.__qualname__ = f"distal_generic_{inputs}i_{outputs}o_{reductions}r"
+    return task(variants=(VariantCode.CPU,))(body)
+
+
+def generic_task(inputs: int, outputs: int, reductions: int) -> Any:
+    """The registered generic task (a legate PyTask) for this arity."""
+    arity = (inputs, outputs, reductions)
+    found = _tasks.get(arity)
+    if found is not None:
+        return found
+    ensure_started()
+    with _lock:
+        if arity not in _tasks:
+            _tasks[arity] = _make(*arity)
+        return _tasks[arity]

@@ -1,0 +1,36 @@
+"""Embedded defaults: sized to the host, pure functions."""
+
+from __future__ import annotations
+
+from distal.runtime import HostInfo, default_config, host_info
+
+
+def test_every_core_is_a_cpu_and_half_the_memory_is_sysmem() -> None:
+    host = HostInfo(cores=8, available_mb=20000, cpu_model="test")
+    config = default_config(host, gpus=0)
+    assert "--cpus 8" in config
+    assert "--sysmem 10000" in config
+    assert "--utility 1" in config
+    assert "--gpus 0" in config
+    assert "--omps 0" in config
+
+
+def test_sysmem_is_capped_and_floored() -> None:
+    big = HostInfo(cores=64, available_mb=4_000_000, cpu_model="test")
+    small = HostInfo(cores=1, available_mb=100, cpu_model="test")
+    assert "--sysmem 65536" in default_config(big, gpus=0)
+    assert "--sysmem 256" in default_config(small, gpus=0)
+
+
+def test_gpus_come_from_the_driver_and_the_shim_silences_gpu_logging() -> None:
+    host = HostInfo(cores=4, available_mb=8000, cpu_model="test")
+    assert "--gpus 2" in default_config(host, gpus=2)
+    assert "gpu=none" not in default_config(host, gpus=2)
+    assert "gpu=none" in default_config(host, gpus=0, shim=True)
+
+
+def test_host_info_reports_this_machine() -> None:
+    host = host_info()
+    assert host.cores >= 1
+    assert host.available_mb > 0
+    assert host.cpu_model
