@@ -49,8 +49,18 @@ class SynthesisHierarchy:
     system_levels: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        assert len(self.names) == len(self.sizes) == len(self.system_levels)
-        assert all(s >= 2 for s in self.sizes), self.sizes
+        if not len(self.names) == len(self.sizes) == len(self.system_levels):
+            raise ReductionError(
+                f"expected one size and one system level per name, but found "
+                f"{len(self.names)} names, {len(self.sizes)} sizes, {len(self.system_levels)} levels"
+            )
+        if len(set(self.names)) != len(self.names) or "root" in self.names:
+            raise ReductionError(
+                f"expected distinct level names other than 'root', but found {list(self.names)}"
+            )
+        for n, s in zip(self.names, self.sizes):
+            if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+                raise ReductionError(f"expected a positive size for level {n}, but found {s!r}")
 
     @property
     def size(self) -> int:

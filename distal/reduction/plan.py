@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
@@ -88,7 +88,8 @@ def rank(
     for prog in synth.programs:
         low = lower(prog, layout)
         out.append(Ranked(prog, low, simulate(low, nbytes, algorithm)))
-    out.sort(key=lambda r: (r.seconds, len(r.program)))
+    # Times equal to the nanosecond are ties: the shorter program wins.
+    out.sort(key=lambda r: (round(r.seconds, 9), len(r.program)))
     return tuple(out)
 
 
@@ -180,8 +181,10 @@ def plan_reduction(
     for d in devices:
         if isinstance(d, numbers.Integral):
             flat.append(int(d))
-        else:
+        elif isinstance(d, Iterable):
             grps.append([int(x) for x in d])
+        else:
+            raise ReductionError(f"expected device ids or groups of them, but found {d!r}")
     if flat and grps:
         raise ReductionError(
             f"expected one group of device ids or a list of groups, but found {list(devices)!r}"

@@ -1,0 +1,86 @@
+"""Systems, levels, interconnects and their errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from distal.errors import ReductionError
+from distal.format.machine import Grid, Machine
+from distal.reduction import (
+    NIC,
+    NVLINK_V100,
+    NVSWITCH_A100,
+    SHARED_MEMORY,
+    Interconnect,
+    Level,
+    System,
+    a100_system,
+    named_system,
+    parse_levels,
+    system_from_machine,
+    v100_system,
+)
+
+
+def test_paper_systems() -> None:
+    assert a100_system(4).cardinalities == (4, 16)
+    assert v100_system(2).cardinalities == (2, 8)
+    assert a100_system(2).levels[1].interconnect is NVSWITCH_A100
+    assert v100_system(2).levels[1].interconnect is NVLINK_V100
+    assert NIC.bandwidth == 8e9 and NVLINK_V100.bandwidth == 135e9
+    assert named_system("A100x4") == a100_system(4)
+
+
+def test_coords_round_trip() -> None:
+    s = System((Level("rack", 1, NIC), Level("server", 2, NIC), Level("cpu", 2, NIC),
+                Level("gpu", 4, NVSWITCH_A100)))
+    assert s.size == 16
+    for d in range(16):
+        assert s.device(s.coords(d)) == d
+    assert s.coords(13) == (0, 1, 1, 1)
+
+
+def test_parse_levels_defaults() -> None:
+    s = parse_levels("node=2,gpu=16")
+    assert s == a100_system(2)
+    s = parse_levels("node=4, socket=2, core=8")
+    assert [lv.interconnect for lv in s.levels] == [NIC, SHARED_MEMORY, SHARED_MEMORY]
+
+
+def test_system_from_machine() -> None:
+    s = system_from_machine(Machine(Grid(2, 2), Grid(4)))
+    assert s.cardinalities == (4, 4)
+    assert [lv.interconnect for lv in s.levels] == [NIC, NVSWITCH_A100]
+    cpu = system_from_machine(Machine(Grid(2), Grid(8)), gpus=False)
+    assert cpu.levels[1].interconnect is SHARED_MEMORY
+    one = system_from_machine(Machine(Grid(4)))
+    assert one.cardinalities == (4,) and one.levels[0].interconnect is NVSWITCH_A100
+    custom = system_from_machine(Machine(Grid(2), Grid(8)), interconnects=[NIC, NVLINK_V100])
+    assert custom == v100_system(2).__class__(
+        (Level("l0", 2, NIC), Level("l1", 8, NVLINK_V100))
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Interconnect("nic", 0, 1e-6), "expected a positive bandwidth for interconnect nic, but found 0"),
+        (lambda: Interconnect("nic", 1e9, -1), "expected a non-negative latency for interconnect nic, but found -1"),
+        (lambda: Interconnect("a b", 1e9, 0), "expected an identifier as interconnect name, but found 'a b'"),
+        (lambda: Level("gpu", 0, NIC), "expected a positive integer cardinality for level gpu, but found 0"),
+        (lambda: Level("root", 2, NIC), "expected an identifier other than 'root' as level name, but found 'root'"),
+        (lambda: System(()), "expected a non-empty tuple of levels, but found ()"),
+        (lambda: System((Level("a", 2, NIC), Level("a", 2, NIC))), "expected distinct level names, but found ['a', 'a']"),
+        (lambda: a100_system(2).coords(32), "expected a device id in [0, 32), but found 32"),
+        (lambda: named_system("h100x2"), "expected a system name like a100x2 or v100x4, but found 'h100x2'"),
+        (lambda: parse_levels(""), "expected levels like node=2,gpu=16, but found ''"),
+        (lambda: parse_levels("node:2"), "expected a level like gpu=16 or gpu=16:nvswitch, but found 'node:2'"),
+        (lambda: parse_levels("node=2:infiniband"), "expected an interconnect of ['nic', 'nvlink', 'nvswitch', 'pcie', 'shm'], but found 'infiniband'"),
+        (lambda: system_from_machine("m"), "expected a distal Machine, but found 'm'"),  # type: ignore[arg-type]
+        (lambda: system_from_machine(Machine(Grid(2), Grid(2)), interconnects=[NIC]), "expected 2 interconnects (one per machine level), but found 1"),
+    ],
+)
+def test_errors(build: object, message: str) -> None:
+    with pytest.raises(ReductionError) as info:
+        build()  # type: ignore[operator]
+    assert info.value.message == message
