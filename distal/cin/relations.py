@@ -167,13 +167,18 @@ class Precompute(Derivation):
 class Distribute(Relation):
     """`distribute(vars)`: the loops run at the same time on different processors.
 
-    `grid` (optional) is the processor grid the loops map onto, one grid
-    dimension per variable, at `level` of a hierarchical machine.
+    `grid` (optional) is the processor grid the loops map onto at `level` of
+    a hierarchical machine; `dims[n]` is the grid dimension that `vars[n]`
+    runs along (by default the n-th).
     """
 
     vars: tuple[IndexVar, ...]
     grid: Grid | None = None
     level: int = 0
+    dims: tuple[int, ...] | None = None
+
+    def grid_dims(self) -> tuple[int, ...]:
+        return self.dims if self.dims is not None else tuple(range(len(self.vars)))
 
     def __str__(self) -> str:
         if self.grid is None:

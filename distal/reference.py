@@ -1,0 +1,198 @@
+"""The NumPy reference executor: runs any scheduled statement in one process.
+
+It follows the scheduled loop structure: outer loops run one iteration at a
+time in the scheduled order (rotations included), and each innermost block of
+loops (a substituted leaf, or the innermost loops up to a size limit) is
+computed at once with NumPy. Loop values are mapped back to the original index
+variables through the provenance graph, and the guards of divide and split
+drop the iterations past an extent that does not divide.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where, assignments
+from distal.cin.relations import Substitute
+from distal.errors import RuntimeFailure
+from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.tensor import Tensor
+from distal.sizes import resolve
+
+if TYPE_CHECKING:
+    from distal.schedule.schedule import Schedule
+
+__all__ = ["BLOCK_LIMIT", "run_reference"]
+
+BLOCK_LIMIT = 1 << 20  # points computed at once in one vectorized block
+
+
+def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) -> None:
+    """Run `sched` with NumPy; the output tensor receives the result."""
+    ex = _Executor(sched, dict(bindings or {}))
+    ex.run(sched.stmt, {})
+    out = sched.output
+    out.set_array(ex.arrays[out])
+
+
+class _Executor:
+    def __init__(self, sched: Schedule, bindings: dict[str, int]) -> None:
+        self.sched = sched
+        self.prov = sched.provenance
+        self.ext = self.prov.extents(bindings)
+        self.arrays: dict[Tensor, np.ndarray] = {}
+        for t in sched.source.tensors():
+            shape = tuple(resolve(s, bindings) for s in t.shape)
+            if t is sched.output and not sched.source.accumulate:
+                self.arrays[t] = np.zeros(shape, dtype=t.dtype)
+            elif t._array is None and t.storage is None:
+                self.arrays[t] = np.zeros(shape, dtype=t.dtype)
+            else:
+                data = t.to_numpy()
+                if data.shape != shape:
+                    raise RuntimeFailure(f"expected data of shape {shape} for {t.name}, but found {data.shape}")
+                self.arrays[t] = data
+        for w in sched.workspaces():
+            self.arrays[w] = np.zeros(w.concrete_shape(), dtype=w.dtype)
+        self.leaf_vars = [frozenset(r.vars) for r in sched.relations_of(Substitute)]
+
+    # -- statements ------------------------------------------------------------
+
+    def run(self, s: Stmt, env: dict[IndexVar, int]) -> None:
+        if isinstance(s, Forall):
+            chain: list[IndexVar] = []
+            body: Stmt = s
+            while isinstance(body, Forall):
+                chain.append(body.var)
+                body = body.body
+            if isinstance(body, Assign):
+                self.nest(chain, body, env)
+                return
+            for value in range(self.ext[s.var]):
+                env[s.var] = value
+                self.run(s.body, env)
+            del env[s.var]
+        elif isinstance(s, Where):
+            for a in assignments(s.producer):
+                self.arrays[a.lhs.tensor][...] = 0
+            self.run(s.producer, env)
+            self.run(s.consumer, env)
+        elif isinstance(s, Sequence):
+            self.run(s.first, env)
+            self.run(s.second, env)
+        else:
+            assert isinstance(s, Assign), s
+            self.block(s, env, [])
+
+    def nest(self, chain: list[IndexVar], body: Assign, env: dict[IndexVar, int]) -> None:
+        """A perfect nest above an assignment: outer loops one by one, a block at once."""
+        split = self.block_start(chain)
+        outer, inner = chain[:split], chain[split:]
+        for values in itertools.product(*(range(self.ext[v]) for v in outer)):
+            local = dict(env)
+            local.update(zip(outer, values))
+            self.block(body, local, inner)
+
+    def block_start(self, chain: list[IndexVar]) -> int:
+        for leaf in self.leaf_vars:
+            n = len(leaf)
+            if n <= len(chain) and frozenset(chain[-n:]) == leaf:
+                return len(chain) - n
+        start, points = len(chain), 1
+        while start > 0 and points * self.ext[chain[start - 1]] <= BLOCK_LIMIT:
+            start -= 1
+            points *= self.ext[chain[start]]
+        return start
+
+    # -- one vectorized block -------------------------------------------------
+
+    def block(self, a: Assign, env: dict[IndexVar, int], block_vars: list[IndexVar]) -> None:
+        exts = [self.ext[v] for v in block_vars]
+        npts = math.prod(exts)
+        if npts == 0:
+            return
+        values: dict[IndexVar, Any] = dict(env)
+        if block_vars:
+            grid = np.indices(exts).reshape(len(exts), -1)
+            for v, g in zip(block_vars, grid):
+                values[v] = g
+        vals, guards = self.prov.recover(values, self.ext)
+        mask: Any = True
+        for g in guards:
+            mask = mask & g
+        if mask is not True:
+            mask = np.broadcast_to(np.asarray(mask), (npts,))
+            if not mask.any():
+                return
+            if not mask.all():
+                vals = {v: (x[mask] if isinstance(x, np.ndarray) else x) for v, x in vals.items()}
+                npts = int(mask.sum())
+        self.vals = vals
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value = np.asarray(self.eval(a.rhs, []))
+        out = self.arrays[a.lhs.tensor]
+        idx = tuple(np.broadcast_to(np.asarray(self.index(v)), (npts,)) for v in a.lhs.indices)
+        value = np.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
+        if not a.accumulate:
+            out[idx] = value
+            return
+        if not idx:
+            out[()] += value.sum()
+            return
+        flat = np.ravel_multi_index(idx, out.shape)
+        if out.dtype.kind == "f":
+            out.reshape(-1)[:] += np.bincount(flat, weights=value, minlength=out.size).astype(out.dtype)
+        else:
+            np.add.at(out.reshape(-1), flat, value.astype(out.dtype))
+
+    def index(self, v: IndexVar) -> Any:
+        if v not in self.vals:
+            raise RuntimeFailure(f"index variable {v} is not determined by the loops around it")
+        return self.vals[v]
+
+    def eval(self, e: Expr, scope: list[IndexVar]) -> Any:
+        depth = 1 + len(scope)
+        if isinstance(e, Access):
+            arr = self.arrays[e.tensor]
+            idx = []
+            for v in e.indices:
+                if v in scope:
+                    shape = [1] * depth
+                    shape[1 + scope.index(v)] = self.ext[v]
+                    idx.append(np.arange(self.ext[v]).reshape(shape))
+                else:
+                    x = self.index(v)
+                    idx.append(x.reshape((-1,) + (1,) * (depth - 1)) if isinstance(x, np.ndarray) else x)
+            return arr[tuple(idx)]
+        if isinstance(e, Literal):
+            return e.value
+        if isinstance(e, Neg):
+            return -self.eval(e.operand, scope)
+        if isinstance(e, Sum):
+            inner = scope + [e.var]
+            b = np.asarray(self.eval(e.body, inner))
+            b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
+            b = np.broadcast_to(b, b.shape[:-1] + (self.ext[e.var],))
+            return b.sum(axis=-1)
+        assert isinstance(e, BinaryOp), e
+        x, y = self.eval(e.a, scope), self.eval(e.b, scope)
+        x, y = _align(x, depth), _align(y, depth)
+        if isinstance(e, Mul):
+            return x * y
+        if isinstance(e, Div):
+            return x / y
+        if isinstance(e, Sub):
+            return x - y
+        return x + y
+
+
+def _align(x: Any, depth: int) -> Any:
+    """Give an array value `depth` dimensions (trailing ones) so values broadcast by axis name."""
+    if isinstance(x, np.ndarray) and 0 < x.ndim < depth:
+        return x.reshape(x.shape + (1,) * (depth - x.ndim))
+    return x

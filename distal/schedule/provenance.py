@@ -1,0 +1,215 @@
+"""The provenance graph of derived index variables.
+
+Derivation relations (divide, split, fuse, rotate, precompute) define new
+variables from old ones. The graph computes every variable's extent
+(symbolically with sympy, or as integers once parameters are bound) and
+recovers the values of parent variables from the values of the loop
+variables, together with the guards (`i < extent(i)`) that cut the remainder
+iterations of divide and split when extents do not divide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from distal.cin.relations import Derivation, Divide, Fuse, Precompute, Rotate, Split
+from distal.errors import ScheduleError
+from distal.notation.ast import IndexVar
+from distal.sizes import Param, Size, as_expr, resolve
+
+__all__ = ["Provenance"]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Original extents plus the derivations applied to them, in order."""
+
+    base: tuple[tuple[IndexVar, Size], ...]
+    derivations: tuple[Derivation, ...]
+
+    @classmethod
+    def of(cls, base: Mapping[IndexVar, Size], derivations: tuple[Derivation, ...] = ()) -> Provenance:
+        return cls(tuple(base.items()), derivations)
+
+    def with_derivation(self, d: Derivation) -> Provenance:
+        return Provenance(self.base, (*self.derivations, d))
+
+    # -- structure ---------------------------------------------------------------
+
+    @property
+    def originals(self) -> tuple[IndexVar, ...]:
+        return tuple(v for v, _ in self.base)
+
+    def variables(self) -> tuple[IndexVar, ...]:
+        """Every variable: originals first, then derived ones in order of derivation."""
+        out = list(self.originals)
+        for d in self.derivations:
+            out.extend(v for v in d.derived if v not in out)
+        return tuple(out)
+
+    def producer(self, var: IndexVar) -> Derivation | None:
+        """The derivation that defined `var`, or None for an original variable."""
+        for d in self.derivations:
+            if var in d.derived:
+                return d
+        return None
+
+    def roots(self, var: IndexVar) -> frozenset[IndexVar]:
+        """The original variables that `var` is derived from."""
+        d = self.producer(var)
+        if d is None:
+            return frozenset({var})
+        out: frozenset[IndexVar] = frozenset()
+        for p in d.parents:
+            out |= self.roots(p)
+        if isinstance(d, Rotate):
+            for b in d.by:
+                out |= self.roots(b)
+        return out
+
+    def descendants(self, var: IndexVar) -> frozenset[IndexVar]:
+        """Every variable derived (transitively) from `var`."""
+        out: set[IndexVar] = set()
+        frontier = [var]
+        while frontier:
+            v = frontier.pop()
+            for d in self.derivations:
+                if v in d.parents:
+                    for c in d.derived:
+                        if c not in out:
+                            out.add(c)
+                            frontier.append(c)
+        return frozenset(out)
+
+    # -- extents -----------------------------------------------------------------
+
+    def extent_expr(self, var: IndexVar) -> Any:
+        """The extent of `var` as a sympy expression."""
+        for v, s in self.base:
+            if v == var:
+                return as_expr(s)
+        d = self.producer(var)
+        if d is None:
+            raise ScheduleError(f"expected a known index variable, but found {var}")
+        if isinstance(d, Divide):
+            n = self.extent_expr(d.parent)
+            return as_expr(d.parts) if var == d.outer else sympy.ceiling(n / as_expr(d.parts))
+        if isinstance(d, Split):
+            n = self.extent_expr(d.parent)
+            return as_expr(d.size) if var == d.inner else sympy.ceiling(n / as_expr(d.size))
+        if isinstance(d, Fuse):
+            return self.extent_expr(d.outer) * self.extent_expr(d.inner)
+        if isinstance(d, Rotate):
+            return self.extent_expr(d.target)
+        assert isinstance(d, Precompute)
+        return self.extent_expr(d.vars[d.workspace_vars.index(var)])
+
+    def extents(self, bindings: Mapping[str, int] | None = None) -> dict[IndexVar, int]:
+        """Integer extents of every variable, parameters bound from `bindings`."""
+        ext: dict[IndexVar, int] = {v: resolve(s, bindings) for v, s in self.base}
+        for d in self.derivations:
+            if isinstance(d, Divide):
+                parts = resolve(d.parts, bindings)
+                ext[d.outer] = parts
+                ext[d.inner] = _ceil_div(ext[d.parent], parts)
+            elif isinstance(d, Split):
+                size = resolve(d.size, bindings)
+                ext[d.inner] = size
+                ext[d.outer] = _ceil_div(ext[d.parent], size)
+            elif isinstance(d, Fuse):
+                ext[d.fused] = ext[d.outer] * ext[d.inner]
+            elif isinstance(d, Rotate):
+                ext[d.result] = ext[d.target]
+            else:
+                assert isinstance(d, Precompute)
+                for v, w in zip(d.vars, d.workspace_vars):
+                    ext[w] = ext[v]
+        return ext
+
+    # -- recovery ----------------------------------------------------------------
+
+    def determined(self, known: frozenset[IndexVar] | set[IndexVar]) -> frozenset[IndexVar]:
+        """Every variable whose value follows from the values of `known`."""
+        have = set(known)
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(self.derivations):
+                new = self._fires(d, have)
+                if new - have:
+                    have |= new
+                    changed = True
+        return frozenset(have)
+
+    @staticmethod
+    def _fires(d: Derivation, have: set[IndexVar]) -> set[IndexVar]:
+        if isinstance(d, Precompute):
+            return {v for v, w in zip(d.vars, d.workspace_vars) if w in have}
+        if isinstance(d, Rotate):
+            return {d.target} if d.result in have and all(b in have for b in d.by) else set()
+        if all(v in have for v in d.derived):
+            return set(d.parents)
+        return set()
+
+    def recover(
+        self, values: Mapping[IndexVar, Any], ext: Mapping[IndexVar, int]
+    ) -> tuple[dict[IndexVar, Any], list[Any]]:
+        """Values of every determined variable, and the guards that must hold.
+
+        `values` maps loop variables to integers or NumPy integer arrays (all
+        broadcastable together). Each guard is a boolean (array) that is false
+        where an iteration of a divided or split loop falls past the parent's
+        extent.
+        """
+        vals: dict[IndexVar, Any] = dict(values)
+        guards: list[Any] = []
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(self.derivations):
+                if isinstance(d, Divide | Split):
+                    if d.parent in vals or d.outer not in vals or d.inner not in vals:
+                        continue
+                    p = vals[d.outer] * ext[d.inner] + vals[d.inner]
+                    vals[d.parent] = p
+                    if ext[d.outer] * ext[d.inner] != ext[d.parent]:
+                        guards.append(p < ext[d.parent])
+                    changed = True
+                elif isinstance(d, Fuse):
+                    if d.fused not in vals or d.outer in vals or d.inner in vals:
+                        continue
+                    vals[d.outer] = vals[d.fused] // ext[d.inner]
+                    vals[d.inner] = vals[d.fused] % ext[d.inner]
+                    changed = True
+                elif isinstance(d, Rotate):
+                    if d.target in vals or d.result not in vals or any(b not in vals for b in d.by):
+                        continue
+                    total = vals[d.result]
+                    for b in d.by:
+                        total = total + vals[b]
+                    vals[d.target] = total % ext[d.target]
+                    changed = True
+                else:
+                    assert isinstance(d, Precompute)
+                    for v, w in zip(d.vars, d.workspace_vars):
+                        if w in vals and v not in vals:
+                            vals[v] = vals[w]
+                            changed = True
+        return vals, guards
+
+    def extents_or_none(self) -> dict[IndexVar, int] | None:
+        """Integer extents when no size is symbolic, else None."""
+        if any(isinstance(s, Param) for _, s in self.base) or any(
+            isinstance(getattr(d, "parts", None), Param) or isinstance(getattr(d, "size", None), Param)
+            for d in self.derivations
+        ):
+            return None
+        return self.extents()

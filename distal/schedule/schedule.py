@@ -1,0 +1,575 @@
+"""The scheduling language: an immutable, chainable Schedule over concrete index notation.
+
+Every command checks its preconditions first and raises a `ScheduleError`
+naming the offending variable or tensor and showing the statement; only then
+does it rewrite, returning a new Schedule. Each public command is recorded in
+a trace that prints as Python and replays to an equal schedule.
+
+>>> import distal as dt
+>>> i, j, k, io, ii = dt.index_vars("i j k io ii")
+>>> A, B, C = (dt.Tensor(n, (4, 4)) for n in "ABC")
+>>> A[i, j] = B[i, k] * C[k, j]
+>>> print(A.schedule().divide(i, io, ii, 2))
+∀io ∀ii ∀j ∀k A(i,j) += B(i,k) * C(k,j)
+s.t. divide(i, io, ii, 2)
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence as Seq
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from distal import leaf as leaves
+from distal.cin.ast import Assign, Forall, Stmt, Where, assignments, loop_vars
+from distal.cin.concretize import concretize
+from distal.cin.relations import (
+    Communicate,
+    Derivation,
+    Distribute,
+    Divide,
+    Fuse,
+    Parallelize,
+    Precompute,
+    Relation,
+    Rotate,
+    Split,
+    Substitute,
+)
+from distal.errors import NotSupportedYet, ScheduleError
+from distal.format.machine import Grid, Machine
+from distal.notation.ast import Access, Assignment, Expr, IndexVar
+from distal.notation.check import extents
+from distal.notation.tensor import Tensor
+from distal.schedule import tree
+from distal.schedule.provenance import Provenance
+from distal.schedule.trace import Command, python
+from distal.sizes import MachineDim, Param, Size
+
+__all__ = ["PARALLEL_UNITS", "Schedule"]
+
+PARALLEL_UNITS = ("cpu_thread", "cpu_vector", "gpu_block", "gpu_warp", "gpu_thread")
+
+# Workspaces made by precompute, shared by replays of the same command so that
+# replaying a trace gives an equal schedule.
+_WORKSPACES: weakref.WeakValueDictionary[tuple[Any, ...], Tensor] = weakref.WeakValueDictionary()
+
+
+def _vars(value: object, what: str, ctx: object) -> tuple[IndexVar, ...]:
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    for v in items:
+        if not isinstance(v, IndexVar):
+            raise ScheduleError(f"expected index variables for {what}, but found {v!r}", ctx)
+    return tuple(items)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A statement in concrete index notation with its scheduling relations."""
+
+    source: Assignment
+    stmt: Stmt
+    relations: tuple[Relation, ...]
+    provenance: Provenance
+    trace: tuple[Command, ...] = ()
+
+    @classmethod
+    def of(cls, assignment: Assignment) -> Schedule:
+        """The default schedule: TACO's left-to-right loop order, no relations."""
+        return cls(assignment, concretize(assignment), (), Provenance.of(extents(assignment)))
+
+    # -- printing --------------------------------------------------------------
+
+    def __str__(self) -> str:
+        text = str(self.stmt)
+        if self.relations:
+            text += "\ns.t. " + ", ".join(str(r) for r in self.relations)
+        return text
+
+    def trace_text(self) -> str:
+        """The commands as Python that replays to an equal schedule.
+
+        Evaluate it with `dt` (the distal module), the tensors and the index
+        variables in scope.
+        """
+        out = f"{self.source.lhs.tensor.name}.schedule()"
+        for c in self.trace:
+            out += f"\n    .{c}"
+        return out
+
+    @property
+    def output(self) -> Tensor:
+        return self.source.lhs.tensor
+
+    def tensors(self) -> tuple[Tensor, ...]:
+        """The statement's tensors, output first, then workspaces."""
+        out = list(self.source.tensors())
+        for r in self.relations:
+            if isinstance(r, Precompute):
+                out.append(r.workspace)
+        return tuple(out)
+
+    def workspaces(self) -> tuple[Tensor, ...]:
+        return tuple(r.workspace for r in self.relations if isinstance(r, Precompute))
+
+    def loop_vars(self) -> tuple[IndexVar, ...]:
+        return loop_vars(self.stmt)
+
+    def relations_of(self, kind: type[Relation]) -> tuple[Any, ...]:
+        return tuple(r for r in self.relations if isinstance(r, kind))
+
+    def distributed_vars(self) -> tuple[IndexVar, ...]:
+        return tuple(v for r in self.relations_of(Distribute) for v in r.vars)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _error(self, message: str) -> ScheduleError:
+        return ScheduleError(message, f"{self.source}\n  scheduled as: {self}")
+
+    def _used_names(self) -> set[str]:
+        names = {v.name for v in self.provenance.variables()}
+        names |= {v.name for v in self.loop_vars()}
+        for a in assignments(self.stmt):
+            names |= {v.name for v in a.rhs.index_vars()}
+            names |= {v.name for v in a.lhs.indices}
+        return names
+
+    def _loop(self, var: object, cmd: str, *, transform: bool = True) -> tree.Path:
+        if not isinstance(var, IndexVar):
+            raise self._error(f"{cmd}: expected an index variable, but found {var!r}")
+        path = tree.forall_path(self.stmt, var)
+        if path is None:
+            loops = ", ".join(v.name for v in self.loop_vars())
+            raise self._error(f"{cmd}: expected {var} to be a loop variable (loops: {loops}), but it is not")
+        if transform:
+            for r in self.relations_of(Substitute):
+                if var in r.vars:
+                    raise self._error(f"{cmd}: expected a loop not yet substituted, but {var} is in {r}")
+        return path
+
+    def _fresh(self, vars_: Seq[object], cmd: str) -> None:
+        used = self._used_names()
+        seen: set[str] = set()
+        for v in vars_:
+            if not isinstance(v, IndexVar):
+                raise self._error(f"{cmd}: expected a new index variable, but found {v!r}")
+            if v.name in used or v.name in seen:
+                raise self._error(f"{cmd}: expected a new index variable, but {v} is already used")
+            seen.add(v.name)
+
+    def _size(self, size: object, cmd: str) -> Size:
+        if isinstance(size, Param | MachineDim):
+            return size
+        if isinstance(size, bool) or not isinstance(size, int | np.integer):
+            raise self._error(f"{cmd}: expected a size (int, dt.Param or machine dimension), but found {size!r}")
+        if int(size) < 1:
+            raise self._error(f"{cmd}: expected a positive size, but found {size}")
+        return int(size)
+
+    def _with(self, stmt: Stmt, relation: Relation | None = None) -> Schedule:
+        rels = self.relations if relation is None else (*self.relations, relation)
+        prov = self.provenance
+        if isinstance(relation, Derivation):
+            prov = prov.with_derivation(relation)
+        return replace(self, stmt=stmt, relations=rels, provenance=prov)
+
+    def _traced(self, name: str, *args: object, **kwargs: object) -> Schedule:
+        kw = tuple((k, v) for k, v in kwargs.items() if v is not None)
+        return replace(self, trace=(*self.trace, Command(name, args, kw)))
+
+    def _tensor(self, t: object, cmd: str) -> Tensor:
+        if not isinstance(t, Tensor) or t not in self.tensors():
+            names = ", ".join(x.name for x in self.tensors())
+            raise self._error(f"{cmd}: expected a tensor of the statement ({names}), but found {t!r}")
+        return t
+
+    # -- divide, split, fuse, reorder -------------------------------------------
+
+    def divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Schedule:
+        """Divide loop i into `parts` blocks: io counts blocks, ii runs inside one."""
+        return self._divide(i, io, ii, parts)._traced("divide", i, io, ii, parts)
+
+    def _divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Schedule:
+        path = self._loop(i, "divide")
+        self._fresh([io, ii], "divide")
+        size = self._size(parts, "divide")
+        node = tree.node_at(self.stmt, path)
+        assert isinstance(node, Forall)
+        new = Forall(io, Forall(ii, node.body))
+        return self._with(tree.replace(self.stmt, path, new), Divide(i, io, ii, size))
+
+    def split(self, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Schedule:
+        """Split loop i into chunks of `size`: io counts chunks, ii runs inside one."""
+        path = self._loop(i, "split")
+        self._fresh([io, ii], "split")
+        n = self._size(size, "split")
+        node = tree.node_at(self.stmt, path)
+        assert isinstance(node, Forall)
+        new = Forall(io, Forall(ii, node.body))
+        out = self._with(tree.replace(self.stmt, path, new), Split(i, io, ii, n))
+        return out._traced("split", i, io, ii, size)
+
+    def fuse(self, i: IndexVar, j: IndexVar, f: IndexVar) -> Schedule:
+        """Fuse loop j, directly inside loop i, with i into one loop f."""
+        path = self._loop(i, "fuse")
+        self._loop(j, "fuse")
+        self._fresh([f], "fuse")
+        node = tree.node_at(self.stmt, path)
+        assert isinstance(node, Forall)
+        if not (isinstance(node.body, Forall) and node.body.var == j):
+            raise self._error(f"fuse: expected {j} directly inside {i}, but it is not")
+        new = Forall(f, node.body.body)
+        out = self._with(tree.replace(self.stmt, path, new), Fuse(i, j, f))
+        return out._traced("fuse", i, j, f)
+
+    def reorder(self, vars: Seq[IndexVar]) -> Schedule:
+        """Reorder loops of one perfect loop nest; they take the listed order."""
+        return self._reorder(vars)._traced("reorder", list(vars))
+
+    def _reorder(self, vars: Seq[IndexVar]) -> Schedule:
+        vs = _vars(vars, "reorder", self)
+        if not vs:
+            raise self._error("reorder: expected at least one loop variable, but found none")
+        if len(set(vs)) != len(vs):
+            dup = next(v for v in vs if vs.count(v) > 1)
+            raise self._error(f"reorder: expected distinct loop variables, but {dup} appears twice")
+        chains = []
+        for v in vs:
+            path = self._loop(v, "reorder", transform=False)
+            chains.append(tree.chain_at(self.stmt, path))
+        top, chain, body = chains[0]
+        for v, (t, _, _) in zip(vs, chains):
+            if t != top:
+                raise self._error(
+                    f"reorder: expected loops of one perfect nest, but {v} is not in the nest of {vs[0]}"
+                )
+        positions = sorted(chain.index(v) for v in vs)
+        new_chain = list(chain)
+        for pos, v in zip(positions, vs):
+            new_chain[pos] = v
+        return self._with(tree.replace(self.stmt, top, tree.wrap(new_chain, body)))
+
+    # -- parallelize, precompute -----------------------------------------------
+
+    def parallelize(self, i: IndexVar, unit: str = "cpu_thread") -> Schedule:
+        """Run loop i in parallel on `unit` (one of PARALLEL_UNITS) of its processor."""
+        path = self._loop(i, "parallelize", transform=False)
+        if unit not in PARALLEL_UNITS:
+            raise self._error(f"parallelize: expected a unit in {PARALLEL_UNITS}, but found {unit!r}")
+        for r in self.relations_of(Parallelize):
+            if r.var == i:
+                raise self._error(f"parallelize: expected a loop not yet parallel, but {i} is")
+        node = tree.node_at(self.stmt, path)
+        mine = self.provenance.roots(i)
+        for a in assignments(node):
+            lhs_roots: frozenset[IndexVar] = frozenset()
+            for v in a.lhs.indices:
+                lhs_roots |= self.provenance.roots(v)
+            if not mine <= lhs_roots:
+                raise self._error(
+                    f"parallelize: expected a loop that writes distinct outputs, but {i} reduces "
+                    f"into {a.lhs} (a race)"
+                )
+        return self._with(self.stmt, Parallelize(i, unit))._traced("parallelize", i, unit)
+
+    def precompute(
+        self,
+        expr: Expr,
+        vars: Seq[IndexVar] | IndexVar,
+        workspace_vars: Seq[IndexVar] | IndexVar,
+        workspace: str | None = None,
+    ) -> Schedule:
+        """Compute `expr` into a workspace indexed by `vars` in a `where`, before its use."""
+        vs = _vars(vars, "precompute", self)
+        ws = _vars(workspace_vars, "precompute", self)
+        if not isinstance(expr, Expr):
+            raise self._error(f"precompute: expected an expression, but found {expr!r}")
+        if len(vs) != len(ws):
+            raise self._error(
+                f"precompute: expected one workspace variable per variable ({len(vs)}), "
+                f"but found {len(ws)}"
+            )
+        if len(set(vs)) != len(vs):
+            raise self._error("precompute: expected distinct variables, but found a repeat")
+        self._fresh(list(ws), "precompute")
+        apath = tree.find(self.stmt, lambda s: isinstance(s, Assign) and _contains(s.rhs, expr))
+        if apath is None:
+            raise self._error(f"precompute: expected a subexpression of the statement, but found {expr}")
+        assign = tree.node_at(self.stmt, apath)
+        assert isinstance(assign, Assign)
+        enclosing = [
+            (apath[:n], node.var)
+            for n in range(len(apath))
+            if isinstance(node := tree.node_at(self.stmt, apath[:n]), Forall)
+        ]
+        enclosing_vars = [v for _, v in enclosing]
+        for v in vs:
+            if v not in enclosing_vars:
+                raise self._error(f"precompute: expected {v} to be a loop around {expr}, but it is not")
+        first = min(enclosing_vars.index(v) for v in vs)
+        where_path = enclosing[first][0]
+        outer = set(enclosing_vars[:first])
+        known = self.provenance.determined(outer | set(vs))
+        needed = _free_vars(expr)
+        for v in needed:
+            if v not in known:
+                raise self._error(
+                    f"precompute: expected every variable of {expr} to be fixed by loops outside "
+                    f"the workspace or by {{{', '.join(x.name for x in vs)}}}, but {v} is not"
+                )
+        ext = self.provenance.extents_or_none()
+        if ext is None:
+            raise NotSupportedYet("precompute over symbolic extents (dt.Param) is not supported yet")
+        ordered = [v for v in enclosing_vars if v in vs]
+        order_ws = [ws[vs.index(v)] for v in ordered]
+        shape = tuple(ext[v] for v in ordered)
+        name = workspace or f"w{sum(1 for _ in self.relations_of(Precompute))}"
+        if name in {t.name for t in self.tensors()}:
+            raise self._error(f"precompute: expected a new workspace name, but {name} is taken")
+        key = (id(self.source), name, shape, self.output.dtype.str, str(expr))
+        w = _WORKSPACES.get(key)
+        if w is None:
+            w = Tensor(name, shape, dtype=self.output.dtype)
+            _WORKSPACES[key] = w
+        consumer_assign = Assign(assign.lhs, _substitute(assign.rhs, expr, Access(w, tuple(ordered))),
+                                 assign.accumulate)
+        sub = tree.node_at(self.stmt, where_path)
+        rel_path = apath[len(where_path):]
+        consumer = tree.replace(sub, rel_path, consumer_assign)
+        producer = tree.wrap(order_ws, Assign(Access(w, tuple(order_ws)), expr, accumulate=False))
+        new = tree.replace(self.stmt, where_path, Where(consumer, producer))
+        rel = Precompute(expr, tuple(ordered), tuple(order_ws), w)
+        return self._with(new, rel)._traced("precompute", expr, list(vs), list(ws), workspace=workspace)
+
+    # -- distribute, communicate, rotate, substitute ----------------------------
+
+    def distribute(
+        self,
+        targets: Seq[IndexVar] | IndexVar,
+        dist: Seq[IndexVar] | None = None,
+        local: Seq[IndexVar] | None = None,
+        machine: Machine | Grid | None = None,
+        *,
+        onto: Tensor | None = None,
+        level: int = 0,
+    ) -> Schedule:
+        """Distribute loops over processors.
+
+        Simple form `distribute(vars)` marks loops distributed. The compound
+        form `distribute(targets, dist, local, machine)` divides each target by
+        the matching machine dimension, moves the `dist` loops outermost and
+        distributes them (paper section 3.3). With `onto=T` the machine and the
+        dimension each target is divided by come from T's format.
+        """
+        ts = _vars(targets, "distribute", self)
+        if dist is None and local is None and machine is None and onto is None:
+            out = self._distribute(ts, None, level, None)
+            return out._traced("distribute", list(ts))
+        if dist is None or local is None:
+            raise self._error("distribute: expected both outer and inner variables for the compound form")
+        ds, ls = _vars(dist, "distribute", self), _vars(local, "distribute", self)
+        if not (len(ts) == len(ds) == len(ls)):
+            raise self._error(
+                f"distribute: expected as many outer and inner variables as targets ({len(ts)}), "
+                f"but found {len(ds)} and {len(ls)}"
+            )
+        grid, dims = self._distribution_grid(ts, machine, onto, level)
+        s = self
+        for t, d, l, g in zip(ts, ds, ls, dims):
+            s = s._divide(t, d, l, MachineDim(grid.names[g], grid.dims[g], level))
+        s = s._reorder(ds + ls)._distribute(ds, grid, level, dims)
+        return s._traced("distribute", list(ts), list(ds), list(ls), machine, onto=onto,
+                         level=level or None)
+
+    def _distribution_grid(
+        self, ts: tuple[IndexVar, ...], machine: object, onto: Tensor | None, level: int
+    ) -> tuple[Grid, tuple[int, ...]]:
+        if onto is not None:
+            if machine is not None:
+                raise self._error("distribute: expected a machine or onto=, but found both")
+            t = self._tensor(onto, "distribute")
+            fmt = t.format
+            if fmt is None:
+                raise self._error(f"distribute: expected {t.name} to have a format for onto=, but it has none")
+            m: Machine = fmt.machine
+            if not 0 <= level < m.levels:
+                raise self._error(f"distribute: expected a level below {m.levels}, but found {level}")
+            dist = fmt.levels[level]
+            access = next(a for a in (self.source.lhs, *self.source.rhs.accesses()) if a.tensor is t)
+            dims = []
+            for v in ts:
+                roots = self.provenance.roots(v)
+                tdims = [n for n, x in enumerate(access.indices) if x in roots]
+                mdim = dist.machine_dim_of(tdims[0]) if tdims else None
+                if mdim is None:
+                    raise self._error(
+                        f"distribute: expected {v} to index a dimension of {t.name} that its format "
+                        f"partitions ({fmt}), but it does not"
+                    )
+                dims.append(mdim)
+            return m.grids[level], tuple(dims)
+        if isinstance(machine, Machine):
+            if not 0 <= level < machine.levels:
+                raise self._error(f"distribute: expected a level below {machine.levels}, but found {level}")
+            grid = machine.grids[level]
+        elif isinstance(machine, Grid):
+            grid = machine
+        else:
+            raise self._error(f"distribute: expected a Machine or Grid, but found {machine!r}")
+        if grid.ndim != len(ts):
+            raise self._error(
+                f"distribute: expected {grid.ndim} targets for the {grid.ndim}-dimensional {grid!r}, "
+                f"but found {len(ts)}"
+            )
+        return grid, tuple(range(grid.ndim))
+
+    def _distribute(
+        self, vs: tuple[IndexVar, ...], grid: Grid | None, level: int, dims: tuple[int, ...] | None
+    ) -> Schedule:
+        if not vs:
+            raise self._error("distribute: expected at least one loop variable, but found none")
+        done = set(self.distributed_vars())
+        for v in vs:
+            self._loop(v, "distribute", transform=False)
+            if v in done:
+                raise self._error(f"distribute: expected a loop not yet distributed, but {v} is")
+        if len(set(vs)) != len(vs):
+            raise self._error("distribute: expected distinct loop variables, but found a repeat")
+        return self._with(self.stmt, Distribute(vs, grid, level, dims))
+
+    def communicate(self, tensors: Tensor | Seq[Tensor], var: IndexVar) -> Schedule:
+        """Fetch the data of `tensors` used under one iteration of loop `var` at that loop."""
+        items = list(tensors) if isinstance(tensors, list | tuple) else [tensors]
+        if not items:
+            raise self._error("communicate: expected at least one tensor, but found none")
+        ts = tuple(self._tensor(t, "communicate") for t in items)
+        path = self._loop(var, "communicate", transform=False)
+        node = tree.node_at(self.stmt, path)
+        used = {a.tensor for s in assignments(node) for a in (s.lhs, *s.rhs.accesses())}
+        for t in ts:
+            if t not in used:
+                raise self._error(f"communicate: expected {t.name} to be used under loop {var}, but it is not")
+            for r in self.relations_of(Communicate):
+                if r.var == var and t in r.tensors:
+                    raise self._error(f"communicate: {t.name} is already communicated at {var}")
+        return self._with(self.stmt, Communicate(ts, var))._traced("communicate", list(items)
+                                                                    if len(items) > 1 else items[0], var)
+
+    def rotate(self, t: IndexVar, by: Seq[IndexVar] | IndexVar, r: IndexVar) -> Schedule:
+        """Rotate loop t by the loops `by`: t = (r + sum(by)) mod extent(t)."""
+        path = self._loop(t, "rotate")
+        bs = _vars(by, "rotate", self)
+        if not bs:
+            raise self._error("rotate: expected at least one variable to rotate by, but found none")
+        if len(set(bs)) != len(bs) or t in bs:
+            raise self._error(f"rotate: expected distinct variables other than {t}, but found {list(map(str, bs))}")
+        for b in bs:
+            bpath = self._loop(b, "rotate", transform=False)
+            if bpath != path[: len(bpath)]:
+                raise self._error(f"rotate: expected {b} to be a loop around {t}, but it is not")
+        self._fresh([r], "rotate")
+        node = tree.node_at(self.stmt, path)
+        assert isinstance(node, Forall)
+        out = self._with(tree.replace(self.stmt, path, Forall(r, node.body)), Rotate(t, bs, r))
+        return out._traced("rotate", t, list(bs), r)
+
+    def substitute(self, vars: Seq[IndexVar] | IndexVar, leaf: leaves.Leaf | str) -> Schedule:
+        """Run the innermost loops `vars` and their body as one call of a leaf kernel."""
+        vs = _vars(vars, "substitute", self)
+        kernel = leaves.get(leaf) if isinstance(leaf, str) else leaf
+        if not isinstance(kernel, leaves.Leaf):
+            raise self._error(f"substitute: expected a leaf kernel such as dt.leaf.GEMM, but found {leaf!r}")
+        if not vs or len(set(vs)) != len(vs):
+            raise self._error("substitute: expected distinct loop variables")
+        paths = [self._loop(v, "substitute") for v in vs]
+        deepest = max(paths, key=len)
+        top, chain, body = tree.chain_at(self.stmt, deepest)
+        if not isinstance(body, Assign) or set(chain[len(chain) - len(vs):]) != set(vs):
+            inner = ", ".join(v.name for v in chain[len(chain) - len(vs):])
+            raise self._error(
+                f"substitute: expected the innermost loops above a statement, but found "
+                f"{{{', '.join(v.name for v in vs)}}} where the innermost are {{{inner}}}"
+            )
+        if not kernel.matches(body.lhs, body.rhs):
+            found = leaves.einsum_pattern(body.lhs, body.rhs) or "not a product of tensors"
+            raise self._error(
+                f"substitute: expected a statement of pattern {kernel.pattern} for {kernel.name}, "
+                f"but found {found} in {body}"
+            )
+        roots: set[IndexVar] = set()
+        for v in vs:
+            d = self.provenance.producer(v)
+            if d is not None and not (isinstance(d, Divide | Split) and v == d.inner):
+                raise self._error(
+                    f"substitute: expected loops over contiguous blocks (original or inner of divide/split), "
+                    f"but {v} comes from {d}"
+                )
+            roots |= self.provenance.roots(v)
+        out = self._with(self.stmt, Substitute(vs, kernel))
+        return out._traced("substitute", list(vs), kernel)
+
+    # -- running -----------------------------------------------------------------
+
+    def compile(self, **bindings: int) -> Any:
+        """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes."""
+        from distal.lower import lower
+
+        return lower(self, bindings)
+
+    def evaluate(self, backend: str = "legate", **bindings: int) -> Tensor:
+        """Run the schedule and return the output tensor, which now holds the result.
+
+        backend="legate" compiles and runs on Legate; backend="reference" runs
+        the NumPy reference executor in this process.
+        """
+        if backend == "reference":
+            from distal.reference import run_reference
+
+            run_reference(self, bindings)
+            return self.output
+        if backend == "legate":
+            self.compile(**bindings).run()
+            return self.output
+        raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
+
+
+def _contains(e: Expr, sub: Expr) -> bool:
+    if e == sub:
+        return True
+    return any(_contains(c, sub) for c in e.children())
+
+
+def _substitute(e: Expr, old: Expr, new: Expr) -> Expr:
+    if e == old:
+        return new
+    kids = e.children()
+    if not kids:
+        return e
+    from distal.notation.ast import BinaryOp, Neg, Sum
+
+    if isinstance(e, BinaryOp):
+        return type(e)(_substitute(e.a, old, new), _substitute(e.b, old, new))
+    if isinstance(e, Neg):
+        return Neg(_substitute(e.operand, old, new))
+    assert isinstance(e, Sum)
+    return Sum(e.var, _substitute(e.body, old, new))
+
+
+def _free_vars(e: Expr) -> set[IndexVar]:
+    """Variables of e not bound by a sum inside it."""
+    from distal.notation.ast import Sum
+
+    if isinstance(e, Access):
+        return set(e.indices)
+    if isinstance(e, Sum):
+        return _free_vars(e.body) - {e.var}
+    out: set[IndexVar] = set()
+    for c in e.children():
+        out |= _free_vars(c)
+    return out
+
+
+_ = (python, Param)

@@ -1,0 +1,77 @@
+"""Schedule traces: each command as Python that replays it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from distal.format.machine import Grid, Machine
+from distal.leaf import Leaf
+from distal.notation.ast import Access, BinaryOp, Expr, IndexVar, Literal, Neg, Sum
+from distal.notation.tensor import Tensor
+from distal.sizes import MachineDim, Param
+
+__all__ = ["Command", "python"]
+
+
+def _grid(g: Grid) -> str:
+    return "dt." + repr(g)
+
+
+def python(value: Any) -> str:
+    """Python source that evaluates to `value` with `dt`, tensors and index variables in scope."""
+    if isinstance(value, IndexVar | Tensor):
+        return value.name
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(python(v) for v in value) + "]"
+    if isinstance(value, Leaf):
+        return repr(value)
+    if isinstance(value, Grid):
+        return _grid(value)
+    if isinstance(value, Machine):
+        return "dt.Machine(" + ", ".join(_grid(g) for g in value.grids) + ")"
+    if isinstance(value, MachineDim):
+        return f"dt.MachineDim({value.name!r}, {value.size}, {value.level})"
+    if isinstance(value, Param):
+        return f"dt.Param({value.name!r})"
+    if isinstance(value, Expr):
+        return _expr(value)
+    return repr(value)
+
+
+def _expr(e: Expr) -> str:
+    if isinstance(e, Access):
+        if not e.indices:
+            return f"{e.tensor.name}[()]"
+        return f"{e.tensor.name}[{', '.join(v.name for v in e.indices)}]"
+    if isinstance(e, Literal):
+        return repr(e.value)
+    if isinstance(e, Neg):
+        return f"(-{_expr(e.operand)})"
+    if isinstance(e, BinaryOp):
+        return f"({_expr(e.a)} {e.symbol} {_expr(e.b)})"
+    assert isinstance(e, Sum)
+    return f"dt.Sum({e.var.name}, {_expr(e.body)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One scheduling command as called: name, positional and keyword arguments."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        parts = [python(a) for a in self.args if a is not None] if self.name != "distribute" else [
+            python(a) for a in _trim(self.args)
+        ]
+        parts += [f"{k}={python(v)}" for k, v in self.kwargs]
+        return f"{self.name}({', '.join(parts)})"
+
+
+def _trim(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = list(args)
+    while out and out[-1] is None:
+        out.pop()
+    return tuple(out)
