@@ -1,5 +1,19 @@
-"""The format language: machines and tensor distribution notation."""
+"""The format language: machines and tensor distribution notation (paper section 3)."""
 
-from distal.format.machine import Grid, Machine
+from distal.format.distribution import BROADCAST, Distribution
+from distal.format.format import Format
+from distal.format.machine import MEMORY_KINDS, PROCESSOR_KINDS, Grid, Machine
+from distal.format.placement import FixedForall, placement, placement_text
 
-__all__ = ["Grid", "Machine"]
+__all__ = [
+    "BROADCAST",
+    "MEMORY_KINDS",
+    "PROCESSOR_KINDS",
+    "Distribution",
+    "FixedForall",
+    "Format",
+    "Grid",
+    "Machine",
+    "placement",
+    "placement_text",
+]

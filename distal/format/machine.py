@@ -1,37 +1,102 @@
 """Abstract machines: (hierarchical) grids of processors with named dimensions.
 
 A `Machine` is one `Grid` per level (nodes, then processors in a node). Each
-grid's dimensions are named x, y, z, w, ... unless names are given. `m.x` is a
+grid's dimensions are named x, y, z, w, ... unless names are given, and each
+grid says what kind of processor its points are (`cpu`, `gpu`, `omp`) and
+which memory holds their data (`sysmem`, `fbmem`, `zcmem`). `m.x` is a
 `MachineDim` usable wherever a size is.
+
+An abstract machine is separate from the real processors it runs on:
+`Machine.bind(n_real)` assigns each abstract processor a real one, block-wise.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from distal.errors import MachineError
 from distal.sizes import MachineDim
 
-__all__ = ["DEFAULT_NAMES", "Grid", "Machine"]
+__all__ = [
+    "DEFAULT_NAMES",
+    "MEMORY_KINDS",
+    "PROCESSOR_KINDS",
+    "Coord",
+    "Grid",
+    "Machine",
+]
 
 DEFAULT_NAMES = ("x", "y", "z", "w", "v", "u", "t", "s")
+
+#: Processor kinds, as Legate names them (TaskTarget.CPU, GPU, OMP).
+PROCESSOR_KINDS = ("cpu", "gpu", "omp")
+
+#: Memory kinds: system memory, GPU framebuffer, zero-copy (pinned host memory seen by GPUs).
+MEMORY_KINDS = ("sysmem", "fbmem", "zcmem")
+
+#: The memory a processor kind uses unless told otherwise.
+DEFAULT_MEMORY = {"cpu": "sysmem", "gpu": "fbmem", "omp": "sysmem"}
+
+#: The memories each processor kind can address directly.
+_ADDRESSABLE = {"cpu": ("sysmem", "zcmem"), "gpu": ("fbmem", "zcmem"), "omp": ("sysmem", "zcmem")}
+
+#: A processor coordinate: one index per grid dimension (levels concatenated).
+Coord = tuple[int, ...]
+
+
+def _kind(value: object) -> str:
+    if not isinstance(value, str) or value.lower() not in PROCESSOR_KINDS:
+        raise MachineError(f"expected a processor kind ({', '.join(PROCESSOR_KINDS)}), but found {value!r}")
+    return value.lower()
+
+
+def _memory(value: object, kind: str) -> str:
+    if value is None:
+        return DEFAULT_MEMORY[kind]
+    if not isinstance(value, str) or value.lower() not in MEMORY_KINDS:
+        raise MachineError(f"expected a memory kind ({', '.join(MEMORY_KINDS)}), but found {value!r}")
+    memory = value.lower()
+    if memory not in _ADDRESSABLE[kind]:
+        raise MachineError(
+            f"expected a memory a {kind} can address ({', '.join(_ADDRESSABLE[kind])}), but found {memory!r}"
+        )
+    return memory
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Grid:
-    """An n-dimensional grid of abstract processors.
+    """An n-dimensional grid of abstract processors of one kind.
+
+    `kind` is the processor kind (`"cpu"`, `"gpu"` or `"omp"`) and `memory`
+    the memory their data lives in (`"sysmem"`, `"fbmem"` for a GPU's
+    framebuffer, `"zcmem"` for zero-copy memory); the memory defaults to the
+    kind's own (framebuffer for GPUs, system memory otherwise).
 
     >>> Grid(2, 2)
     Grid(2, 2)
     >>> Grid(2, 2).names
     ('x', 'y')
+    >>> Grid(4, kind="gpu").memory
+    'fbmem'
+    >>> Grid(3, names="i", kind="gpu", memory="zcmem")
+    Grid(3, names=('i',), kind='gpu', memory='zcmem')
     """
 
     dims: tuple[int, ...]
     names: tuple[str, ...]
+    kind: str
+    memory: str
 
-    def __init__(self, *dims: int, names: tuple[str, ...] | str | None = None) -> None:
+    def __init__(
+        self,
+        *dims: int,
+        names: tuple[str, ...] | list[str] | str | None = None,
+        kind: str = "cpu",
+        memory: str | None = None,
+    ) -> None:
         if not dims:
             raise MachineError("expected at least one grid dimension, but found none")
         for d in dims:
@@ -43,42 +108,58 @@ class Grid:
             names = DEFAULT_NAMES[: len(dims)]
         if isinstance(names, str):
             names = tuple(names)
+        names = tuple(names)
         if len(names) != len(dims):
-            raise MachineError(
-                f"expected {len(dims)} dimension names, but found {len(names)}", names
-            )
+            raise MachineError(f"expected {len(dims)} dimension names, but found {len(names)}", names)
         if len(set(names)) != len(names):
             raise MachineError(f"expected distinct dimension names, but found {names}")
         for n in names:
-            if not n.isidentifier():
+            if not isinstance(n, str) or not n.isidentifier():
                 raise MachineError(f"expected identifiers as dimension names, but found {n!r}")
+        k = _kind(kind)
         object.__setattr__(self, "dims", tuple(dims))
-        object.__setattr__(self, "names", tuple(names))
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "kind", k)
+        object.__setattr__(self, "memory", _memory(memory, k))
 
     @property
     def size(self) -> int:
+        """The number of processors in the grid."""
         return math.prod(self.dims)
 
     @property
     def ndim(self) -> int:
         return len(self.dims)
 
+    def coords(self) -> Iterator[Coord]:
+        """Every processor coordinate, row-major (the last dimension varies fastest)."""
+        return itertools.product(*(range(d) for d in self.dims))
+
     def __repr__(self) -> str:
         args = ", ".join(str(d) for d in self.dims)
         if self.names != DEFAULT_NAMES[: len(self.dims)]:
             args += f", names={self.names!r}"
+        if self.kind != "cpu":
+            args += f", kind={self.kind!r}"
+        if self.memory != DEFAULT_MEMORY[self.kind]:
+            args += f", memory={self.memory!r}"
         return f"Grid({args})"
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Machine:
-    """A machine: one grid per level of its hierarchy.
+    """A machine: one grid per level of its hierarchy (nodes first, then processors in a node).
+
+    A processor of a hierarchical machine is named by its coordinates at every
+    level, concatenated: in `Machine(Grid(2, 2), Grid(4))` processor
+    `(1, 0, 3)` is processor 3 of node (1, 0).
 
     >>> m = Machine(Grid(2, 2))
     >>> m.x
     MachineDim(name='x', size=2, level=0)
-    >>> Machine(Grid(2, 2), Grid(4)).size
-    16
+    >>> mh = Machine(Grid(2, 2), Grid(4, kind="gpu"))
+    >>> mh.size, mh.levels, mh.kind
+    (16, 2, 'gpu')
     """
 
     grids: tuple[Grid, ...]
@@ -93,6 +174,7 @@ class Machine:
 
     @property
     def levels(self) -> int:
+        """The number of levels of the hierarchy (1 for a flat machine)."""
         return len(self.grids)
 
     @property
@@ -102,26 +184,99 @@ class Machine:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The shape of the top-level grid."""
         return self.grids[0].dims
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions of the top-level grid."""
         return self.grids[0].ndim
 
     @property
     def size(self) -> int:
+        """The number of processors at the leaves (the product over all levels)."""
         return math.prod(g.size for g in self.grids)
 
+    @property
+    def kind(self) -> str:
+        """The processor kind of the leaf level: the processors that run tasks."""
+        return self.grids[-1].kind
+
+    @property
+    def memory(self) -> str:
+        """The memory kind of the leaf level: where tiles are placed."""
+        return self.grids[-1].memory
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        """The grid shapes of all levels, concatenated (the shape of a processor coordinate)."""
+        return tuple(d for g in self.grids for d in g.dims)
+
     def dim(self, name: str, level: int = 0) -> MachineDim:
+        """The dimension called `name` of the grid at `level`.
+
+        >>> Machine(Grid(2, 2), Grid(4)).dim("x", 1)
+        MachineDim(name='x', size=4, level=1)
+        """
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level < self.levels:
+            raise MachineError(f"expected a level in [0, {self.levels}), but found {level!r}", self)
         grid = self.grids[level]
         if name not in grid.names:
-            raise MachineError(
-                f"expected a dimension of {grid.names} at level {level}, but found {name!r}"
-            )
+            raise MachineError(f"expected a dimension of {grid.names} at level {level}, but found {name!r}")
         return MachineDim(name, grid.dims[grid.names.index(name)], level)
 
     def dims(self, level: int = 0) -> tuple[MachineDim, ...]:
+        """Every dimension of the grid at `level`."""
         return tuple(self.dim(n, level) for n in self.grids[level].names)
+
+    def coords(self) -> Iterator[Coord]:
+        """Every processor coordinate (levels concatenated), row-major with level 0 outermost."""
+        return itertools.product(*(range(d) for d in self.full_shape))
+
+    def bind(self, n_real: int) -> dict[Coord, int]:
+        """The real processor (an index in [0, n_real)) that runs each abstract processor.
+
+        Abstract processors are numbered row-major over all levels (level 0
+        outermost, so the processors of one node are consecutive) and split
+        into `n_real` contiguous blocks whose sizes differ by at most one:
+        abstract processor k runs on real processor `k * n_real // size`.
+        When the machine has no more processors than there are real ones,
+        abstract processor k runs on real processor k and the rest stay idle.
+
+        >>> Machine(Grid(2, 2)).bind(2)
+        {(0, 0): 0, (0, 1): 0, (1, 0): 1, (1, 1): 1}
+        >>> Machine(Grid(3)).bind(4)
+        {(0,): 0, (1,): 1, (2,): 2}
+        """
+        if isinstance(n_real, bool) or not isinstance(n_real, int) or n_real < 1:
+            raise MachineError(f"expected a positive number of real processors, but found {n_real!r}", self)
+        size = self.size
+        if size <= n_real:
+            return {c: k for k, c in enumerate(self.coords())}
+        return {c: k * n_real // size for k, c in enumerate(self.coords())}
+
+    def describe_binding(self, n_real: int) -> str:
+        """The binding of `bind(n_real)` as text: one line per real processor.
+
+        >>> print(Machine(Grid(2, 2)).describe_binding(2))
+        Machine(Grid(2, 2)): 4 abstract cpu processors on 2 real cpu processors, block-wise
+          cpu 0: (0, 0) (0, 1)
+          cpu 1: (1, 0) (1, 1)
+        """
+        binding = self.bind(n_real)
+        used: dict[int, list[Coord]] = {}
+        for coord, real in binding.items():
+            used.setdefault(real, []).append(coord)
+        how = "block-wise" if self.size > n_real else "one to one"
+        lines = [
+            f"{self!r}: {self.size} abstract {self.kind} processors on {n_real} real "
+            f"{self.kind} processors, {how}"
+        ]
+        for real in range(n_real):
+            coords = used.get(real)
+            text = " ".join(str(c) if len(c) > 1 else f"({c[0]},)" for c in coords) if coords else "idle"
+            lines.append(f"  {self.kind} {real}: {text}")
+        return "\n".join(lines)
 
     def __getattr__(self, name: str) -> MachineDim:
         if name.startswith("_"):
