@@ -228,7 +228,7 @@ class Distribution:
         return tuple(k for k, y in enumerate(self.machine_names) if y == BROADCAST)
 
     def check_grid(self, dims: tuple[int, ...], level: int = 0, where: str | None = None) -> None:
-        """Refuse the distribution unless it fits a grid of shape `dims`: |Y| = dim M, fixed indices inside."""
+        """Refuse it unless it fits a grid of shape `dims`: |Y| = dim M and fixed indices in range."""
         context = where if where is not None else _quote(str(self))
         at = f" at level {level}" if level else ""
         if self.machine_ndim != len(dims):

@@ -276,7 +276,7 @@ class Format:
     # -- F: colors to processors -----------------------------------------------
 
     def owners(self, color: Sequence[int]) -> frozenset[Coord]:
-        """F: the processors holding the tiles of `color` (coordinates over every grid dim, levels concatenated).
+        """F: the processors holding the tiles of `color` (coordinates over all levels, concatenated).
 
         Partitioning dimensions take the color's value, fixed dimensions their
         index, broadcast dimensions every index.
