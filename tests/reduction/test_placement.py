@@ -75,11 +75,27 @@ def test_layout_from_groups_regular_and_flat() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: enumerate_placements(a100_system(2), [4, 4], [0]), "expected parallelism axes multiplying to the 32 devices of [(node, 2), (gpu, 16)], but found [4, 4] (product 16)"),
-        (lambda: enumerate_placements(a100_system(2), [0, 32], [0]), "expected positive parallelism axes, but found (0, 32)"),
-        (lambda: enumerate_placements(a100_system(2), [2, 16], [2]), "expected reduction axes in [0, 2), but found 2"),
-        (lambda: enumerate_placements(a100_system(2), [2, 16], []), "expected at least one reduction axis, but found none"),
-        (lambda: enumerate_placements(a100_system(2), [2, 16], [0, 0]), "expected distinct reduction axes, but found (0, 0)"),
+        (
+            lambda: enumerate_placements(a100_system(2), [4, 4], [0]),
+            "expected parallelism axes multiplying to the 32 devices of [(node, 2), (gpu, 16)], but found "
+            "[4, 4] (product 16)",
+        ),
+        (
+            lambda: enumerate_placements(a100_system(2), [0, 32], [0]),
+            "expected positive parallelism axes, but found (0, 32)",
+        ),
+        (
+            lambda: enumerate_placements(a100_system(2), [2, 16], [2]),
+            "expected reduction axes in [0, 2), but found 2",
+        ),
+        (
+            lambda: enumerate_placements(a100_system(2), [2, 16], []),
+            "expected at least one reduction axis, but found none",
+        ),
+        (
+            lambda: enumerate_placements(a100_system(2), [2, 16], [0, 0]),
+            "expected distinct reduction axes, but found (0, 0)",
+        ),
     ],
 )
 def test_errors(build: object, message: str) -> None:
@@ -91,15 +107,36 @@ def test_errors(build: object, message: str) -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Placement(a100_system(2), ((2, 4), (1, 2)), (0,)), "expected column 1 of the parallelism matrix to multiply to 16, but found 8"),
-        (lambda: Placement(a100_system(2), ((2,),), (0,)), "expected a parallelism matrix with 2 columns per row, but found ((2,),)"),
-        (lambda: SynthesisHierarchy(("root",), (2,), (0,)), "expected distinct level names other than 'root', but found ['root']"),
+        (
+            lambda: Placement(a100_system(2), ((2, 4), (1, 2)), (0,)),
+            "expected column 1 of the parallelism matrix to multiply to 16, but found 8",
+        ),
+        (
+            lambda: Placement(a100_system(2), ((2,),), (0,)),
+            "expected a parallelism matrix with 2 columns per row, but found ((2,),)",
+        ),
+        (
+            lambda: SynthesisHierarchy(("root",), (2,), (0,)),
+            "expected distinct level names other than 'root', but found ['root']",
+        ),
         (lambda: SynthesisHierarchy(("a",), (0,), (0,)), "expected a positive size for level a, but found 0"),
-        (lambda: SynthesisHierarchy(("a",), (2, 2), (0,)), "expected one size and one system level per name, but found 1 names, 2 sizes, 1 levels"),
+        (
+            lambda: SynthesisHierarchy(("a",), (2, 2), (0,)),
+            "expected one size and one system level per name, but found 1 names, 2 sizes, 1 levels",
+        ),
         (lambda: layout_from_groups(a100_system(2), []), "expected non-empty device groups, but found []"),
-        (lambda: layout_from_groups(a100_system(2), [[0, 40]]), "expected device ids in [0, 32), but found 40"),
-        (lambda: layout_from_groups(a100_system(2), [[0, 1], [1, 2]]), "expected disjoint device groups, but found [(0, 1), (1, 2)]"),
-        (lambda: layout_from_groups(a100_system(2), [[0, 1], [2]]), "expected device groups of one size, but found sizes [1, 2]"),
+        (
+            lambda: layout_from_groups(a100_system(2), [[0, 40]]),
+            "expected device ids in [0, 32), but found 40",
+        ),
+        (
+            lambda: layout_from_groups(a100_system(2), [[0, 1], [1, 2]]),
+            "expected disjoint device groups, but found [(0, 1), (1, 2)]",
+        ),
+        (
+            lambda: layout_from_groups(a100_system(2), [[0, 1], [2]]),
+            "expected device groups of one size, but found sizes [1, 2]",
+        ),
     ],
 )
 def test_more_errors(build: object, message: str) -> None:

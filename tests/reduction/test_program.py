@@ -23,14 +23,30 @@ def test_print_parse_round_trip() -> None:
     ("build", "message"),
     [
         (lambda: Form("Outside"), "expected a form of InsideGroup, Parallel, Master, but found 'Outside'"),
-        (lambda: Form("Parallel"), "expected a level exactly for Parallel and Master, but found Parallel with level None"),
-        (lambda: Form("InsideGroup", "root"), "expected a level exactly for Parallel and Master, but found InsideGroup with level 'root'"),
-        (lambda: Step("", Form("InsideGroup"), Collective.REDUCE), "expected a level name as slice, but found ''"),
+        (
+            lambda: Form("Parallel"),
+            "expected a level exactly for Parallel and Master, but found Parallel with level None",
+        ),
+        (
+            lambda: Form("InsideGroup", "root"),
+            "expected a level exactly for Parallel and Master, but found InsideGroup with level 'root'",
+        ),
+        (
+            lambda: Step("", Form("InsideGroup"), Collective.REDUCE),
+            "expected a level name as slice, but found ''",
+        ),
         (lambda: Step("gpu", "InsideGroup", Collective.REDUCE), "expected a Form, but found 'InsideGroup'"),
         (lambda: Step("gpu", Form("InsideGroup"), "Reduce"), "expected a Collective, but found 'Reduce'"),
         (lambda: Program([]), "expected a tuple of Steps, but found []"),
-        (lambda: parse_program("(gpu, InsideGroup)"), "expected a step like (gpu, Parallel(root), AllReduce), but found '(gpu, InsideGroup)'"),
-        (lambda: parse_program("(gpu, InsideGroup, Gather)"), "expected a collective of AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, but found 'Gather'"),
+        (
+            lambda: parse_program("(gpu, InsideGroup)"),
+            "expected a step like (gpu, Parallel(root), AllReduce), but found '(gpu, InsideGroup)'",
+        ),
+        (
+            lambda: parse_program("(gpu, InsideGroup, Gather)"),
+            "expected a collective of AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, but found "
+            "'Gather'",
+        ),
     ],
 )
 def test_errors(build: object, message: str) -> None:

@@ -56,7 +56,8 @@ def test_figure8_examples() -> None:
     assert apply_collective(Collective.ALL_GATHER, [(3, 0, 0, 0), (0, 3, 3, 0)]) == (
         "devices hold different numbers of chunks"
     )
-    assert apply_collective(Collective.REDUCE_SCATTER, [s[0], s[1], s[2]]) == "4 chunks do not scatter over 3 devices"
+    three = [s[0], s[1], s[2]]
+    assert apply_collective(Collective.REDUCE_SCATTER, three) == "4 chunks do not scatter over 3 devices"
     assert apply_collective(Collective.ALL_REDUCE, [(0,) * 4, (0,) * 4]) == "devices hold no data"
     assert apply_collective(Collective.ALL_GATHER, [(0,) * 4, (0,) * 4]) == "devices hold no data"
 
@@ -89,8 +90,10 @@ def test_figure4b_reduces_the_same_data_twice() -> None:
 
 def test_common_programs_are_valid() -> None:
     for text in [
-        "(server, InsideGroup, Reduce) ; (server, Master(root), AllReduce) ; (server, InsideGroup, Broadcast)",
-        "(server, InsideGroup, ReduceScatter) ; (server, Parallel(root), AllReduce) ; (server, InsideGroup, AllGather)",
+        "(server, InsideGroup, Reduce) ; (server, Master(root), AllReduce) ; "
+        "(server, InsideGroup, Broadcast)",
+        "(server, InsideGroup, ReduceScatter) ; (server, Parallel(root), AllReduce) ; "
+        "(server, InsideGroup, AllGather)",
         "(server, InsideGroup, AllReduce) ; (server, Parallel(root), AllReduce)",
         "(root, InsideGroup, AllReduce)",
     ]:
@@ -101,11 +104,17 @@ def test_common_programs_are_valid() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("(rack, InsideGroup, AllReduce)", "expected a slice level of ['root', 'server', 'GPU'], but found 'rack'"),
-        ("(GPU, Parallel(CPU), AllReduce)", "expected a form level of ['root', 'server', 'GPU'], but found 'CPU'"),
-        ("(server, Parallel(GPU), AllReduce)", "expected the form level to be an ancestor of slice server, but found GPU"),
-        ("(server, Master(server), AllReduce)", "expected the form level to be an ancestor of slice server, but found server"),
-        ("(server, InsideGroup, AllReduce)", "expected the program to end with every chunk summed over all 4 devices, but found a partial reduction"),
+        ("(rack, InsideGroup, AllReduce)",
+         "expected a slice level of ['root', 'server', 'GPU'], but found 'rack'"),
+        ("(GPU, Parallel(CPU), AllReduce)",
+         "expected a form level of ['root', 'server', 'GPU'], but found 'CPU'"),
+        ("(server, Parallel(GPU), AllReduce)",
+         "expected the form level to be an ancestor of slice server, but found GPU"),
+        ("(server, Master(server), AllReduce)",
+         "expected the form level to be an ancestor of slice server, but found server"),
+        ("(server, InsideGroup, AllReduce)",
+         "expected the program to end with every chunk summed over all 4 devices, "
+         "but found a partial reduction"),
     ],
 )
 def test_errors(text: str, message: str) -> None:

@@ -64,20 +64,45 @@ def test_system_from_machine() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Interconnect("nic", 0, 1e-6), "expected a positive bandwidth for interconnect nic, but found 0"),
-        (lambda: Interconnect("nic", 1e9, -1), "expected a non-negative latency for interconnect nic, but found -1"),
+        (
+            lambda: Interconnect("nic", 0, 1e-6),
+            "expected a positive bandwidth for interconnect nic, but found 0",
+        ),
+        (
+            lambda: Interconnect("nic", 1e9, -1),
+            "expected a non-negative latency for interconnect nic, but found -1",
+        ),
         (lambda: Interconnect("a b", 1e9, 0), "expected an identifier as interconnect name, but found 'a b'"),
         (lambda: Level("gpu", 0, NIC), "expected a positive integer cardinality for level gpu, but found 0"),
-        (lambda: Level("root", 2, NIC), "expected an identifier other than 'root' as level name, but found 'root'"),
+        (
+            lambda: Level("root", 2, NIC),
+            "expected an identifier other than 'root' as level name, but found 'root'",
+        ),
         (lambda: System(()), "expected a non-empty tuple of levels, but found ()"),
-        (lambda: System((Level("a", 2, NIC), Level("a", 2, NIC))), "expected distinct level names, but found ['a', 'a']"),
+        (
+            lambda: System((Level("a", 2, NIC), Level("a", 2, NIC))),
+            "expected distinct level names, but found ['a', 'a']",
+        ),
         (lambda: a100_system(2).coords(32), "expected a device id in [0, 32), but found 32"),
         (lambda: named_system("h100x2"), "expected a system name like a100x2 or v100x4, but found 'h100x2'"),
         (lambda: parse_levels(""), "expected levels like node=2,gpu=16, but found ''"),
-        (lambda: parse_levels("node:2"), "expected a level like gpu=16 or gpu=16:nvswitch, but found 'node:2'"),
-        (lambda: parse_levels("node=2:infiniband"), "expected an interconnect of ['nic', 'nvlink', 'nvswitch', 'pcie', 'shm'], but found 'infiniband'"),
-        (lambda: system_from_machine("m"), "expected a distal Machine, but found 'm'"),  # type: ignore[arg-type]
-        (lambda: system_from_machine(Machine(Grid(2), Grid(2)), interconnects=[NIC]), "expected 2 interconnects (one per machine level), but found 1"),
+        (
+            lambda: parse_levels("node:2"),
+            "expected a level like gpu=16 or gpu=16:nvswitch, but found 'node:2'",
+        ),
+        (
+            lambda: parse_levels("node=2:infiniband"),
+            "expected an interconnect of ['nic', 'nvlink', 'nvswitch', 'pcie', 'shm'], but found "
+            "'infiniband'",
+        ),
+        (
+            lambda: system_from_machine("m"),  # type: ignore[arg-type]
+            "expected a distal Machine, but found 'm'",
+        ),
+        (
+            lambda: system_from_machine(Machine(Grid(2), Grid(2)), interconnects=[NIC]),
+            "expected 2 interconnects (one per machine level), but found 1",
+        ),
     ],
 )
 def test_errors(build: object, message: str) -> None:
