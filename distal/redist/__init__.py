@@ -1,0 +1,34 @@
+"""Redistribution of distributed arrays by synthesized collectives.
+
+The types, collectives and search of "Memory-efficient array redistribution
+through portable collective communication" (papers/redistribution-collectives.txt),
+with Shardy output (papers/shardy-dialect.txt).
+
+>>> import distal.redist as rd
+>>> mesh = rd.Mesh(x=4, y=4)
+>>> src = rd.DistType.parse("[32{x,y}512, 128]")
+>>> dst = rd.DistType.parse("[128{x}512, 32{y}128]")
+>>> prog = rd.synthesize(src, dst, mesh)
+>>> prog.cost, prog.height
+(8192, 4096)
+"""
+
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.mesh import FactorAxis, Mesh
+from distal.redist.program import Program
+from distal.redist.synth import synthesize
+from distal.redist.types import Dim, DistType
+
+__all__ = [
+    "AllGather",
+    "AllPermute",
+    "AllToAll",
+    "Collective",
+    "Dim",
+    "DistType",
+    "DynSlice",
+    "FactorAxis",
+    "Mesh",
+    "Program",
+    "synthesize",
+]

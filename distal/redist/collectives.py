@@ -1,0 +1,179 @@
+"""Collective operations, their typing rules (Fig. 8, multi-axis as in 7.1) and costs (Fig. 11).
+
+Every collective acts on the minor-most axes of a dimension: `AllGather`
+removes them, `DynSlice` adds new ones, `AllToAll` moves them from a source
+dimension to the minor end of a target dimension, `AllPermute` reassigns
+whole tiles between devices. A collective may touch several dimensions at
+once (Shardy's list forms); each dimension at most once. Costs count array
+elements per device: allgather ``localsize(out)``, alltoall and allpermute
+``localsize(in)``, dynslice 0.
+
+>>> from distal.redist.mesh import Mesh
+>>> m = Mesh(x=4, y=4)
+>>> t = DistType.parse("[32{x,y}512, 128]")
+>>> str(AllToAll(((0, 1, ("x",)),)).infer(t, m))
+'[128{y}512, 32{x}128]'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from distal.errors import TypeNotationError
+from distal.redist.mesh import Mesh
+from distal.redist.types import DistType, ref_factors
+
+__all__ = ["AllGather", "AllPermute", "AllToAll", "Collective", "DynSlice", "FactorLists"]
+
+FactorLists = tuple[tuple[int, ...], ...]
+
+
+def _axes_str(axes: tuple[str, ...]) -> str:
+    return "{" + ",".join(axes) + "}"
+
+
+def _run(mesh: Mesh, axes: tuple[str, ...], where: object) -> tuple[int, ...]:
+    out: list[int] = []
+    for a in axes:
+        out.extend(ref_factors(mesh, a, where))
+    return tuple(out)
+
+
+def _check_dims(dims: list[int], rank: int, op: object) -> None:
+    for d in dims:
+        if not 0 <= d < rank:
+            raise TypeNotationError(f"expected a dimension below {rank}, but found {d} in {op}")
+    if len(set(dims)) != len(dims):
+        raise TypeNotationError(f"expected each dimension at most once, but found {op}")
+
+
+def _pop(lists: list[tuple[int, ...]], dim: int, run: tuple[int, ...], op: object, t: object) -> None:
+    if lists[dim][: len(run)] != run or not run:
+        raise TypeNotationError(
+            f"expected dimension {dim} to have the minor-most axes of {op}, but found {t}"
+        )
+    lists[dim] = lists[dim][len(run) :]
+
+
+class Collective:
+    """Base of the four collectives."""
+
+    __slots__ = ()
+
+    def infer(self, src: DistType, mesh: Mesh) -> DistType:
+        """The type after this collective (not defined for `AllPermute`)."""
+        lists = list(src.factor_lists(mesh))
+        self._apply(lists, src, mesh)
+        return DistType.from_factor_lists(mesh, lists, src.global_type)
+
+    def _apply(self, lists: list[tuple[int, ...]], src: DistType, mesh: Mesh) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+    def check(self, src: DistType, dst: DistType, mesh: Mesh) -> None:
+        """Typing rule: ``mesh |- self : src -> dst``; raises `TypeNotationError`."""
+        got = self.infer(src, mesh)
+        if got.factor_lists(mesh) != dst.factor_lists(mesh):
+            raise TypeNotationError(f"expected {self} to give {got}, but found {dst}")
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        """Elements communicated per device (Fig. 11)."""
+        raise NotImplementedError(type(self).__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AllGather(Collective):
+    """Gather the minor-most axes of each listed dimension: ``allgather(0{x}, 2{y,z})``."""
+
+    axes: tuple[tuple[int, tuple[str, ...]], ...]
+
+    def __str__(self) -> str:
+        return "allgather(" + ", ".join(f"{d}{_axes_str(a)}" for d, a in self.axes) + ")"
+
+    def _apply(self, lists: list[tuple[int, ...]], src: DistType, mesh: Mesh) -> None:
+        _check_dims([d for d, _ in self.axes], len(lists), self)
+        for d, axes in self.axes:
+            _pop(lists, d, _run(mesh, axes, self), self, src)
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        return dst.local_size
+
+
+@dataclass(frozen=True, slots=True)
+class DynSlice(Collective):
+    """Slice each listed dimension along new minor-most axes: ``dynslice(3{z})``."""
+
+    axes: tuple[tuple[int, tuple[str, ...]], ...]
+
+    def __str__(self) -> str:
+        return "dynslice(" + ", ".join(f"{d}{_axes_str(a)}" for d, a in self.axes) + ")"
+
+    def _apply(self, lists: list[tuple[int, ...]], src: DistType, mesh: Mesh) -> None:
+        _check_dims([d for d, _ in self.axes], len(lists), self)
+        used = {f for lst in lists for f in lst}
+        for d, axes in self.axes:
+            run = _run(mesh, axes, self)
+            if used & set(run) or len(set(run)) != len(run):
+                raise TypeNotationError(f"expected axes unused by {src}, but found {self}")
+            used.update(run)
+            lists[d] = run + lists[d]
+            parts = math.prod(mesh.factors[f].size for f in lists[d])
+            if src.dims[d].global_ % parts:
+                raise TypeNotationError(
+                    f"expected the local size of dimension {d} to be divisible by the axes "
+                    f"of {self}, but found {src}"
+                )
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class AllToAll(Collective):
+    """Move minor-most axes between dimensions: ``alltoall(0->1{x}, 2->3{y})``."""
+
+    moves: tuple[tuple[int, int, tuple[str, ...]], ...]
+
+    def __str__(self) -> str:
+        return "alltoall(" + ", ".join(f"{i}->{j}{_axes_str(a)}" for i, j, a in self.moves) + ")"
+
+    def _apply(self, lists: list[tuple[int, ...]], src: DistType, mesh: Mesh) -> None:
+        _check_dims([d for i, j, _ in self.moves for d in (i, j)], len(lists), self)
+        runs = []
+        for i, _, axes in self.moves:
+            run = _run(mesh, axes, self)
+            _pop(lists, i, run, self, src)
+            runs.append(run)
+        for (_, j, _), run in zip(self.moves, runs):
+            lists[j] = run + lists[j]
+            parts = math.prod(mesh.factors[f].size for f in lists[j])
+            if src.dims[j].global_ % parts:
+                raise TypeNotationError(
+                    f"expected the local size of dimension {j} to be divisible by the axes "
+                    f"of {self}, but found {src}"
+                )
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        return src.local_size
+
+
+@dataclass(frozen=True, slots=True)
+class AllPermute(Collective):
+    """Reassign tiles between devices; any two types with equal local types."""
+
+    def __str__(self) -> str:
+        return "allpermute"
+
+    def infer(self, src: DistType, mesh: Mesh) -> DistType:
+        raise TypeNotationError("expected a target type for allpermute, but found none")
+
+    def check(self, src: DistType, dst: DistType, mesh: Mesh) -> None:
+        src.check(mesh)
+        dst.check(mesh)
+        if src.local_type != dst.local_type or src.global_type != dst.global_type:
+            raise TypeNotationError(
+                f"expected allpermute between equal local types, but found {src} and {dst}"
+            )
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        return src.local_size

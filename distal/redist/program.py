@@ -1,0 +1,151 @@
+"""Redistribution programs: sequences of typed collectives on a mesh.
+
+A `Program` holds the types before and after every step, so each step has a
+plain per-device meaning that an executor can follow one step at a time (see
+`distal.redist.simulate`): dynslice keeps a block of the local tile,
+allgather concatenates the tiles of the devices that differ only along the
+gathered axes, alltoall exchanges blocks among such devices, allpermute
+sends whole tiles to other devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from distal.errors import TypeNotationError
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.mesh import Mesh
+from distal.redist.types import DistType
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Program"]
+
+
+def _shardy_refs(axes: tuple[str, ...]) -> str:
+    parts = []
+    for ref in reversed(axes):
+        name, _, sub = ref.partition(":")
+        parts.append(f'"{name}"' + (f":{sub}" if sub else ""))
+    return "{" + ", ".join(parts) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A typed sequence of collectives from ``types[0]`` to ``types[-1]``.
+
+    Checked when built: every step satisfies its typing rule on ``mesh``.
+
+    >>> from distal.redist.synth import synthesize
+    >>> m = Mesh(x=4, y=4)
+    >>> p = synthesize(DistType.parse("[32{x}128]"), DistType.parse("[32{y}128]"), m)
+    >>> [str(s) for s in p.steps], p.cost, p.height
+    (['allpermute'], 32, 32)
+    """
+
+    mesh: Mesh
+    types: tuple[DistType, ...]
+    steps: tuple[Collective, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "types", tuple(self.types))
+        object.__setattr__(self, "steps", tuple(self.steps))
+        if len(self.types) != len(self.steps) + 1:
+            raise TypeNotationError(
+                f"expected {len(self.steps) + 1} types for {len(self.steps)} steps, "
+                f"but found {len(self.types)}"
+            )
+        self.types[0].check(self.mesh)
+        for k, step in enumerate(self.steps):
+            step.check(self.types[k], self.types[k + 1], self.mesh)
+
+    @property
+    def source(self) -> DistType:
+        return self.types[0]
+
+    @property
+    def target(self) -> DistType:
+        return self.types[-1]
+
+    @property
+    def step_costs(self) -> tuple[int, ...]:
+        """Elements communicated per device by each step (Fig. 11)."""
+        return tuple(s.cost(a, b) for s, a, b in zip(self.steps, self.types, self.types[1:]))
+
+    @property
+    def cost(self) -> int:
+        """Total elements communicated per device."""
+        return sum(self.step_costs)
+
+    @property
+    def height(self) -> int:
+        """The largest local size along the way (Definition 4.4)."""
+        return max(t.local_size for t in self.types)
+
+    @property
+    def bound(self) -> int:
+        """The memory bound ``max(localsize(source), localsize(target))``."""
+        return max(self.source.local_size, self.target.local_size)
+
+    def __str__(self) -> str:
+        lines = [f"mesh {self.mesh}", str(self.types[0])]
+        width = max((len(str(s)) for s in self.steps), default=0)
+        for step, cost, t in zip(self.steps, self.step_costs, self.types[1:]):
+            lines.append(f"  {str(step):<{width}}  cost {cost}")
+            lines.append(str(t))
+        lines.append(f"cost {self.cost}, height {self.height} (bound {self.bound})")
+        return "\n".join(lines)
+
+    def to_shardy(self, mesh_name: str = "mesh", element: str = "f32") -> str:
+        """The program in the Shardy dialect (all_slice, all_gather, all_to_all, collective_permute).
+
+        >>> from distal.redist.synth import synthesize
+        >>> src, dst = DistType.parse("[2{x}8, 8]"), DistType.parse("[8, 2{x}8]")
+        >>> print(synthesize(src, dst, Mesh(x=4)).to_shardy())
+        sdy.mesh @mesh = <["x"=4]>
+        %0 : tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}
+        %1 = sdy.all_to_all [{"x"}: 0->1] %0 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x8xf32>
+        """
+        shape = "x".join(str(g) for g in self.source.global_type)
+        tensor = f"tensor<{shape}{'x' if shape else ''}{element}>"
+        lines = [
+            self.mesh.shardy(mesh_name),
+            f"%0 : {tensor} {{sdy.sharding = #sdy.sharding<@{mesh_name}, "
+            f"{self.source.to_shardy()}>}}",
+        ]
+        rank = self.source.rank
+        for k, (step, t) in enumerate(zip(self.steps, self.types[1:]), start=1):
+            out = f"out_sharding=<@{mesh_name}, {t.to_shardy()}> : {tensor}"
+            if isinstance(step, (AllGather, DynSlice)):
+                per: Mapping[int, tuple[str, ...]] = dict(step.axes)
+                lists = ", ".join(_shardy_refs(per.get(d, ())) for d in range(rank))
+                name = "all_gather" if isinstance(step, AllGather) else "all_slice"
+                lines.append(f"%{k} = sdy.{name} [{lists}] %{k - 1} {out}")
+            elif isinstance(step, AllToAll):
+                params = ", ".join(
+                    f"{_shardy_refs(a)}: {i}->{j}" for i, j, a in sorted(step.moves)
+                )
+                lines.append(f"%{k} = sdy.all_to_all [{params}] %{k - 1} {out}")
+            else:
+                assert isinstance(step, AllPermute)
+                lines.append(f"%{k} = sdy.collective_permute %{k - 1} {out}")
+        return "\n".join(lines)
+
+    def simulate(self, global_array: np.ndarray) -> dict[tuple[int, ...], np.ndarray]:
+        """Run the program on simulated devices; every device's final tile.
+
+        Each step moves data between the devices' tiles (never reading the
+        global array) and its result is checked against the step's type.
+
+        >>> import numpy as np
+        >>> from distal.redist.synth import synthesize
+        >>> p = synthesize(DistType.parse("[2{x}4]"), DistType.parse("[4]"), Mesh(x=2))
+        >>> p.simulate(np.arange(4))[(1,)]
+        array([0, 1, 2, 3])
+        """
+        from distal.redist.simulate import simulate
+
+        return simulate(self, global_array)

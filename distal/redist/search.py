@@ -1,0 +1,208 @@
+"""Shortest-path search over weak types (paper, sections 5 and 7.2).
+
+With the mesh decomposed into prime factors and the global type fixed, a weak
+type is identified by its local type, here kept as the number of parts ``q``
+each dimension is split into (global / local). Two types with equal ``q`` are
+related by a permutation of devices, so the search never tracks axis names.
+Edges are the weak collectives with multi-axis variants:
+
+* ``("slice", i, p)``: dynslice dimension ``i`` by one free factor ``p`` (cost 0);
+* ``("gather", ((i, n), ...))``: allgather ``n`` parts of each listed dimension
+  (cost: local size after); one dimension at a time, plus a single step that
+  gathers everything left in one go when that reaches the target;
+* ``("a2a", ((i, j, n), ...))``: alltoall moving ``n`` parts from ``i`` to
+  ``j`` (cost: local size); besides single moves, steps that combine moves on
+  disjoint dimensions, each taking factors a dimension has too many of (with
+  respect to the target) to one that lacks them.
+
+Nodes are bounded by the height bound ``max(localsize(src), localsize(dst))``.
+The search is A* with the admissible, consistent estimate "0 if only
+dynslices are left, otherwise localsize(target)": every path that needs a
+collective other than dynslice pays at least the target's local size for the
+last such collective.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+__all__ = ["WeakOp", "WeakProblem", "shortest_path", "shortest_paths"]
+
+WeakOp = tuple[object, ...]
+
+
+@cache
+def _valuation(n: int, p: int) -> int:
+    v = 0
+    while n % p == 0:
+        n //= p
+        v += 1
+    return v
+
+
+@cache
+def _divisors(n: int) -> tuple[int, ...]:
+    """Divisors of ``n`` above 1, ascending."""
+    return tuple(d for d in range(2, n + 1) if n % d == 0)
+
+
+@dataclass(frozen=True, slots=True)
+class WeakProblem:
+    """A redistribution problem in weak form: parts per dimension, mesh primes."""
+
+    global_type: tuple[int, ...]
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+    primes: tuple[tuple[int, int], ...]  # (prime, how many factor axes of that prime)
+
+    @property
+    def bound(self) -> int:
+        return max(self.local_size(self.src), self.local_size(self.dst))
+
+    def local_size(self, q: Sequence[int]) -> int:
+        return math.prod(self.global_type) // math.prod(q)
+
+    def free(self, q: Sequence[int]) -> dict[int, int]:
+        return {p: m - sum(_valuation(x, p) for x in q) for p, m in self.primes}
+
+
+def _set(q: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
+    return q[:i] + (v,) + q[i + 1 :]
+
+
+def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], int, WeakOp]]:
+    g = pb.global_type
+    rank = len(q)
+    ls = pb.local_size(q)
+    bound = pb.bound
+    local = [g[i] // q[i] for i in range(rank)]
+    # dynslice, one factor at a time (free, so merging them changes nothing)
+    for p, c in pb.free(q).items():
+        if c <= 0:
+            continue
+        for i in range(rank):
+            if local[i] % p == 0:
+                yield _set(q, i, q[i] * p), 0, ("slice", i, p)
+    # allgather one dimension, and everything that reaches the target at once
+    for i in range(rank):
+        for n in _divisors(q[i]):
+            if ls * n <= bound:
+                yield _set(q, i, q[i] // n), ls * n, ("gather", ((i, n),))
+    if q != pb.dst and all(a % b == 0 for a, b in zip(q, pb.dst)):
+        groups = tuple((i, q[i] // pb.dst[i]) for i in range(rank) if q[i] != pb.dst[i])
+        if len(groups) > 1:
+            yield pb.dst, pb.local_size(pb.dst), ("gather", groups)
+    # alltoall, single moves
+    for i in range(rank):
+        if q[i] == 1:
+            continue
+        for j in range(rank):
+            if i == j:
+                continue
+            for n in _divisors(q[i]):
+                if local[j] % n == 0:
+                    q2 = _set(_set(q, i, q[i] // n), j, q[j] * n)
+                    yield q2, ls, ("a2a", ((i, j, n),))
+    # alltoall, several directed moves on disjoint dimensions at once
+    moves = []
+    for i in range(rank):
+        over = math.gcd(q[i], q[i] // math.gcd(q[i], pb.dst[i]))
+        if over == 1:
+            continue
+        for j in range(rank):
+            if j == i:
+                continue
+            lack = pb.dst[j] // math.gcd(q[j], pb.dst[j])
+            n = math.gcd(math.gcd(over, lack), local[j])
+            if n > 1:
+                moves.append((i, j, n))
+    if len(moves) > 1:
+        for size in range(2, len(moves) + 1):
+            for combo in itertools.combinations(moves, size):
+                dims = [d for i, j, _ in combo for d in (i, j)]
+                if len(set(dims)) != len(dims):
+                    continue
+                q2 = q
+                for i, j, n in combo:
+                    q2 = _set(_set(q2, i, q2[i] // n), j, q2[j] * n)
+                yield q2, ls, ("a2a", tuple(sorted(combo)))
+
+
+def _estimate(pb: WeakProblem, q: tuple[int, ...]) -> int:
+    if all(b % a == 0 for a, b in zip(q, pb.dst)):
+        return 0
+    return pb.local_size(pb.dst)
+
+
+def shortest_paths(pb: WeakProblem, limit: int = 16) -> tuple[int, list[list[WeakOp]]]:
+    """The cost of a cheapest path from ``pb.src`` to ``pb.dst`` and up to ``limit`` such paths.
+
+    Lowering tells apart paths of equal weak cost (one may need a final
+    permutation, another not), so the search keeps every optimal parent.
+    Runs of dynslices are enumerated in one order only.
+
+    >>> pb = WeakProblem((8, 8), (8, 1), (1, 8), ((2, 3),))
+    >>> shortest_paths(pb)
+    (8, [[('a2a', ((0, 1, 8),))]])
+    """
+    start, goal = pb.src, pb.dst
+    dist = {start: 0}
+    parents: dict[tuple[int, ...], list[tuple[tuple[int, ...], WeakOp]]] = {start: []}
+    tie = itertools.count()
+    heap = [(_estimate(pb, start), 0, next(tie), start)]
+    done: set[tuple[int, ...]] = set()
+    best: int | None = None
+    while heap:
+        f, d, _, q = heapq.heappop(heap)
+        if best is not None and f > best:
+            break
+        if q in done or d > dist[q]:
+            continue
+        done.add(q)
+        if q == goal:
+            best = d
+            continue
+        for q2, c, op in _neighbours(pb, q):
+            nd = d + c
+            old = dist.get(q2)
+            if old is None or nd < old:
+                dist[q2] = nd
+                parents[q2] = [(q, op)]
+                heapq.heappush(heap, (nd + _estimate(pb, q2), nd, next(tie), q2))
+            elif nd == old:
+                parents[q2].append((q, op))
+    assert best is not None, "a memory-bounded path always exists (Theorem 4.8)"
+    paths: list[list[WeakOp]] = []
+
+    def walk(q: tuple[int, ...], suffix: list[WeakOp]) -> None:
+        if len(paths) >= limit:
+            return
+        if q == start:
+            paths.append(suffix[::-1])
+            return
+        for prev, op in parents[q]:
+            # consecutive dynslices commute: keep them in ascending (dim, prime) order
+            if op[0] == "slice" and suffix and suffix[-1][0] == "slice" and op > suffix[-1]:
+                continue
+            suffix.append(op)
+            walk(prev, suffix)
+            suffix.pop()
+
+    walk(goal, [])
+    return best, paths
+
+
+def shortest_path(pb: WeakProblem) -> tuple[int, list[WeakOp]]:
+    """A cheapest sequence of weak collectives from ``pb.src`` to ``pb.dst``.
+
+    >>> pb = WeakProblem((8, 8), (8, 1), (1, 8), ((2, 3),))
+    >>> shortest_path(pb)
+    (8, [('a2a', ((0, 1, 8),))])
+    """
+    cost, paths = shortest_paths(pb, 1)
+    return cost, paths[0]

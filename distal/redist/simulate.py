@@ -1,0 +1,138 @@
+"""Executing a `Program` on simulated devices with NumPy.
+
+The devices of the mesh each hold one tile. A step is carried out from the
+tiles alone, as a real collective would be: a device's new tile is built from
+blocks of the tiles of its group (the devices that differ from it only along
+the axes the step gathers or moves). After every step each tile is compared
+with what the step's type prescribes (the base offset map of Fig. 7a).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from distal.errors import RuntimeFailure, ShapeError
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice
+from distal.redist.mesh import Mesh
+from distal.redist.program import Program
+from distal.redist.types import DistType, ref_factors
+
+__all__ = ["offsets", "simulate"]
+
+Device = tuple[int, ...]
+
+
+def _index(run: Sequence[int], coords: Sequence[int], mesh: Mesh) -> int:
+    """Mixed-radix index of a device along a run of factor axes (minor first)."""
+    idx, stride = 0, 1
+    for f in run:
+        idx += coords[f] * stride
+        stride *= mesh.factors[f].size
+    return idx
+
+
+def offsets(t: DistType, mesh: Mesh, device: Device) -> tuple[int, ...]:
+    """The base offset of ``device``'s tile under ``t`` (Fig. 7a)."""
+    coords = mesh.factor_coords(device)
+    return tuple(
+        d.local * _index(lst, coords, mesh)
+        for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True)
+    )
+
+
+def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device) -> np.ndarray:
+    off = offsets(t, mesh, device)
+    return a[tuple(slice(o, o + n) for o, n in zip(off, t.local_type))]
+
+
+def _refs(mesh: Mesh, axes: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(f for a in axes for f in ref_factors(mesh, a))
+
+
+def _exchange(
+    mesh: Mesh,
+    tiles: dict[Device, np.ndarray],
+    src: DistType,
+    dst: DistType,
+    gathers: list[tuple[int, tuple[int, ...]]],
+    slices: list[tuple[int, tuple[int, ...]]],
+) -> dict[Device, np.ndarray]:
+    """Each device assembles blocks: from every group member ``m``, ``m``'s tile cut
+    along ``slices`` at this device's index, placed along ``gathers`` at ``m``'s index."""
+    devices = list(tiles)
+    coords = {d: mesh.factor_coords(d) for d in devices}
+    by_coords = {coords[d]: d for d in devices}
+    group_facs = sorted({f for _, run in gathers for f in run})
+    out: dict[Device, np.ndarray] = {}
+    for d in devices:
+        c = coords[d]
+        new = np.empty(dst.local_type, dtype=tiles[d].dtype)
+        for values in itertools.product(*(range(mesh.factors[f].size) for f in group_facs)):
+            mc = list(c)
+            for f, v in zip(group_facs, values):
+                mc[f] = v
+            piece = tiles[by_coords[tuple(mc)]]
+            for dim, run in slices:
+                n = src.dims[dim].local // math.prod(mesh.factors[f].size for f in run)
+                k = _index(run, c, mesh)
+                piece = np.take(piece, range(k * n, (k + 1) * n), axis=dim)
+            where = [slice(None)] * dst.rank
+            for dim, run in gathers:
+                size = piece.shape[dim]
+                k = _index(run, mc, mesh)
+                where[dim] = slice(k * size, (k + 1) * size)
+            new[tuple(where)] = piece
+        out[d] = new
+    return out
+
+
+def _permute(
+    mesh: Mesh, tiles: dict[Device, np.ndarray], src: DistType, dst: DistType
+) -> dict[Device, np.ndarray]:
+    """Each device receives a whole tile from one holder of the tile it needs."""
+    holders: dict[tuple[int, ...], list[Device]] = {}
+    for d in tiles:
+        holders.setdefault(offsets(src, mesh, d), []).append(d)
+    out = {}
+    for d in tiles:
+        want = offsets(dst, mesh, d)
+        pool = holders[want]
+        out[d] = tiles[d if d in pool else pool[0]].copy()
+    return out
+
+
+def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray]:
+    """Every device's tile after running ``prog`` on ``global_array``."""
+    mesh = prog.mesh
+    a = np.asarray(global_array)
+    if a.shape != prog.source.global_type:
+        raise ShapeError(
+            f"expected an array of shape {prog.source.global_type} for {prog.source}, "
+            f"but found shape {a.shape}"
+        )
+    tiles = {d: _tile(a, prog.source, mesh, d).copy() for d in mesh.devices()}
+    for k, (step, src, dst) in enumerate(zip(prog.steps, prog.types, prog.types[1:]), 1):
+        if isinstance(step, AllPermute):
+            tiles = _permute(mesh, tiles, src, dst)
+        elif isinstance(step, AllGather):
+            tiles = _exchange(mesh, tiles, src, dst, [(i, _refs(mesh, r)) for i, r in step.axes], [])
+        elif isinstance(step, DynSlice):
+            tiles = _exchange(mesh, tiles, src, dst, [], [(i, _refs(mesh, r)) for i, r in step.axes])
+        else:
+            assert isinstance(step, AllToAll)
+            runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
+            tiles = _exchange(
+                mesh, tiles, src, dst, [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs]
+            )
+        for d, tile in tiles.items():
+            if not np.array_equal(tile, _tile(a, dst, mesh, d)):
+                raise RuntimeFailure(
+                    f"expected device {d} to hold its tile of {dst} after step {k} ({step}), "
+                    "but found different data",
+                    str(prog),
+                )
+    return tiles

@@ -1,0 +1,177 @@
+"""`synthesize`: the collective synthesizer of the redistribution paper.
+
+1. Check both types on the mesh and that they describe the same global array.
+2. Decompose the mesh into prime factors and search the weak types for a
+   cheapest path within the height bound (`distal.redist.search`).
+3. Lower the path to concrete collectives with at most one allpermute,
+   biased towards the target's axes (`distal.redist.lower`).
+4. Merge neighbouring collectives of one kind (dynslices; allgathers;
+   alltoalls on disjoint dimensions), which never costs more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import lru_cache
+
+from distal.errors import SynthesisError, TypeNotationError
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.lower import ConcreteOp, FTypes, lower
+from distal.redist.mesh import Mesh
+from distal.redist.program import Program
+from distal.redist.search import WeakProblem, shortest_paths
+from distal.redist.types import DistType, factors_to_refs
+
+__all__ = ["METHODS", "synthesize"]
+
+METHODS = ("search", "naive")
+PATHS = 16  # equally cheap weak paths tried when lowering needs a permutation
+
+
+def _as_type(t: DistType | str) -> DistType:
+    return DistType.parse(t) if isinstance(t, str) else t
+
+
+def synthesize(
+    src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search"
+) -> Program:
+    """A program of collectives redistributing ``src`` to ``dst`` on ``mesh``.
+
+    ``method="search"`` (default) finds a cheapest memory-bounded program;
+    ``method="naive"`` gathers everything, then slices.
+
+    >>> m = Mesh(x=4, y=4)
+    >>> p = synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", m)
+    >>> [str(s) for s in p.steps], p.cost, p.height
+    (['alltoall(0->1{x})', 'allpermute'], 8192, 4096)
+    >>> synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", m, method="naive").cost
+    65536
+    """
+    s, d = _as_type(src), _as_type(dst)
+    mh = Mesh.parse(mesh) if isinstance(mesh, str) else mesh
+    if method not in METHODS:
+        raise SynthesisError(f"expected a method among {', '.join(METHODS)}, but found {method!r}")
+    return _synthesize(s, d, mh, method)
+
+
+@lru_cache(maxsize=4096)
+def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Program:
+    for t in (src, dst):
+        t.check(mesh)
+    if src.global_type != dst.global_type:
+        raise SynthesisError(
+            f"expected a target with the global type {list(src.global_type)} of the source "
+            f"{src}, but found {dst} with global type {list(dst.global_type)}"
+        )
+    s_lists, d_lists = src.factor_lists(mesh), dst.factor_lists(mesh)
+    if method == "naive":
+        return _naive(mesh, src, dst, s_lists, d_lists)
+    primes = Counter(f.size for f in mesh.factors)
+    pb = WeakProblem(
+        src.global_type,
+        tuple(s.global_ // s.local for s in src.dims),
+        tuple(t.global_ // t.local for t in dst.dims),
+        tuple(sorted(primes.items())),
+    )
+    _, paths = shortest_paths(pb, PATHS)
+    best: tuple[tuple[int, int, int], FTypes, list[ConcreteOp]] | None = None
+    for path in paths:
+        types, ops = _merge(*lower(mesh, s_lists, d_lists, path))
+        key = (_cost(types, ops, mesh, src.global_type), len(ops), sum(o[0] == "permute" for o in ops))
+        if best is None or key < best[0]:
+            best = (key, types, ops)
+        if not any(o[0] == "permute" for o in ops):
+            break
+    assert best is not None
+    return _program(mesh, src.global_type, best[1], best[2])
+
+
+def _cost(types: FTypes, ops: list[ConcreteOp], mesh: Mesh, global_type: tuple[int, ...]) -> int:
+    total = math.prod(global_type)
+
+    def local(t: tuple[tuple[int, ...], ...]) -> int:
+        return total // math.prod(mesh.factors[f].size for lst in t for f in lst)
+
+    cost = 0
+    for op, before, after in zip(ops, types, types[1:]):
+        if op[0] == "gather":
+            cost += local(after)
+        elif op[0] != "slice":
+            cost += local(before)
+    return cost
+
+
+def _naive(
+    mesh: Mesh,
+    src: DistType,
+    dst: DistType,
+    s_lists: tuple[tuple[int, ...], ...],
+    d_lists: tuple[tuple[int, ...], ...],
+) -> Program:
+    types: FTypes = [s_lists]
+    ops: list[ConcreteOp] = []
+    gathers = tuple((i, run) for i, run in enumerate(s_lists) if run)
+    if gathers:
+        types.append(tuple(() for _ in s_lists))
+        ops.append(("gather", gathers))
+    slices = tuple((i, run) for i, run in enumerate(d_lists) if run)
+    if slices:
+        types.append(d_lists)
+        ops.append(("slice", slices))
+    return _program(mesh, src.global_type, types, ops)
+
+
+def _merge(types: FTypes, ops: list[ConcreteOp]) -> tuple[FTypes, list[ConcreteOp]]:
+    out_t, out_o = [types[0]], []
+    for op, t in zip(ops, types[1:]):
+        if out_o and _mergeable(out_o[-1], op):
+            out_o[-1] = _combine(out_o[-1], op)
+            out_t[-1] = t
+            continue
+        out_o.append(op)
+        out_t.append(t)
+    return out_t, out_o
+
+
+def _dims(op: ConcreteOp) -> set[int]:
+    if op[0] == "a2a":
+        return {d for i, j, _ in op[1] for d in (i, j)}  # type: ignore[attr-defined]
+    return {i for i, _ in op[1]}  # type: ignore[attr-defined]
+
+
+def _mergeable(a: ConcreteOp, b: ConcreteOp) -> bool:
+    if a[0] != b[0] or a[0] == "permute":
+        return False
+    return a[0] != "a2a" or not _dims(a) & _dims(b)
+
+
+def _combine(a: ConcreteOp, b: ConcreteOp) -> ConcreteOp:
+    if a[0] == "a2a":
+        return ("a2a", tuple(sorted(a[1] + b[1])))  # type: ignore[operator]
+    runs: dict[int, tuple[int, ...]] = dict(a[1])  # type: ignore[arg-type]
+    for i, run in b[1]:  # type: ignore[attr-defined]
+        old = runs.get(i, ())
+        # slices push on top of earlier slices; gathers pop below earlier gathers
+        runs[i] = run + old if a[0] == "slice" else old + run
+    return (a[0], tuple(sorted(runs.items())))
+
+
+def _program(mesh: Mesh, global_type: tuple[int, ...], types: FTypes, ops: list[ConcreteOp]) -> Program:
+    dts = [DistType.from_factor_lists(mesh, t, global_type) for t in types]
+    steps: list[Collective] = []
+    for op in ops:
+        kind = op[0]
+        if kind == "permute":
+            steps.append(AllPermute())
+        elif kind == "a2a":
+            steps.append(
+                AllToAll(tuple((i, j, factors_to_refs(mesh, r)) for i, j, r in op[1]))  # type: ignore[attr-defined]
+            )
+        else:
+            axes = tuple((i, factors_to_refs(mesh, r)) for i, r in op[1])  # type: ignore[attr-defined]
+            steps.append(AllGather(axes) if kind == "gather" else DynSlice(axes))
+    try:
+        return Program(mesh, tuple(dts), tuple(steps))
+    except TypeNotationError as e:  # pragma: no cover - an internal invariant
+        raise AssertionError(f"synthesized an ill-typed program: {e}") from e
