@@ -164,9 +164,15 @@ class Distribution:
         return any(len(str(n)) != 1 for n in names)
 
     def _side(self, names: tuple[MachineName, ...]) -> str:
-        if self.long_form or self._needs_long(self.tensor_names) or self._needs_long(self.machine_names):
+        if (
+            self.long_form
+            or not self.tensor_names
+            or not self.machine_names
+            or self._needs_long(self.tensor_names)
+            or self._needs_long(self.machine_names)
+        ):
             return "(" + ",".join(str(n) for n in names) + ")"
-        return "".join(str(n) for n in names) or "()"
+        return "".join(str(n) for n in names)
 
     def _text(self) -> str:
         return f"{self._side(self.tensor_names)} -> {self._side(self.machine_names)}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,8 @@ Bounds = tuple[tuple[int, int], ...]
 def _split_levels(text: str) -> list[str]:
     """`[a, b]` -> ['a', 'b'], splitting on commas outside parentheses."""
     inner = text.strip()[1:-1]
+    if not inner.strip():
+        return []
     parts: list[str] = []
     depth = 0
     current = ""
@@ -65,6 +68,19 @@ def _split_levels(text: str) -> list[str]:
             current += ch
     parts.append(current)
     return [p.strip() for p in parts]
+
+
+def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:
+    """The values as Python ints (NumPy integers welcome), or None if one is not an integer."""
+    out = []
+    for v in values:
+        if isinstance(v, bool):
+            return None
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            return None
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -104,7 +120,8 @@ class Format:
                 f"expected distribution text ('xy -> xy') or a list of them, one per machine level, "
                 f"but found {spec!r}"
             )
-        where = "[" + ", ".join(str(s) for s in items) + "]" if len(items) != 1 else None
+        hierarchical = len(items) != 1
+        where = "[" + ", ".join(str(s) for s in items) + "]" if hierarchical else f"'{items[0]}'"
         levels: list[Distribution] = []
         for level, item in enumerate(items):
             if isinstance(item, Distribution):
@@ -113,7 +130,7 @@ class Format:
                 try:
                     levels.append(Distribution.parse(item))
                 except FormatError as exc:
-                    if where is None:
+                    if not hierarchical:
                         raise
                     raise FormatError(f"{exc.message} (level {level})", where) from None
             else:
@@ -122,7 +139,7 @@ class Format:
             raise FormatError(
                 f"expected {machine.levels} distribution(s), one per level of {machine!r}, "
                 f"but found {len(levels)}",
-                where if where is not None else f"'{items[0]}'",
+                where,
             )
         for level, dist in enumerate(levels):
             dist.check_grid(machine.grids[level].dims, level, where)
@@ -195,7 +212,7 @@ class Format:
     def _shape(self, shape: Sequence[Any]) -> tuple[int, ...]:
         try:
             dims = tuple(int(n) for n in shape)
-        except TypeError:
+        except (TypeError, ValueError):
             raise FormatError(
                 f"expected a tensor shape of integers for format '{self}', but found {shape!r}"
             ) from None
@@ -240,8 +257,8 @@ class Format:
         ((1, 0), (1,))
         """
         dims = self._shape(shape)
-        point = tuple(int(c) for c in coord)
-        if len(point) != self.order or not all(0 <= c < n for c, n in zip(point, dims)):
+        point = _ints(coord)
+        if point is None or len(point) != self.order or not all(0 <= c < n for c, n in zip(point, dims)):
             raise FormatError(
                 f"expected a coordinate inside the tensor of shape {dims} for format '{self}', "
                 f"but found {tuple(coord)!r}"
@@ -288,10 +305,8 @@ class Format:
         frozenset({(1, 0, 0)})
         """
         shape = self.color_shape()
-        point = tuple(color)
-        if len(point) != len(shape) or not all(
-            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < g for c, g in zip(point, shape)
-        ):
+        point = _ints(color)
+        if point is None or len(point) != len(shape) or not all(0 <= c < g for c, g in zip(point, shape)):
             raise FormatError(
                 f"expected a color in a grid of shape {shape} for format '{self}', but found {tuple(color)!r}"
             )
