@@ -79,6 +79,14 @@ def lower(program: Program, layout: Layout) -> LoweredProgram:
     k = hier.size
     state = initial_state(k)
     out = []
+    rows: dict[DeviceState, tuple[int, ...]] = {}
+
+    def held(s: DeviceState) -> tuple[int, ...]:
+        got = rows.get(s)
+        if got is None:
+            got = rows[s] = _rows(s)
+        return got
+
     for n, step in enumerate(program.steps):
         dgroups = groups(hier, step)
         nxt = apply_step(state, dgroups, step.collective)
@@ -93,8 +101,8 @@ def lower(program: Program, layout: Layout) -> LoweredProgram:
             for g in dgroups:
                 pgroups.append(tuple(rep[d] for d in g))
             for d in members:
-                before.append((rep[d], _rows(state[d])))
-                after.append((rep[d], _rows(nxt[d])))
+                before.append((rep[d], held(state[d])))
+                after.append((rep[d], held(nxt[d])))
         out.append(LoweredStep(step.collective, tuple(pgroups), tuple(before), tuple(after)))
         state = nxt
     if state != final_state(k):
