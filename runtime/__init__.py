@@ -25,7 +25,7 @@ from ._make import from_numpy, full, zeros
 from ._registry import Kernel, KernelFailure, check_failures, register_kernel
 from ._shim import DriverInfo, build_shim, load_driver
 from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
-from ._store import Store, fence, tile_of, to_numpy
+from ._store import Store, fence, tile_of, to_numpy, wrap
 
 __all__ = [
     "Affine",
@@ -55,5 +55,6 @@ __all__ = [
     "tile_colors",
     "tile_of",
     "to_numpy",
+    "wrap",
     "zeros",
 ]

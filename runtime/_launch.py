@@ -14,6 +14,7 @@ store is upgraded to `READ_WRITE`, so the tiles it does not write survive.
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,26 +122,32 @@ def _points(lower: Sequence[int], upper: Sequence[int]) -> itertools.product[tup
 
 def _check_colors(arg: Arg, lower: Sequence[int], upper: Sequence[int]) -> bool:
     """Check every point projects inside the color space; return full coverage."""
-    maps = arg.maps(len(lower))
-    colors = arg.color_shape()
+    return _coverage(arg.maps(len(lower)), arg.color_shape(), arg.store.shape,
+                     tuple(lower), tuple(upper))
+
+
+@functools.lru_cache(maxsize=4096)
+def _coverage(maps: tuple[Affine, ...], colors: tuple[int, ...], shape: tuple[int, ...],
+              lower: tuple[int, ...], upper: tuple[int, ...]) -> bool:
     volume = 1
     for lo, hi in zip(lower, upper, strict=True):
         volume *= max(hi - lo, 0)
     for d, affine in enumerate(maps):
-        if affine.launch_dim is not None and affine.launch_dim >= len(lower):
+        if affine.launch_dim is None:
+            ends = [affine.offset]
+        elif affine.launch_dim >= len(lower):
             raise DistalError(
                 f"projection {affine} names launch dimension {affine.launch_dim} "
                 f"of a {len(lower)}-D launch"
             )
-        ends = [affine.at([lo] * len(lower)) if affine.launch_dim is None else 0]
-        if affine.launch_dim is not None:
+        else:
             k = affine.launch_dim
             ends = [affine.coefficient * lower[k] + affine.offset,
                     affine.coefficient * (upper[k] - 1) + affine.offset]
         if volume > 0 and (min(ends) < 0 or max(ends) >= colors[d]):
             raise DistalError(
-                f"projection {maps} maps launch domain [{tuple(lower)}, {tuple(upper)}) "
-                f"outside the {colors} tiles of a store of shape {arg.store.shape}"
+                f"projection {maps} maps launch domain [{lower}, {upper}) "
+                f"outside the {colors} tiles of a store of shape {shape}"
             )
     if volume > _COVERAGE_LIMIT:
         return False

@@ -1,7 +1,7 @@
 """Making stores: from a NumPy array, or filled with a value by a task.
 
 Both ways write the whole store before anyone can launch on it (guards for
-LEGATE_NOTES.md behaviours 2 and 3): an array is attached whole, and a fill
+LEGATE_NOTES.md behaviours 2 and 3): an array is copied in whole, and a fill
 is a full-domain launch of a kernel, never `LogicalStore.fill`.
 """
 
@@ -25,16 +25,22 @@ _fills: dict[tuple[str, Any], int] = {}
 
 
 def from_numpy(array: Any) -> Store:
-    """A store holding a copy of `array` (any array-like).
+    """A store holding a copy of `array` (any array-like); waits for the copy.
 
-    The copy is private to the store, so later changes to `array` do not
-    reach it.
+    The data is copied into a store Legate owns: launches on a store that
+    stays attached to a NumPy buffer each wait for completion, as after an
+    inline mapping (LEGATE_NOTES.md behaviour 4; bench/launch_overhead.py
+    measures both), so the attachment lives only for the copy.
     """
     private = np.array(array, order="C", copy=True)
-    handle = legate_runtime().create_store_from_buffer(
-        legate_type(private.dtype), private.shape, private, False
-    )
-    return wrap(handle, private.dtype, buffer=private)
+    runtime = legate_runtime()
+    kind = legate_type(private.dtype)
+    handle = runtime.create_store(kind, private.shape)
+    if private.size > 0:
+        source = runtime.create_store_from_buffer(kind, private.shape, private, True)
+        runtime.issue_copy(handle, source)
+        source.detach()  # waits for the copy; `private` may then be freed
+    return wrap(handle, private.dtype)
 
 
 def _fill_kernel(value: Any, dtype: np.dtype[Any]) -> int:

@@ -9,8 +9,10 @@ Guards against LEGATE_NOTES.md's wrong-data behaviours:
 - 4: `to_numpy` never maps the store itself. It copies it into a temporary
   store attached to a new NumPy buffer and maps that one, so later launches
   on the store do not pay for a lingering inline mapping.
-- 5: stores made from arrays are attached whole; launches on tiles take one
-  first-touch copy per tile, which is the cost of getting the data in.
+- 5: stores made from arrays are not left attached: the array is attached
+  whole for one copy into a store Legate owns, then detached. (Launches on
+  an attached store wait for completion each time, like after an inline
+  mapping; bench/launch_overhead.py measures it.)
 """
 
 from __future__ import annotations
