@@ -41,22 +41,33 @@ def _touch(point: tuple[int, ...], out: np.ndarray, *rest: np.ndarray) -> None:
     out += 1.0
 
 
-def _timed(issue: Callable[[], None], launches: int, repeats: int) -> dict[str, float]:
-    """Median microseconds per launch: issuing only, and issuing plus completion."""
-    issue()
+def _sample(issue: Callable[[], None], launches: int) -> tuple[float, float]:
+    start = time.perf_counter()
+    for _ in range(launches):
+        issue()
+    issued = time.perf_counter()
     rt.fence()
-    submit, total = [], []
+    done = time.perf_counter()
+    return (issued - start) / launches * 1e6, (done - start) / launches * 1e6
+
+
+def _timed(cases: dict[str, Callable[[], None]], launches: int,
+           repeats: int) -> dict[str, dict[str, float]]:
+    """Median microseconds per launch of each case: issuing only, and until done.
+
+    Samples of the cases are interleaved (round robin), so drift of the
+    machine during the run affects every case alike.
+    """
+    for issue in cases.values():
+        issue()
+    rt.fence()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(launches):
-            issue()
-        issued = time.perf_counter()
-        rt.fence()
-        done = time.perf_counter()
-        submit.append((issued - start) / launches * 1e6)
-        total.append((done - start) / launches * 1e6)
-    return {"submit_us": round(statistics.median(submit), 2),
-            "total_us": round(statistics.median(total), 2)}
+        for name, issue in cases.items():
+            samples[name].append(_sample(issue, launches))
+    return {name: {"submit_us": round(statistics.median(s[0] for s in found), 2),
+                   "total_us": round(statistics.median(s[1] for s in found), 2)}
+            for name, found in samples.items()}
 
 
 def _raw_launch(stores: list[Any], tile: tuple[int, ...], domain: list[int], key: int) -> None:
@@ -83,19 +94,6 @@ def measure(launches: int, repeats: int) -> dict[str, Any]:
     shape = (8 * cpus, 8)
     a, b, c = (rt.from_numpy(np.ones(shape)) for _ in range(3))
     domain = (cpus, 1)
-    results: dict[str, Any] = {}
-
-    results["index_launch_no_stores"] = _timed(
-        lambda: rt.index_launch(noop, domain, []), launches, repeats)
-    results["index_launch_1_store"] = _timed(
-        lambda: rt.index_launch(touch, domain, [rt.Arg(c, RW, tile)]), launches, repeats)
-    results["index_launch_3_stores"] = _timed(
-        lambda: rt.index_launch(touch, domain, [rt.Arg(c, RW, tile), rt.Arg(a, R, tile),
-                                                rt.Arg(b, R, tile)]), launches, repeats)
-    results["raw_legate_launch_3_stores"] = _timed(
-        lambda: _raw_launch([c.handle, a.handle, b.handle], tile, list(domain), touch),
-        launches, repeats)
-
     tiles = [(rt.tile_of(c, tile, (p, 0)), rt.tile_of(a, tile, (p, 0)),
               rt.tile_of(b, tile, (p, 0))) for p in range(cpus)]
 
@@ -103,58 +101,61 @@ def measure(launches: int, repeats: int) -> dict[str, Any]:
         for p, (ct, at, bt) in enumerate(tiles):
             rt.point_launch(touch, [(ct, RW), at, bt], (p,), processor=p)
 
-    per_round = _timed(pinned_round, max(1, launches // cpus), repeats)
+    results = _timed({
+        "index_launch_no_stores": lambda: rt.index_launch(noop, domain, []),
+        "index_launch_1_store":
+            lambda: rt.index_launch(touch, domain, [rt.Arg(c, RW, tile)]),
+        "index_launch_3_stores":
+            lambda: rt.index_launch(touch, domain, [rt.Arg(c, RW, tile), rt.Arg(a, R, tile),
+                                                    rt.Arg(b, R, tile)]),
+        "raw_legate_launch_3_stores":
+            lambda: _raw_launch([c.handle, a.handle, b.handle], tile, list(domain), touch),
+    }, launches, repeats)
+    per_round = _timed({"pinned": pinned_round}, max(1, launches // cpus), repeats)["pinned"]
     results["pinned_point_launch_3_stores"] = {
         k: round(v / cpus, 2) for k, v in per_round.items()}
-
-    results["behaviour_4"] = _mapping_cost(touch, launches, repeats)
+    behaviour_4 = _mapping_cost(touch, launches, repeats)
     return {"machine": info.as_dict(), "launches_per_sample": launches,
             "samples": repeats, "unit": "microseconds per launch (median of samples)",
-            "results": results}
+            "results": results, "behaviour_4": behaviour_4}
 
 
 def _mapping_cost(touch: int, launches: int, repeats: int) -> dict[str, Any]:
-    """Launch time on a store before any read, after to_numpy, after get_physical_store."""
+    """Launches on a store never read, read by to_numpy, read by get_physical_store,
+    and left attached to a NumPy buffer; ratios are to the store never read."""
+    from legate.core import types
+
     def on(store: rt.Store) -> Callable[[], None]:
         return lambda: rt.index_launch(touch, (2, 2), [rt.Arg(store, RW, (64, 64))])
 
-    from legate.core import types
-
-    copied = rt.from_numpy(np.ones((128, 128)))
-    mapped = rt.from_numpy(np.ones((128, 128)))
+    control, copied, mapped = (rt.from_numpy(np.ones((128, 128))) for _ in range(3))
     buffer = np.ones((128, 128))
     attached = rt.wrap(rt.legate_runtime().create_store_from_buffer(
         types.float64, buffer.shape, buffer, False), buffer.dtype, buffer=buffer)
-    before = _timed(on(copied), launches, repeats)
     rt.to_numpy(copied)
-    after_copy = _timed(on(copied), launches, repeats)
-    before_map = _timed(on(mapped), launches, repeats)
     view = np.asarray(mapped.handle.get_physical_store())
     assert view.shape == (128, 128)
-    after_map = _timed(on(mapped), launches, repeats)
-    on_attached = _timed(on(attached), launches, repeats)
-    return {
-        "before_read": before, "after_to_numpy": after_copy,
-        "before_read_2": before_map, "after_get_physical_store": after_map,
-        "attached_store": on_attached,
-        "slowdown_after_to_numpy": round(after_copy["total_us"] / before["total_us"], 2),
-        "slowdown_after_get_physical_store":
-            round(after_map["total_us"] / before_map["total_us"], 2),
-        "slowdown_attached_store": round(on_attached["total_us"] / before["total_us"], 2),
-    }
+    timed = _timed({"never_read": on(control), "after_to_numpy": on(copied),
+                    "after_get_physical_store": on(mapped), "attached_store": on(attached)},
+                   launches, repeats)
+    base = timed["never_read"]["total_us"]
+    ratios = {f"slowdown_{name}": round(found["total_us"] / base, 2)
+              for name, found in timed.items() if name != "never_read"}
+    return {**timed, **ratios}
 
 
 def main() -> None:
     """Measure and write bench/results/launch_overhead.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--launches", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--launches", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--out", type=Path, default=RESULTS)
     options = parser.parse_args()
     record = measure(options.launches, options.repeats)
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(record["results"], indent=2))
+    print(json.dumps({"results": record["results"], "behaviour_4": record["behaviour_4"]},
+                     indent=2))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ class Affine:
 
     def __post_init__(self) -> None:
         if self.launch_dim is not None and self.launch_dim < 0:
-            raise ValueError(f"expected a launch dimension >= 0, but found {self.launch_dim}")
+            raise DistalError(f"expected a launch dimension >= 0, but found {self.launch_dim}")
 
     def at(self, point: Sequence[int]) -> int:
         """The color this map gives at a launch point."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from distal.errors import RuntimeFailure
+from distal.errors import DistalError, RuntimeFailure
 
 from ._blas import limit_blas_threads
 from ._config import default_config, host_info
@@ -141,7 +141,7 @@ def processor_count(kind: str = "cpu") -> int:
     """How many processors of `kind` ('cpu', 'gpu' or 'omp') Legate runs on."""
     counts = ensure_started().processors()
     if kind not in counts:
-        raise ValueError(f"expected a processor kind in {sorted(counts)}, but found {kind!r}")
+        raise DistalError(f"expected a processor kind in {sorted(counts)}, but found {kind!r}")
     return counts[kind]
 
 

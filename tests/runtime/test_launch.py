@@ -155,3 +155,23 @@ def test_bad_arguments_are_refused() -> None:
         rt.Arg(x, R, (2, 2), (Affine(0),))
     with pytest.raises(DistalError):
         rt.Arg(x, R, None, (Affine(0), Affine(1)))
+
+
+def test_empty_domains_launch_nothing(machine: rt.MachineInfo) -> None:
+    x = rt.zeros((4,))
+    rt.index_launch(SCALE, (0,), [rt.Arg(x, W, (2,))])
+    assert np.array_equal(rt.to_numpy(x), np.zeros(4))
+
+
+def test_refusals_name_the_offender(machine: rt.MachineInfo) -> None:
+    x = rt.zeros((4, 4))
+    with pytest.raises(DistalError, match="launch dimension"):
+        Affine(-1)
+    with pytest.raises(DistalError, match="tile color"):
+        rt.tile_of(x, (2, 2), (2, 0))
+    with pytest.raises(DistalError, match="processor kind"):
+        rt.processor_count("tpu")
+    with pytest.raises(DistalError, match="CPU processor"):
+        rt.point_launch(SCALE, [x], (0,), processor=machine.cpus)
+    with pytest.raises(DistalError, match="launch dimension 2"):
+        rt.index_launch(SCALE, (2, 2), [rt.Arg(x, R, (2, 2), (Affine(0), Affine(2)))])
