@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from distal.redist.mesh import Mesh
 from distal.redist.search import WeakOp
@@ -28,7 +29,7 @@ __all__ = ["ConcreteOp", "FTypes", "lower"]
 FType = tuple[tuple[int, ...], ...]
 FTypes = list[FType]
 # ("slice" | "gather", ((dim, run), ...)), ("a2a", ((src, dst, run), ...)), ("permute",)
-ConcreteOp = tuple[object, ...]
+ConcreteOp = tuple[Any, ...]
 
 
 class _Stuck(Exception):
@@ -57,7 +58,9 @@ class _Lowering:
         self.src, self.dst, self.ops = src, dst, list(ops)
 
     # --- choices -------------------------------------------------------------------------
-    def _pick(self, t: FType, dim: int, primes: list[int], hint: FType | None, goal: FType) -> tuple[int, ...]:
+    def _pick(
+        self, t: FType, dim: int, primes: list[int], hint: FType | None, goal: FType
+    ) -> tuple[int, ...]:
         """A run of free factor axes with the given primes to push on ``dim``."""
         used = {f for lst in t for f in lst}
         want = sorted(primes)
@@ -109,21 +112,21 @@ class _Lowering:
         kind = op[0]
         if kind == "slice":
             groups = []
-            for i, n in op[1]:  # type: ignore[attr-defined]
+            for i, n in op[1]:
                 run = self._pick(tuple(lists), i, self._primes(n), hint, self.dst)
                 lists[i] = run + lists[i]
                 groups.append((i, run))
             return tuple(lists), ("slice", tuple(groups))
         if kind == "gather":
             groups = []
-            for i, n in op[1]:  # type: ignore[attr-defined]
+            for i, n in op[1]:
                 k = _split_top(lists[i], n, self.sizes)
                 groups.append((i, lists[i][:k]))
                 lists[i] = lists[i][k:]
             return tuple(lists), ("gather", tuple(groups))
         assert kind == "a2a"
         moves = []
-        for i, j, n in op[1]:  # type: ignore[attr-defined]
+        for i, j, n in op[1]:
             k = _split_top(lists[i], n, self.sizes)
             moves.append((i, j, lists[i][:k]))
             lists[i] = lists[i][k:]
@@ -135,17 +138,17 @@ class _Lowering:
         lists = list(t)
         kind = op[0]
         if kind == "slice":
-            for i, n in op[1]:  # type: ignore[attr-defined]
+            for i, n in op[1]:
                 lists[i] = lists[i][_split_top(lists[i], n, self.sizes) :]
             return tuple(lists)
         if kind == "gather":
-            for i, n in op[1]:  # type: ignore[attr-defined]
+            for i, n in op[1]:
                 run = self._pick(tuple(lists), i, self._primes(n), hint, self.src)
                 lists[i] = run + lists[i]
             return tuple(lists)
         assert kind == "a2a"
         moves = []
-        for i, j, n in op[1]:  # type: ignore[attr-defined]
+        for i, j, n in op[1]:
             k = _split_top(lists[j], n, self.sizes)
             moves.append((i, lists[j][:k]))
             lists[j] = lists[j][k:]
@@ -182,7 +185,7 @@ def _reorder_for(lowering: _Lowering, t: FType, op: WeakOp) -> FType:
     """``t`` with the axes the pops of ``op`` need moved to the top of their dimensions."""
     lists = list(t)
     pops = op[1] if op[0] in ("gather", "a2a") else ()
-    for g in pops:  # type: ignore[attr-defined]
+    for g in pops:
         i, n = g[0], g[-1]
         want = lowering._primes(n)
         top: list[int] = []
@@ -216,12 +219,13 @@ def lower(
     # one permutation where tiles are smallest (latest among equals)
     candidates = [k for k in range(len(fwd_types)) if back[k] is not None]
     if candidates:
+
         def parts(t: FType) -> int:
             return math.prod(low.sizes[f] for lst in t for f in lst)
 
         best = max(candidates, key=lambda k: (parts(fwd_types[k]), k))
         types = fwd_types[: best + 1]
-        cops = fwd_ops[:best] + [("permute",)]
+        cops = [*fwd_ops[:best], ("permute",)]
         bt = back[best]
         assert bt is not None
         types.append(bt)
@@ -230,7 +234,7 @@ def lower(
     k = len(fwd_types) - 1
     fixed = _reorder_for(low, fwd_types[k], ops[k])
     rest_types, rest_ops = lower(mesh, fixed, dst, ops[k:], rounds)
-    return fwd_types + rest_types, fwd_ops + [("permute",)] + rest_ops
+    return fwd_types + rest_types, [*fwd_ops, ("permute",), *rest_ops]
 
 
 def _slice_blocks(ops: Sequence[WeakOp]) -> list[WeakOp]:
@@ -244,9 +248,9 @@ def _slice_blocks(ops: Sequence[WeakOp]) -> list[WeakOp]:
         if op[0] != "slice":
             out.append(op)
             continue
-        parts: dict[int, int] = dict(out.pop()[1]) if out and out[-1][0] == "slice" else {}  # type: ignore[arg-type]
+        parts: dict[int, int] = dict(out.pop()[1]) if out and out[-1][0] == "slice" else {}
         block = op[1] if len(op) == 2 else ((op[1], op[2]),)
-        for i, n in block:  # type: ignore[attr-defined]
+        for i, n in block:
             parts[i] = parts.get(i, 1) * n
         out.append(("slice", tuple(sorted(parts.items()))))
     return out

@@ -150,7 +150,7 @@ class Mesh:
         """Every device coordinate, in row-major order of the declared axes."""
         out: list[tuple[int, ...]] = [()]
         for s in self.shape:
-            out = [c + (i,) for c in out for i in range(s)]
+            out = [(*c, i) for c in out for i in range(s)]
         return out
 
     def factor_coords(self, device: tuple[int, ...]) -> tuple[int, ...]:

@@ -94,7 +94,7 @@ class Program:
         lines = [f"mesh {self.mesh}", str(self.types[0])]
         width = max((len(str(s)) for s in self.steps), default=0)
         for step, cost, t in zip(self.steps, self.step_costs, self.types[1:]):
-            lines.append(f"  {str(step):<{width}}  cost {cost}")
+            lines.append(f"  {step!s:<{width}}  cost {cost}")
             lines.append(str(t))
         lines.append(f"cost {self.cost}, height {self.height} (bound {self.bound})")
         return "\n".join(lines)
@@ -113,8 +113,7 @@ class Program:
         tensor = f"tensor<{shape}{'x' if shape else ''}{element}>"
         lines = [
             self.mesh.shardy(mesh_name),
-            f"%0 : {tensor} {{sdy.sharding = #sdy.sharding<@{mesh_name}, "
-            f"{self.source.to_shardy()}>}}",
+            f"%0 : {tensor} {{sdy.sharding = #sdy.sharding<@{mesh_name}, {self.source.to_shardy()}>}}",
         ]
         rank = self.source.rank
         for k, (step, t) in enumerate(zip(self.steps, self.types[1:]), start=1):
@@ -125,9 +124,7 @@ class Program:
                 name = "all_gather" if isinstance(step, AllGather) else "all_slice"
                 lines.append(f"%{k} = sdy.{name} [{lists}] %{k - 1} {out}")
             elif isinstance(step, AllToAll):
-                params = ", ".join(
-                    f"{_shardy_refs(a)}: {i}->{j}" for i, j, a in sorted(step.moves)
-                )
+                params = ", ".join(f"{_shardy_refs(a)}: {i}->{j}" for i, j, a in sorted(step.moves))
                 lines.append(f"%{k} = sdy.all_to_all [{params}] %{k - 1} {out}")
             else:
                 assert isinstance(step, AllPermute)

@@ -30,10 +30,11 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 __all__ = ["WeakOp", "WeakProblem", "shortest_path", "shortest_paths"]
 
-WeakOp = tuple[object, ...]
+WeakOp = tuple[Any, ...]
 
 
 @cache
@@ -72,7 +73,7 @@ class WeakProblem:
 
 
 def _set(q: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
-    return q[:i] + (v,) + q[i + 1 :]
+    return (*q[:i], v, *q[i + 1 :])
 
 
 def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], int, WeakOp]]:

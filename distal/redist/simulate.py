@@ -39,8 +39,7 @@ def offsets(t: DistType, mesh: Mesh, device: Device) -> tuple[int, ...]:
     """The base offset of ``device``'s tile under ``t`` (Fig. 7a)."""
     coords = mesh.factor_coords(device)
     return tuple(
-        d.local * _index(lst, coords, mesh)
-        for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True)
+        d.local * _index(lst, coords, mesh) for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True)
     )
 
 

@@ -33,9 +33,7 @@ def _as_type(t: DistType | str) -> DistType:
     return DistType.parse(t) if isinstance(t, str) else t
 
 
-def synthesize(
-    src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search"
-) -> Program:
+def synthesize(src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search") -> Program:
     """A program of collectives redistributing ``src`` to ``dst`` on ``mesh``.
 
     ``method="search"`` (default) finds a cheapest memory-bounded program;
@@ -123,7 +121,8 @@ def _naive(
 
 
 def _merge(types: FTypes, ops: list[ConcreteOp]) -> tuple[FTypes, list[ConcreteOp]]:
-    out_t, out_o = [types[0]], []
+    out_t: FTypes = [types[0]]
+    out_o: list[ConcreteOp] = []
     for op, t in zip(ops, types[1:]):
         if out_o and _mergeable(out_o[-1], op):
             out_o[-1] = _combine(out_o[-1], op)
@@ -136,8 +135,8 @@ def _merge(types: FTypes, ops: list[ConcreteOp]) -> tuple[FTypes, list[ConcreteO
 
 def _dims(op: ConcreteOp) -> set[int]:
     if op[0] == "a2a":
-        return {d for i, j, _ in op[1] for d in (i, j)}  # type: ignore[attr-defined]
-    return {i for i, _ in op[1]}  # type: ignore[attr-defined]
+        return {d for i, j, _ in op[1] for d in (i, j)}
+    return {i for i, _ in op[1]}
 
 
 def _mergeable(a: ConcreteOp, b: ConcreteOp) -> bool:
@@ -148,9 +147,9 @@ def _mergeable(a: ConcreteOp, b: ConcreteOp) -> bool:
 
 def _combine(a: ConcreteOp, b: ConcreteOp) -> ConcreteOp:
     if a[0] == "a2a":
-        return ("a2a", tuple(sorted(a[1] + b[1])))  # type: ignore[operator]
-    runs: dict[int, tuple[int, ...]] = dict(a[1])  # type: ignore[arg-type]
-    for i, run in b[1]:  # type: ignore[attr-defined]
+        return ("a2a", tuple(sorted(a[1] + b[1])))
+    runs: dict[int, tuple[int, ...]] = dict(a[1])
+    for i, run in b[1]:
         old = runs.get(i, ())
         # slices push on top of earlier slices; gathers pop below earlier gathers
         runs[i] = run + old if a[0] == "slice" else old + run
@@ -165,11 +164,9 @@ def _program(mesh: Mesh, global_type: tuple[int, ...], types: FTypes, ops: list[
         if kind == "permute":
             steps.append(AllPermute())
         elif kind == "a2a":
-            steps.append(
-                AllToAll(tuple((i, j, factors_to_refs(mesh, r)) for i, j, r in op[1]))  # type: ignore[attr-defined]
-            )
+            steps.append(AllToAll(tuple((i, j, factors_to_refs(mesh, r)) for i, j, r in op[1])))
         else:
-            axes = tuple((i, factors_to_refs(mesh, r)) for i, r in op[1])  # type: ignore[attr-defined]
+            axes = tuple((i, factors_to_refs(mesh, r)) for i, r in op[1])
             steps.append(AllGather(axes) if kind == "gather" else DynSlice(axes))
     try:
         return Program(mesh, tuple(dts), tuple(steps))

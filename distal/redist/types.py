@@ -81,8 +81,7 @@ class DistType:
         body = text.strip()
         if not (body.startswith("[") and body.endswith("]")):
             raise TypeNotationError(
-                "expected a distributed type in brackets like [32{x}128, 64], "
-                f"but found {text.strip()!r}"
+                f"expected a distributed type in brackets like [32{{x}}128, 64], but found {text.strip()!r}"
             )
         inner = body[1:-1]
         dims: list[Dim] = []
@@ -143,25 +142,25 @@ class DistType:
         >>> DistType.parse("[32{x,x}512]").check(Mesh(x=4))
         Traceback (most recent call last):
         ...
-        distal.errors.TypeNotationError: expected every axis at most once, but found x:(1)2 twice in [32{x,x}512]
+        distal.errors.TypeNotationError: expected every axis at most once, but found x twice in [32{x,x}512]
         """
         self.factor_lists(mesh)
 
     def factor_lists(self, mesh: Mesh) -> tuple[tuple[int, ...], ...]:
         """Each dimension's factor axes (indices into ``mesh.factors``), minor-to-major."""
-        seen: set[int] = set()
+        owner: dict[int, str] = {}
         out: list[tuple[int, ...]] = []
         for i, d in enumerate(self.dims):
             facs: list[int] = []
             for ref in d.axes:
                 for f in ref_factors(mesh, ref, self):
-                    if f in seen or f in facs:
+                    if f in owner:
+                        found = f"{ref} twice" if owner[f] == ref else f"{ref} overlapping {owner[f]}"
                         raise TypeNotationError(
-                            f"expected every axis at most once, but found "
-                            f"{mesh.factors[f]} twice in {self}"
+                            f"expected every axis at most once, but found {found} in {self}"
                         )
+                    owner[f] = ref
                     facs.append(f)
-            seen.update(facs)
             parts = math.prod(mesh.factors[f].size for f in facs)
             if d.local * parts != d.global_:
                 raise TypeNotationError(
@@ -173,9 +172,7 @@ class DistType:
         return tuple(out)
 
     @staticmethod
-    def from_factor_lists(
-        mesh: Mesh, lists: Sequence[Sequence[int]], global_type: Sequence[int]
-    ) -> DistType:
+    def from_factor_lists(mesh: Mesh, lists: Sequence[Sequence[int]], global_type: Sequence[int]) -> DistType:
         """Build the type with the given factor axes per dimension (minor-to-major)."""
         dims = []
         for facs, g in zip(lists, global_type, strict=True):
@@ -242,8 +239,7 @@ def ref_factors(mesh: Mesh, ref: str, where: object = None) -> tuple[int, ...]:
     if not chosen or chosen[0].pre != pre or math.prod(f.size for f in chosen) != size:
         primes = "*".join(str(f.size) for f in facs) or "1"
         raise TypeNotationError(
-            f"expected a sub-axis made of the prime factors {primes} of axis {name}, "
-            f"but found {ref}",
+            f"expected a sub-axis made of the prime factors {primes} of axis {name}, but found {ref}",
             where,
         )
     return tuple(f.index for f in reversed(chosen))

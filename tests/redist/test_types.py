@@ -70,11 +70,20 @@ def test_well_formed_types_pass() -> None:
 @pytest.mark.parametrize(
     ("text", "mesh", "message"),
     [
-        ("[32{x,x}512]", "x=4", "expected every axis at most once, but found x:(2)2 twice in [32{x,x}512]"),
-        ("[32{x}512]", "x=4", "expected dimension 0 to have global size 32*4 = 128 (local size times the size of its axes), but found 512 in [32{x}512]"),
+        ("[32{x,x}512]", "x=4", "expected every axis at most once, but found x twice in [32{x,x}512]"),
+        (
+            "[32{x}512]",
+            "x=4",
+            "expected dimension 0 to have global size 32*4 = 128 (local size "
+            "times the size of its axes), but found 512 in [32{x}512]",
+        ),
         ("[32{z}128]", "x=4", "expected an axis of mesh {x: 4}, but found 'z'"),
-        ("[4{x:(1)3}12]", "x=12", "expected a sub-axis made of the prime factors 2*2*3 of axis x, but found x:(1)3"),
-        ("[1{x}4, 2{x:(2)2}4]", "x=4", "expected every axis at most once, but found x:(2)2 twice"),
+        (
+            "[4{x:(1)3}12]",
+            "x=12",
+            "expected a sub-axis made of the prime factors 2*2*3 of axis x, but found x:(1)3",
+        ),
+        ("[1{x}4, 2{x:(2)2}4]", "x=4", "expected every axis at most once, but found x:(2)2 overlapping x"),
     ],
 )
 def test_ill_formed_types_are_refused(text: str, mesh: str, message: str) -> None:
