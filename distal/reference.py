@@ -138,11 +138,11 @@ class _Executor:
         out = self.arrays[a.lhs.tensor]
         idx = tuple(np.broadcast_to(np.asarray(self.index(v)), (npts,)) for v in a.lhs.indices)
         value = np.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
+        if not idx:
+            out[()] = (out[()] + value.sum()) if a.accumulate else value[-1]
+            return
         if not a.accumulate:
             out[idx] = value
-            return
-        if not idx:
-            out[()] += value.sum()
             return
         flat = np.ravel_multi_index(idx, out.shape)
         if out.dtype.kind == "f":

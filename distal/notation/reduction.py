@@ -1,12 +1,15 @@
 """From einsum notation to reduction notation: where implicit sums go.
 
-A variable that appears only on the right is summed over each additive term
-that mentions it, exactly as `numpy.einsum` applied term by term would: terms
-that do not mention it are never multiplied by its extent. Concretely the sum
-over `v` is placed at the lowest node that holds every use of `v` in one
-product: it is pushed into each side of `+` and `-`, into the one factor of
-`*` that mentions `v`, and into the numerator of `/` (never into a
-denominator: `x / sum(v, y)` differs from `sum(v, x / y)`).
+Summation follows Einstein's convention. A variable that appears only on the
+right is summed over the whole product that holds it, and each additive term
+is a scope of its own: in `A(i) = B(i,j) + C(i)` only `B` is summed, while in
+`a = (b(i) + 1) * (c(i) + 1)` the whole product is summed over `i` (so the
+constant `1 * 1` counts once per value of `i`). Concretely the sum over `v`
+is placed at the lowest node that holds every use of `v` in one product: it
+is pushed into each side of `+` and `-` that mentions `v`, into the one
+factor of `*` that mentions `v` (or placed at the `*` when both do), and
+into the numerator of `/` (never into a denominator: `x / sum(v, y)` differs
+from `sum(v, x / y)`).
 """
 
 from __future__ import annotations

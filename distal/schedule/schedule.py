@@ -95,10 +95,10 @@ class Schedule:
         Evaluate it with `dt` (the distal module), the tensors and the index
         variables in scope.
         """
-        out = f"{self.source.lhs.tensor.name}.schedule()"
+        out = f"({self.source.lhs.tensor.name}.schedule()"
         for c in self.trace:
             out += f"\n    .{c}"
-        return out
+        return out + ")"
 
     @property
     def output(self) -> Tensor:
@@ -320,6 +320,14 @@ class Schedule:
                     f"precompute: expected every variable of {expr} to be fixed by loops outside "
                     f"the workspace or by {{{', '.join(x.name for x in vs)}}}, but {v} is not"
                 )
+        sub = tree.node_at(self.stmt, where_path)
+        read = {a.tensor for a in expr.accesses()}
+        for inner in assignments(sub):
+            if inner.lhs.tensor in read and inner is not assign:
+                raise self._error(
+                    f"precompute: expected {expr} to be computable before the loops over "
+                    f"{{{', '.join(x.name for x in vs)}}}, but {inner.lhs.tensor.name} is produced inside them"
+                )
         ext = self.provenance.extents_or_none()
         if ext is None:
             raise NotSupportedYet("precompute over symbolic extents (dt.Param) is not supported yet")
@@ -336,7 +344,6 @@ class Schedule:
             _WORKSPACES[key] = w
         consumer_assign = Assign(assign.lhs, _substitute(assign.rhs, expr, Access(w, tuple(ordered))),
                                  assign.accumulate)
-        sub = tree.node_at(self.stmt, where_path)
         rel_path = apath[len(where_path):]
         consumer = tree.replace(sub, rel_path, consumer_assign)
         producer = tree.wrap(order_ws, Assign(Access(w, tuple(order_ws)), expr, accumulate=False))
@@ -479,7 +486,10 @@ class Schedule:
     def substitute(self, vars: Seq[IndexVar] | IndexVar, leaf: leaves.Leaf | str) -> Schedule:
         """Run the innermost loops `vars` and their body as one call of a leaf kernel."""
         vs = _vars(vars, "substitute", self)
-        kernel = leaves.get(leaf) if isinstance(leaf, str) else leaf
+        try:
+            kernel = leaves.get(leaf) if isinstance(leaf, str) else leaf
+        except ScheduleError as exc:
+            raise self._error(f"substitute: {exc.message}") from None
         if not isinstance(kernel, leaves.Leaf):
             raise self._error(f"substitute: expected a leaf kernel such as dt.leaf.GEMM, but found {leaf!r}")
         if not vs or len(set(vs)) != len(vs):
