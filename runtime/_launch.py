@@ -22,14 +22,15 @@ from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 
-from ._start import legate_runtime, processor_count
+from ._start import ensure_started, legate_runtime, processor_count
 from ._store import Store
 from ._tasks import generic_task
 
 __all__ = ["Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"]
 
 # Largest launch domain whose tile coverage is checked point by point; a
-# larger WRITE launch is treated as READ_WRITE (safe, maybe slower).
+# larger WRITE launch is treated as READ_WRITE (safe, maybe slower), and is
+# not checked for points that share a written tile.
 _COVERAGE_LIMIT = 1 << 16
 
 
@@ -121,14 +122,25 @@ def _points(lower: Sequence[int], upper: Sequence[int]) -> itertools.product[tup
 
 
 def _check_colors(arg: Arg, lower: Sequence[int], upper: Sequence[int]) -> bool:
-    """Check every point projects inside the color space; return full coverage."""
-    return _coverage(arg.maps(len(lower)), arg.color_shape(), arg.store.shape,
-                     tuple(lower), tuple(upper))
+    """Check every point projects inside the color space; return full coverage.
+
+    A written (not reduced) argument must give each point its own tile.
+    """
+    covers, one_to_one = _coverage(arg.maps(len(lower)), arg.color_shape(), arg.store.shape,
+                                   tuple(lower), tuple(upper))
+    if arg.privilege in (Privilege.WRITE, Privilege.READ_WRITE) and not one_to_one:
+        raise DistalError(
+            f"a {arg.privilege.value} argument must give each launch point its own tile, "
+            f"but projection {arg.maps(len(lower))} maps several points of "
+            f"[{tuple(lower)}, {tuple(upper)}) to one tile (use reduce_add to combine them)"
+        )
+    return covers
 
 
 @functools.lru_cache(maxsize=4096)
 def _coverage(maps: tuple[Affine, ...], colors: tuple[int, ...], shape: tuple[int, ...],
-              lower: tuple[int, ...], upper: tuple[int, ...]) -> bool:
+              lower: tuple[int, ...], upper: tuple[int, ...]) -> tuple[bool, bool]:
+    """(every tile is some point's, no two points share a tile), after bounds checks."""
     volume = 1
     for lo, hi in zip(lower, upper, strict=True):
         volume *= max(hi - lo, 0)
@@ -150,12 +162,12 @@ def _coverage(maps: tuple[Affine, ...], colors: tuple[int, ...], shape: tuple[in
                 f"outside the {colors} tiles of a store of shape {shape}"
             )
     if volume > _COVERAGE_LIMIT:
-        return False
+        return False, True
     seen = {tuple(a.at(p) for a in maps) for p in _points(lower, upper)}
     total = 1
     for c in colors:
         total *= c
-    return len(seen) == total
+    return len(seen) == total, len(seen) == volume
 
 
 def _projection(maps: tuple[Affine, ...]) -> tuple[Any, ...]:
@@ -195,6 +207,11 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
         if whole_stores or arg.tile is None:
             target, projection = arg.store.handle, None
             covers = whole_stores or upper == [lo + 1 for lo in lower]
+            if not covers and privilege in (Privilege.WRITE, Privilege.READ_WRITE):
+                raise DistalError(
+                    f"a {privilege.value} argument without a tile would be written by every "
+                    "point of the launch; give it a tile, or use reduce_add"
+                )
         else:
             covers = _check_colors(arg, lower, upper)
             target = arg.store.handle.partition_by_tiling(arg.tile, arg.color_shape())
@@ -254,7 +271,15 @@ def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
     if any(n <= 0 for n in domain):
         return
     upper = [lo + int(n) for lo, n in zip(low, domain, strict=True)]
-    _submit(key, args, low, upper, whole_stores=False)
+    if ensure_started().gpus == 0:
+        _submit(key, args, low, upper, whole_stores=False)
+        return
+    # The generic task has a CPU variant only; keep it off the GPUs (untested:
+    # the project's machines have none).
+    from legate.core import TaskTarget
+
+    with legate_runtime().machine.only(TaskTarget.CPU):
+        _submit(key, args, low, upper, whole_stores=False)
 
 
 def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],

@@ -175,3 +175,12 @@ def test_refusals_name_the_offender(machine: rt.MachineInfo) -> None:
         rt.point_launch(SCALE, [x], (0,), processor=machine.cpus)
     with pytest.raises(DistalError, match="launch dimension 2"):
         rt.index_launch(SCALE, (2, 2), [rt.Arg(x, R, (2, 2), (Affine(0), Affine(2)))])
+
+
+def test_written_tiles_are_not_shared_between_points(machine: rt.MachineInfo) -> None:
+    x = rt.zeros((4, 4))
+    with pytest.raises(DistalError, match="its own tile"):
+        rt.index_launch(SCALE, (2, 2), [rt.Arg(rt.zeros((4, 4)), R, (2, 2)),
+                                        rt.Arg(x, W, (2, 2), (Affine(0), Affine(None, 0, 0)))])
+    with pytest.raises(DistalError, match="without a tile"):
+        rt.index_launch(SCALE, (2, 2), [rt.Arg(x, RW)])
