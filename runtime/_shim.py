@@ -79,7 +79,12 @@ def build_shim(cache_dir: Path | None = None) -> Path:
             "to build distal's CPU-only stand-in for it; install a C compiler "
             "(e.g. `apt-get install gcc`, or set CC) or the NVIDIA driver"
         )
-    where.mkdir(parents=True, exist_ok=True)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        if cache_dir is not None:
+            raise
+        return build_shim(Path(tempfile.gettempdir()) / f"distal-{os.getuid()}")
     fd, tmp = tempfile.mkstemp(prefix=".libcuda-shim-", suffix=".so", dir=where)
     os.close(fd)
     command = [compiler, *_FLAGS, "-o", tmp, str(source)]
