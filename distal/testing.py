@@ -24,6 +24,7 @@ from distal.notation.ast import Access, Add, Assignment, Div, Expr, IndexVar, Li
 from distal.notation.check import extents
 from distal.notation.reduction import to_reduction_notation
 from distal.schedule import tree
+from distal.sizes import resolve
 
 __all__ = ["COMMANDS", "Drawn", "einsum_oracle", "schedules", "statements"]
 
@@ -80,7 +81,8 @@ def statements(
     out_idx = tuple(draw(st.permutations(vars_))[:out_order])
     out = dt.Tensor("A", tuple(ext[v] for v in out_idx))
     accumulate = draw(st.booleans())
-    init = rng.standard_normal(out.shape) if accumulate else np.zeros(out.shape)
+    shape = out.concrete_shape()
+    init = rng.standard_normal(shape) if accumulate else np.zeros(shape)
     out.set_array(init)
     lhs = out[out_idx] if out_idx else out[()]
     if accumulate:
@@ -128,9 +130,9 @@ def einsum_oracle(stmt: Assignment, arrays: dict[str, np.ndarray], init: np.ndar
     Output variables a product does not mention broadcast.
     """
     lhs = stmt.lhs
-    shape = tuple(int(s) for s in lhs.tensor.shape)
+    shape = lhs.tensor.concrete_shape()
     result = init.astype(np.float64).copy() if stmt.accumulate else np.zeros(shape)
-    ext = {v: int(s) for v, s in extents(stmt).items()}
+    ext = {v: resolve(s) for v, s in extents(stmt).items()}
     letters: dict[IndexVar, str] = {}
     for v in stmt.index_vars():
         letters[v] = string.ascii_letters[len(letters)]

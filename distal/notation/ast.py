@@ -182,7 +182,7 @@ class Access(Expr):
     def children(self) -> tuple[Expr, ...]:
         return ()
 
-    def __iadd__(self, other: Operand) -> Accumulate:  # type: ignore[misc]
+    def __iadd__(self, other: Operand) -> Accumulate:  # type: ignore[misc,override]
         return Accumulate(self, as_expr(other))
 
     def __str__(self) -> str:
