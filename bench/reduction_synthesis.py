@@ -68,6 +68,10 @@ def machine() -> dict[str, Any]:
     }
 
 
+def two_level_hierarchy() -> Any:
+    return enumerate_placements(named_system("a100x2"), [32], [0])[0].hierarchy()
+
+
 def synthesis_seconds(hier: Any) -> float:
     return min(synthesize(hier).seconds for _ in range(3))
 
@@ -118,6 +122,15 @@ def main() -> None:
     inside = [p for p in flat if not p["crosses_nodes"]]
     summary: dict[str, Any] = {
         "max_synthesis_s": max(p["synthesis_s"] for p in flat),
+        # Per placement we find 3 programs for a one-level synthesis hierarchy and
+        # 93 for a two-level one; the paper's row counts are 3 and 47 per placement.
+        "paper_counts_are_47_per_two_level_plus_3_per_one_level": all(
+            r["paper_programs"] == sum(47 if p["programs"] == 93 else p["programs"]
+                                       for p in r["placements"])
+            for r in rows
+        ),
+        "program_counts_per_placement": sorted({p["programs"] for p in flat}),
+        "programs_with_size_limit_8_two_levels": len(synthesize(two_level_hierarchy(), 8)),
         "placements": len(flat),
         "cross_node_placements": len(cross),
         "all_have_both_common_programs_when_two_levels": all(
