@@ -85,10 +85,13 @@ def _prepare_environment() -> tuple[str, bool, str]:
 
 
 def _import_legate() -> Any:
-    # legate.core reseeds NumPy's and Python's global generators on import;
-    # keep the user's streams as they were.
+    # legate.core reseeds NumPy's and Python's global generators on import
+    # and wraps their `seed` functions to warn about multi-rank runs. Keep
+    # the user's streams and functions as they were: this wheel runs one
+    # rank, and the warning fires in every library that seeds (Hypothesis).
     np_state = np.random.get_state()
     py_state = random.getstate()
+    np_seed, py_seed = np.random.seed, random.seed
     try:
         import legate
         import legate.core as core
@@ -100,6 +103,7 @@ def _import_legate() -> Any:
     finally:
         np.random.set_state(np_state)
         random.setstate(py_state)
+        np.random.seed, random.seed = np_seed, py_seed
     return legate, core
 
 

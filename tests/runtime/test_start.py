@@ -52,3 +52,21 @@ def test_user_config_wins_and_nothing_starts_at_import(run_python: Runner) -> No
     done = run_python(code, env={"LEGATE_CONFIG": config, "OPENBLAS_NUM_THREADS": "3"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1].split() == ["1", "True", "1"]
+
+
+def test_starting_keeps_the_users_random_streams(run_python: Runner) -> None:
+    code = (
+        "import random, warnings\n"
+        "import numpy as np\n"
+        "np.random.seed(7); random.seed(7)\n"
+        "from distal import runtime as rt\n"
+        "rt.ensure_started()\n"
+        "warnings.simplefilter('error')\n"
+        "a, b = np.random.rand(), random.random()\n"
+        "np.random.seed(7); random.seed(7)\n"
+        "assert (a, b) == (np.random.rand(), random.random())\n"
+        "print('ok')\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "ok"
