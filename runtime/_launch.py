@@ -89,6 +89,10 @@ class Arg:
 
     def __post_init__(self) -> None:
         ndim = self.store.ndim
+        if ndim == 0:
+            raise NotSupportedYet(
+                "Legate tasks cannot view 0-d stores; make the store of shape (1,)"
+            )
         if self.tile is not None and len(self.tile) != ndim:
             raise DistalError(f"expected a tile of {ndim} dimensions, but found {self.tile}")
         if self.projection is not None and len(self.projection) != ndim:

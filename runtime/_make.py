@@ -66,6 +66,8 @@ def full(shape: Sequence[int], value: Any, dtype: Any = np.float64,
     """
     kind = np.dtype(dtype)
     extents = tuple(int(n) for n in shape)
+    if not extents:  # tasks cannot view 0-d stores; a copy-in can write one
+        return from_numpy(np.full((), value, dtype=kind))
     handle = legate_runtime().create_store(legate_type(kind), extents)
     store = wrap(handle, kind)
     key = _fill_kernel(np.asarray(value, dtype=kind).item(), kind)

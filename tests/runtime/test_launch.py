@@ -184,3 +184,11 @@ def test_written_tiles_are_not_shared_between_points(machine: rt.MachineInfo) ->
                                         rt.Arg(x, W, (2, 2), (Affine(0), Affine(None, 0, 0)))])
     with pytest.raises(DistalError, match="without a tile"):
         rt.index_launch(SCALE, (2, 2), [rt.Arg(x, RW)])
+
+
+def test_zero_dimensional_stores(machine: rt.MachineInfo) -> None:
+    assert rt.to_numpy(rt.from_numpy(np.array(3.0))) == 3.0
+    scalar = rt.full((), 2.5)
+    assert rt.to_numpy(scalar).shape == () and rt.to_numpy(scalar) == 2.5
+    with pytest.raises(NotSupportedYet, match="0-d"):
+        rt.Arg(scalar, R)
