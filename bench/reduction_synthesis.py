@@ -131,6 +131,9 @@ def main() -> None:
         ),
         "program_counts_per_placement": sorted({p["programs"] for p in flat}),
         "programs_with_size_limit_8_two_levels": len(synthesize(two_level_hierarchy(), 8)),
+        "programs_two_levels_strict_broadcast": len(
+            synthesize(two_level_hierarchy(), strict_broadcast=True)
+        ),
         "placements": len(flat),
         "cross_node_placements": len(cross),
         "all_have_both_common_programs_when_two_levels": all(

@@ -126,8 +126,13 @@ def _sum_disjoint(states: Sequence[DeviceState]) -> DeviceState | str:
     return tuple(out)
 
 
-def apply_collective(collective: Collective, states: Sequence[DeviceState]) -> tuple[DeviceState, ...] | str:
+def apply_collective(
+    collective: Collective, states: Sequence[DeviceState], strict_broadcast: bool = False
+) -> tuple[DeviceState, ...] | str:
     """The post-states of one group under `collective`, or why it is invalid.
+
+    Broadcast follows Figure 8 (some receiver must gain); with
+    `strict_broadcast` every receiver must gain.
 
     >>> s = initial_state(2)
     >>> apply_collective(Collective.REDUCE_SCATTER, s)
@@ -178,16 +183,20 @@ def apply_collective(collective: Collective, states: Sequence[DeviceState]) -> t
                 return "the root holds less than another device"
         if s != root:
             strict = True
+        elif strict_broadcast:
+            return "a receiver already holds the broadcast data"
     if not strict:
         return "the broadcast adds no information"
     return (root,) * p
 
 
-def apply_step(state: State, grps: Groups, collective: Collective) -> State | str:
+def apply_step(
+    state: State, grps: Groups, collective: Collective, strict_broadcast: bool = False
+) -> State | str:
     """Apply `collective` to every group; devices outside the groups keep their state."""
     new = list(state)
     for g in grps:
-        out = apply_collective(collective, [state[d] for d in g])
+        out = apply_collective(collective, [state[d] for d in g], strict_broadcast)
         if isinstance(out, str):
             return f"{out} in group {list(g)}"
         for d, s in zip(g, out):

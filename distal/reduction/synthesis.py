@@ -59,8 +59,13 @@ class Synthesis:
         return len(self.programs)
 
 
-def synthesize(hierarchy: SynthesisHierarchy, max_size: int = 5) -> Synthesis:
+def synthesize(
+    hierarchy: SynthesisHierarchy, max_size: int = 5, strict_broadcast: bool = False
+) -> Synthesis:
     """All semantically valid programs of at most `max_size` steps that reduce fully.
+
+    `strict_broadcast` requires every receiver of a Broadcast to gain data (a
+    stricter reading of Figure 8, see docs/reduction.md).
 
     >>> h = SynthesisHierarchy(("gpu",), (4,), (1,))
     >>> [p.shape for p in synthesize(h).programs]
@@ -87,7 +92,7 @@ def synthesize(hierarchy: SynthesisHierarchy, max_size: int = 5) -> Synthesis:
         found: list[tuple[int, ...]] = []
         if budget > 0:
             for idx, (step, g) in enumerate(moves):
-                nxt = apply_step(state, g, step.collective)
+                nxt = apply_step(state, g, step.collective, strict_broadcast)
                 if isinstance(nxt, str):
                     continue
                 if nxt == goal:

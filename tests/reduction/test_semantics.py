@@ -52,6 +52,11 @@ def test_figure8_examples() -> None:
     # Broadcast must add information; AllGather needs disjoint rows of one size.
     assert apply_collective(Collective.BROADCAST, [(3,) * 4, (3,) * 4]) == "the broadcast adds no information"
     assert apply_collective(Collective.BROADCAST, [s[0], s[1]]) == "the root holds less than another device"
+    partly = [(3,) * 4, (3,) * 4, (1,) * 4]
+    assert apply_collective(Collective.BROADCAST, partly) == ((3,) * 4,) * 3
+    assert apply_collective(Collective.BROADCAST, partly, strict_broadcast=True) == (
+        "a receiver already holds the broadcast data"
+    )
     assert apply_collective(Collective.ALL_GATHER, [s[0], s[1]]) == "devices hold overlapping chunks"
     assert apply_collective(Collective.ALL_GATHER, [(3, 0, 0, 0), (0, 3, 3, 0)]) == (
         "devices hold different numbers of chunks"

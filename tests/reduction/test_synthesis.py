@@ -83,3 +83,11 @@ def test_errors() -> None:
     with pytest.raises(ReductionError) as info:
         synthesize(two_level(2, 2), 0)
     assert info.value.message == "expected a positive program size limit, but found 0"
+
+
+def test_strict_broadcast_reading() -> None:
+    strict = synthesize(two_level(2, 4), strict_broadcast=True)
+    assert len(strict) == 61
+    shown = {str(p) for p in strict.programs}
+    assert RAB in shown and RSAG in shown
+    assert len(synthesize(SynthesisHierarchy(("gpu",), (4,), (1,)), strict_broadcast=True)) == 3
