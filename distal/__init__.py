@@ -27,7 +27,7 @@ from distal.errors import (
     SynthesisError,
     TypeNotationError,
 )
-from distal.format.machine import Grid, Machine
+from distal.format import Distribution, Format, Grid, Machine
 from distal.notation import Assignment, IndexVar, Sum, Tensor, index_vars, parse
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
@@ -35,6 +35,8 @@ from distal.sizes import MachineDim, Param
 __all__ = [
     "Assignment",
     "DistalError",
+    "Distribution",
+    "Format",
     "FormatError",
     "Grid",
     "IndexVar",
@@ -55,6 +57,18 @@ __all__ = [
     "Tensor",
     "TypeNotationError",
     "index_vars",
+    "kernels",
     "leaf",
     "parse",
+    "runtime",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # distal.kernels and distal.runtime load on first use: the runtime imports
+    # Legate, which plain compiler use never needs.
+    if name in ("kernels", "runtime"):
+        import importlib
+
+        return importlib.import_module(f"distal.{name}")
+    raise AttributeError(f"module 'distal' has no attribute {name!r}")

@@ -63,7 +63,7 @@ def explain_main(argv: list[str]) -> int:
     stmt = dt.parse(args.statement, **tensors)
     out = stmt.lhs.tensor
     if args.algorithm is not None:
-        from distal import kernels
+        import distal.kernels as kernels
 
         operands = [out, *[t for t in stmt.tensors() if t is not out]]
         grid = _grid(args.grid) if args.grid else None

@@ -174,10 +174,10 @@ class _Executor:
         if isinstance(e, Neg):
             return -self.eval(e.operand, scope)
         if isinstance(e, Sum):
-            inner = scope + [e.var]
+            inner = [*scope, e.var]
             b = np.asarray(self.eval(e.body, inner))
             b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
-            b = np.broadcast_to(b, b.shape[:-1] + (self.ext[e.var],))
+            b = np.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
             return b.sum(axis=-1)
         assert isinstance(e, BinaryOp), e
         x, y = self.eval(e.a, scope), self.eval(e.b, scope)

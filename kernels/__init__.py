@@ -1,0 +1,108 @@
+"""The algorithm library: SUMMA, Cannon, PUMMA, Johnson, Solomonik 2.5D, COSMA, TTV,
+inner product, TTM and MTTKRP as formats plus schedules (paper Figure 9, section 7.2).
+
+>>> import distal as dt
+>>> dt.kernels.names()[:3]
+['summa', 'cannon', 'pumma']
+>>> dt.kernels.machine("johnson", 8)
+Machine(Grid(2, 2, 2))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from distal.errors import DistalError, MachineError, NotationError
+from distal.format import Format
+from distal.format.machine import Machine
+from distal.notation.tensor import Tensor
+from distal.schedule import Schedule
+
+from ._algorithms import ALGORITHMS, Algorithm
+
+__all__ = ["ALGORITHMS", "Algorithm", "build", "describe", "machine", "names"]
+
+
+def names() -> list[str]:
+    """The algorithms of the library."""
+    return list(ALGORITHMS)
+
+
+def _lookup(name: str) -> Algorithm:
+    alg = ALGORITHMS.get(name.lower()) if isinstance(name, str) else None
+    if alg is None:
+        raise DistalError(f"expected an algorithm name ({', '.join(names())}, or 'auto'), but found {name!r}")
+    return alg
+
+
+def describe(name: str) -> str:
+    """One line on the algorithm, its machine and its formats."""
+    alg = _lookup(name)
+    return f"{alg.name}: {alg.summary}; formats {', '.join(str(f) for f in alg.formats)}"
+
+
+def machine(name: str, nprocs: int, shape: Sequence[int] | None = None, **params: Any) -> Machine:
+    """A machine suited to the algorithm on `nprocs` processors.
+
+    `shape` (m, n, k) matters to COSMA, whose grid is chosen from it; `c=`
+    sets the number of layers of Solomonik's 2.5D algorithm.
+    """
+    alg = _lookup(name)
+    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
+        raise MachineError(f"expected a positive processor count, but found {nprocs!r}")
+    return alg.machine(nprocs, shape, params)
+
+
+def _place(t: Tensor, fmt: Format) -> str | None:
+    """Give `t` the algorithm's format; returns a note when data had to move."""
+    if t.format == fmt:
+        return None
+    before = t.format
+    redistribute = getattr(t, "redistribute", None)
+    if before is not None and redistribute is not None and t.storage is not None:
+        redistribute(fmt)
+        return f"{t.name} redistributed from {before} to {fmt}"
+    t._set_format(fmt)
+    if before is None:
+        return f"{t.name} placed as {fmt}"
+    return f"{t.name} moved from {before} to {fmt}"
+
+
+def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Schedule:
+    """The algorithm's schedule of its statement over `operands` (output first).
+
+    Sets the output's statement (e.g. A(i,j) = B(i,k) * C(k,j) for the
+    matmul algorithms), gives every operand the algorithm's format on
+    `machine` (operands in another format are redistributed first; the
+    schedule's notes and explain() say so), and returns the schedule.
+    """
+    if isinstance(name, str) and name.lower() == "auto":
+        from ._auto import build_auto
+
+        auto: Schedule = build_auto(machine, *operands, **params)
+        return auto
+    alg = _lookup(name)
+    if not isinstance(machine, Machine):
+        raise MachineError(f"expected a Machine for {alg.name}, but found {machine!r}")
+    want = alg.machine(max(machine.size, 1), None, params).ndim
+    if machine.ndim != want:
+        raise MachineError(f"expected a {want}-dimensional machine for {alg.name}, but found {machine!r}")
+    if len(operands) != alg.arity:
+        raise NotationError(f"expected {alg.arity} operands (output first) for {alg.name}, but found {len(operands)}")
+    for t, idx in zip(operands, alg.indices):
+        if not isinstance(t, Tensor):
+            raise NotationError(f"expected Tensors as operands of {alg.name}, but found {t!r}")
+        if t.order != len(idx):
+            raise NotationError(f"expected {alg.name}'s operand {t.name} of order {len(idx)}, but found {t.order}")
+    alg.statement(operands)
+    notes = []
+    for n, t in enumerate(operands):
+        fmt = alg.format_of(n, machine)
+        if fmt is not None:
+            note = _place(t, fmt)
+            if note:
+                notes.append(note)
+    out = operands[0]
+    sched = alg.schedule(out.schedule(), machine, tuple(operands), params)
+    return sched.with_notes(*notes)

@@ -7,7 +7,8 @@ is a scope of its own: in `A(i) = B(i,j) + C(i)` only `B` is summed, while in
 constant `1 * 1` counts once per value of `i`). Concretely the sum over `v`
 is placed at the lowest node that holds every use of `v` in one product: it
 is pushed into each side of `+` and `-` that mentions `v`, into the one
-factor of `*` that mentions `v` (or placed at the `*` when both do), and
+factor of `*` that mentions `v` (or placed at the `*` when both do, or when
+that factor is a pure product, where the two are equal), and
 into the numerator of `/` (never into a denominator: `x / sum(v, y)` differs
 from `sum(v, x / y)`).
 """
@@ -18,7 +19,6 @@ from distal.notation.ast import (
     Access,
     Add,
     Assignment,
-    BinaryOp,
     Div,
     Expr,
     IndexVar,
@@ -36,6 +36,19 @@ def _mentions(e: Expr, v: IndexVar) -> bool:
     return v in e.index_vars()
 
 
+def _pure(e: Expr) -> bool:
+    """A product of accesses, literals, negations and sums of such: no + - /."""
+    if isinstance(e, Access | Literal):
+        return True
+    if isinstance(e, Neg):
+        return _pure(e.operand)
+    if isinstance(e, Mul):
+        return _pure(e.a) and _pure(e.b)
+    if isinstance(e, Sum):
+        return _pure(e.body)
+    return False
+
+
 def place_sum(e: Expr, v: IndexVar) -> Expr:
     """Wrap the parts of `e` that use `v` in `sum(v, ...)`."""
     if not _mentions(e, v):
@@ -45,6 +58,11 @@ def place_sum(e: Expr, v: IndexVar) -> Expr:
     if isinstance(e, Mul):
         in_a, in_b = _mentions(e.a, v), _mentions(e.b, v)
         if in_a and in_b:
+            return Sum(v, e)
+        side = e.a if in_a else e.b
+        if _pure(side):
+            # sum(v, x) * y == sum(v, x * y) when x is a pure product: keep the
+            # sum high so that v stays a loop of the concrete notation.
             return Sum(v, e)
         return Mul(place_sum(e.a, v), e.b) if in_a else Mul(e.a, place_sum(e.b, v))
     if isinstance(e, Div):
@@ -89,5 +107,3 @@ def root_sums(e: Expr) -> tuple[tuple[IndexVar, ...], Expr]:
     return tuple(vars_), e
 
 
-# Keep the node classes referenced for readers of this pass.
-_NODES = (Access, Literal, BinaryOp)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,9 @@ class Schedule:
     relations: tuple[Relation, ...]
     provenance: Provenance
     trace: tuple[Command, ...] = ()
+    # what happened before scheduling (e.g. operands redistributed by kernels.build);
+    # shown by explain(), not part of the schedule's identity
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, assignment: Assignment) -> Schedule:
@@ -88,6 +91,10 @@ class Schedule:
         if self.relations:
             text += "\ns.t. " + ", ".join(str(r) for r in self.relations)
         return text
+
+    def with_notes(self, *notes: str) -> Schedule:
+        """The same schedule with notes for explain() (e.g. operands redistributed first)."""
+        return replace(self, notes=(*self.notes, *notes))
 
     def trace_text(self) -> str:
         """The commands as Python that replays to an equal schedule.
@@ -496,7 +503,7 @@ class Schedule:
             raise self._error("substitute: expected distinct loop variables")
         paths = [self._loop(v, "substitute") for v in vs]
         deepest = max(paths, key=len)
-        top, chain, body = tree.chain_at(self.stmt, deepest)
+        _, chain, body = tree.chain_at(self.stmt, deepest)
         if not isinstance(body, Assign) or set(chain[len(chain) - len(vs):]) != set(vs):
             inner = ", ".join(v.name for v in chain[len(chain) - len(vs):])
             raise self._error(

@@ -1,0 +1,228 @@
+"""The algorithms of paper Figure 9 and section 7.2, as machines, formats and schedules.
+
+Each algorithm names its statement (an einsum pattern over operands, output
+first), the machine it targets for a processor count, the format of every
+operand on that machine, and its schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import distal as dt
+from distal.format import Format
+from distal.notation.ast import Access, Expr, IndexVar
+from distal.notation.tensor import Tensor
+
+from ._machines import cosma_grid, cube_side, factor2, factor3, solomonik_grid
+
+__all__ = ["ALGORITHMS", "Algorithm"]
+
+# index variables shared by every algorithm's statement and schedule
+i, j, k, l = dt.index_vars("i j k l")
+io, jo, ko, ii, ji, ki = dt.index_vars("io jo ko ii ji ki")
+kos, kio, kii, kios = dt.index_vars("kos kio kii kios")
+
+MachineFn = Callable[[int, Sequence[int] | None, dict[str, Any]], dt.Machine]
+ScheduleFn = Callable[[dt.Schedule, dt.Machine, tuple[Tensor, ...], dict[str, Any]], dt.Schedule]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One library algorithm."""
+
+    name: str
+    summary: str
+    # operand index variables, output first, e.g. ((i, j), (i, k), (k, j)) for matmul
+    indices: tuple[tuple[IndexVar, ...], ...]
+    machine: MachineFn
+    formats: tuple[str | None, ...]  # one distribution per operand (None: not distributed)
+    schedule: ScheduleFn
+    matmul: bool = False
+
+    @property
+    def arity(self) -> int:
+        return len(self.indices)
+
+    def statement(self, operands: Sequence[Tensor]) -> None:
+        """Set the output's statement: out(...) = product of the inputs."""
+        out, *ins = operands
+        rhs: Expr = Access(ins[0], self.indices[1])
+        for t, idx in zip(ins[1:], self.indices[2:]):
+            rhs = rhs * Access(t, idx)
+        out[self.indices[0]] = rhs
+
+    def format_of(self, n: int, machine: dt.Machine) -> Format | None:
+        spec = self.formats[n]
+        return None if spec is None else Format(spec, machine)
+
+
+def _grid2(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    return dt.Machine(dt.Grid(*factor2(p)))
+
+
+def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> dt.Schedule:
+    return s.distribute([i, j], [io, jo], [ii, ji], m)
+
+
+def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    A, B, C = ops
+    kdim = B.concrete_shape()[1]
+    chunk = params.get("chunk") or max(1, math.ceil(kdim / max(m.shape)))
+    return (
+        _matmul_2d(s, m)
+        .split(k, ko, ki, chunk)
+        .reorder([ko, ii, ji, ki])
+        .communicate(A, jo)
+        .communicate([B, C], ko)
+        .substitute([ii, ji, ki], dt.leaf.GEMM)
+    )
+
+
+def _cannon(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    A, B, C = ops
+    return (
+        _matmul_2d(s, m)
+        .divide(k, ko, ki, m.x)
+        .reorder([ko, ii, ji, ki])
+        .rotate(ko, [io, jo], kos)
+        .communicate(A, jo)
+        .communicate([B, C], kos)
+        .substitute([ii, ji, ki], dt.leaf.GEMM)
+    )
+
+
+def _pumma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    A, B, C = ops
+    return (
+        _matmul_2d(s, m)
+        .divide(k, ko, ki, m.x)
+        .reorder([ko, ii, ji, ki])
+        .rotate(ko, [io], kos)
+        .communicate(A, jo)
+        .communicate([B, C], kos)
+        .substitute([ii, ji, ki], dt.leaf.GEMM)
+    )
+
+
+def _johnson_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    c = cube_side(p)
+    return dt.Machine(dt.Grid(c, c, c))
+
+
+def _matmul_3d(s: dt.Schedule, m: dt.Machine) -> dt.Schedule:
+    return s.distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+
+
+def _johnson(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return _matmul_3d(s, m).communicate(list(ops), ko).substitute([ii, ji, ki], dt.leaf.GEMM)
+
+
+def _solomonik_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    return dt.Machine(dt.Grid(*solomonik_grid(p, params.get("c"))))
+
+
+def _solomonik(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    A, B, C = ops
+    return (
+        _matmul_3d(s, m)
+        .divide(ki, kio, kii, m.x)
+        .reorder([kio, ii, ji, kii])
+        .rotate(kio, [io, jo], kios)
+        .communicate(A, ko)
+        .communicate([B, C], kios)
+        .substitute([ii, ji, kii], dt.leaf.GEMM)
+    )
+
+
+def _cosma_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    return dt.Machine(dt.Grid(*cosma_grid(p, shape)))
+
+
+def _cosma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    A, B, C = ops
+    steps = int(params.get("steps") or 1)
+    kdim = B.concrete_shape()[1]
+    chunk = max(1, math.ceil(math.ceil(kdim / m.shape[2]) / steps))
+    return (
+        _matmul_3d(s, m)
+        .split(ki, kio, kii, chunk)
+        .reorder([kio, ii, ji, kii])
+        .communicate(A, ko)
+        .communicate([B, C], kio)
+        .substitute([ii, ji, kii], dt.leaf.GEMM)
+    )
+
+
+def _ttv(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return (
+        s.distribute([i, j], [io, jo], [ii, ji], m)
+        .communicate(list(ops), jo)
+        .substitute([ii, ji, k], dt.leaf.TTV)
+    )
+
+
+def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    return dt.Machine(dt.Grid(p))
+
+
+def _innerprod(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return (
+        s.distribute([i], [io], [ii], m)
+        .communicate(list(ops), io)
+        .substitute([ii, j, k], dt.leaf.INNERPROD)
+    )
+
+
+def _ttm(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return (
+        s.distribute([i, j], [io, jo], [ii, ji], m)
+        .communicate(list(ops), jo)
+        .substitute([ii, ji, l, k], dt.leaf.TTM)
+    )
+
+
+def _mttkrp_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+    return dt.Machine(dt.Grid(*factor3(p)))
+
+
+def _mttkrp(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return (
+        s.distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+        .reorder([io, jo, ko, ii, ji, ki, l])
+        .communicate(list(ops), ko)
+        .substitute([ii, ji, ki, l], dt.leaf.MTTKRP)
+    )
+
+
+_MM = ((i, j), (i, k), (k, j))
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in (
+        Algorithm("summa", "SUMMA (1995): 2D, broadcasts chunks of B and C along rows and columns",
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _summa, matmul=True),
+        Algorithm("cannon", "Cannon (1969): 2D, systolic shifts of B and C",
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _cannon, matmul=True),
+        Algorithm("pumma", "PUMMA (1994): 2D, broadcasts one matrix and shifts the other",
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _pumma, matmul=True),
+        Algorithm("johnson", "Johnson (1995): 3D, inputs on faces of a processor cube, reduces A",
+                  _MM, _johnson_machine, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), _johnson, matmul=True),
+        Algorithm("solomonik", "Solomonik 2.5D (2011): c layers each running Cannon on a slab of k",
+                  _MM, _solomonik_machine, ("xy -> xy0", "xy -> xy0", "xy -> xy0"), _solomonik, matmul=True),
+        Algorithm("cosma", "COSMA (2019): grid and k steps chosen from the shape and processor count",
+                  _MM, _cosma_machine, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), _cosma, matmul=True),
+        Algorithm("ttv", "TTV: A(i,j) = B(i,j,k) c(k), c replicated, no communication",
+                  ((i, j), (i, j, k), (k,)), _grid2, ("xy -> xy", "xyz -> xy", "z -> **"), _ttv),
+        Algorithm("innerprod", "inner product: local reductions, then one global reduction",
+                  ((), (i, j, k), (i, j, k)), _innerprod_machine, (None, "xyz -> x", "xyz -> x"), _innerprod),
+        Algorithm("ttm", "TTM: A(i,j,l) = B(i,j,k) C(k,l), C replicated, no communication",
+                  ((i, j, l), (i, j, k), (k, l)), _grid2, ("xyl -> xy", "xyz -> xy", "zl -> **"), _ttm),
+        Algorithm("mttkrp", "MTTKRP (Ballard et al.): B in place on a 3D grid, A, C, D on faces",
+                  ((i, l), (i, j, k), (j, l), (k, l)), _mttkrp_machine,
+                  ("xl -> x00", "xyz -> xyz", "yl -> 0y0", "zl -> 00z"), _mttkrp),
+    )
+}

@@ -1,0 +1,120 @@
+"""Every library algorithm equals numpy.einsum (reference executor): grids, sizes, counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal import kernels
+
+MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
+GRIDS_2D = [(2, 2), (2, 3), (3, 2)]
+
+
+def matmul_operands(m: int, n: int, k: int, seed: int = 0) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
+    rng = np.random.default_rng(seed)
+    return (
+        dt.Tensor("A", (m, n)),
+        dt.Tensor.from_array("B", rng.standard_normal((m, k))),
+        dt.Tensor.from_array("C", rng.standard_normal((k, n))),
+    )
+
+
+def check_matmul(sched: dt.Schedule, A: dt.Tensor, B: dt.Tensor, C: dt.Tensor) -> None:
+    sched.evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_names_are_the_pinned_ones() -> None:
+    assert kernels.names() == [
+        "summa", "cannon", "pumma", "johnson", "solomonik", "cosma", "ttv", "innerprod", "ttm", "mttkrp",
+    ]
+
+
+@pytest.mark.parametrize("name", ["summa", "cannon", "pumma"])
+@pytest.mark.parametrize("grid", GRIDS_2D)
+@pytest.mark.parametrize("size", [(12, 12, 12), (13, 7, 11)])
+def test_2d_algorithms_on_grids(name: str, grid: tuple[int, int], size: tuple[int, int, int]) -> None:
+    A, B, C = matmul_operands(*size)
+    check_matmul(kernels.build(name, dt.Machine(dt.Grid(*grid)), A, B, C), A, B, C)
+
+
+@pytest.mark.parametrize("name", ["johnson", "solomonik", "cosma"])
+@pytest.mark.parametrize("size", [(8, 8, 8), (9, 5, 7)])
+def test_3d_algorithms_on_a_cube(name: str, size: tuple[int, int, int]) -> None:
+    A, B, C = matmul_operands(*size)
+    check_matmul(kernels.build(name, dt.Machine(dt.Grid(2, 2, 2)), A, B, C), A, B, C)
+
+
+@pytest.mark.parametrize("name", MATMUL)
+@pytest.mark.parametrize("procs", [1, 2, 3, 5, 6, 7, 12])
+def test_library_picks_a_valid_machine_for_any_processor_count(name: str, procs: int) -> None:
+    m = kernels.machine(name, procs, (10, 9, 11))
+    assert m.size <= procs
+    A, B, C = matmul_operands(10, 9, 11)
+    check_matmul(kernels.build(name, m, A, B, C), A, B, C)
+
+
+def test_machine_shapes() -> None:
+    assert kernels.machine("johnson", 8).shape == (2, 2, 2)
+    assert kernels.machine("johnson", 27).shape == (3, 3, 3)
+    assert kernels.machine("summa", 6).shape == (3, 2)
+    assert kernels.machine("solomonik", 8).shape == (2, 2, 2)
+    assert kernels.machine("solomonik", 16, c=1).shape == (4, 4, 1)
+    assert kernels.machine("cosma", 8, (4096, 4096, 64)).shape[2] == 1  # small k: no k split
+    assert kernels.machine("cosma", 8, (64, 64, 100000)).shape == (1, 1, 8)  # large k: split k only
+
+
+def test_higher_order_kernels() -> None:
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((7, 6, 5))
+    B = dt.Tensor.from_array("B", b)
+    A = dt.Tensor("A", (7, 6))
+    c = dt.Tensor.from_array("c", rng.standard_normal(5))
+    kernels.build("ttv", kernels.machine("ttv", 6), A, B, c).evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,k->ij", b, c.to_numpy()), rtol=1e-10)
+
+    a = dt.Tensor("a", ())
+    C = dt.Tensor.from_array("C", rng.standard_normal((7, 6, 5)))
+    kernels.build("innerprod", kernels.machine("innerprod", 3), a, B, C).evaluate(backend="reference")
+    np.testing.assert_allclose(a.to_numpy(), np.sum(b * C.to_numpy()), rtol=1e-10)
+
+    A3 = dt.Tensor("A", (7, 6, 4))
+    M = dt.Tensor.from_array("M", rng.standard_normal((5, 4)))
+    kernels.build("ttm", kernels.machine("ttm", 4), A3, B, M).evaluate(backend="reference")
+    np.testing.assert_allclose(A3.to_numpy(), np.einsum("ijk,kl->ijl", b, M.to_numpy()), rtol=1e-10)
+
+    A2 = dt.Tensor("A", (7, 4))
+    Cm = dt.Tensor.from_array("Cm", rng.standard_normal((6, 4)))
+    D = dt.Tensor.from_array("D", rng.standard_normal((5, 4)))
+    kernels.build("mttkrp", kernels.machine("mttkrp", 8), A2, B, Cm, D).evaluate(backend="reference")
+    expected = np.einsum("ijk,jl,kl->il", b, Cm.to_numpy(), D.to_numpy())
+    np.testing.assert_allclose(A2.to_numpy(), expected, rtol=1e-10)
+
+
+def test_build_sets_formats_and_says_so() -> None:
+    A, B, C = matmul_operands(4, 4, 4)
+    m = dt.Machine(dt.Grid(2, 2))
+    B._set_format(dt.Format("xy -> x*", m))
+    sched = kernels.build("summa", m, A, B, C)
+    assert str(B.format) == "xy -> xy"
+    assert any("B" in n and "x*" in n for n in sched.notes)
+
+
+def test_unknown_name_lists_the_valid_ones() -> None:
+    with pytest.raises(dt.DistalError, match=r"expected an algorithm name \(summa, cannon, .*mttkrp, or 'auto'\), but found 'sumo'"):
+        kernels.build("sumo", dt.Machine(dt.Grid(2, 2)))
+
+
+def test_wrong_machine_and_operands_are_refused() -> None:
+    A, B, C = matmul_operands(4, 4, 4)
+    with pytest.raises(dt.MachineError, match="expected a 3-dimensional machine for johnson"):
+        kernels.build("johnson", dt.Machine(dt.Grid(2, 2)), A, B, C)
+    with pytest.raises(dt.NotationError, match="expected 3 operands \\(output first\\) for summa, but found 2"):
+        kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A, B)
+    with pytest.raises(dt.MachineError, match="expected a positive processor count"):
+        kernels.machine("summa", 0)
+    bad = dt.Tensor.from_array("B", np.zeros((5, 4)))
+    with pytest.raises(dt.NotationError, match="one extent"):
+        kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A, bad, C)
