@@ -50,9 +50,7 @@ def _check_dims(dims: list[int], rank: int, op: object) -> None:
 
 def _pop(lists: list[tuple[int, ...]], dim: int, run: tuple[int, ...], op: object, t: object) -> None:
     if lists[dim][: len(run)] != run or not run:
-        raise TypeNotationError(
-            f"expected dimension {dim} to have the minor-most axes of {op}, but found {t}"
-        )
+        raise TypeNotationError(f"expected dimension {dim} to have the minor-most axes of {op}, but found {t}")
     lists[dim] = lists[dim][len(run) :]
 
 
@@ -120,8 +118,7 @@ class DynSlice(Collective):
             parts = math.prod(mesh.factors[f].size for f in lists[d])
             if src.dims[d].global_ % parts:
                 raise TypeNotationError(
-                    f"expected the local size of dimension {d} to be divisible by the axes "
-                    f"of {self}, but found {src}"
+                    f"expected the local size of dimension {d} to be divisible by the axes of {self}, but found {src}"
                 )
 
     def cost(self, src: DistType, dst: DistType) -> int:
@@ -149,8 +146,7 @@ class AllToAll(Collective):
             parts = math.prod(mesh.factors[f].size for f in lists[j])
             if src.dims[j].global_ % parts:
                 raise TypeNotationError(
-                    f"expected the local size of dimension {j} to be divisible by the axes "
-                    f"of {self}, but found {src}"
+                    f"expected the local size of dimension {j} to be divisible by the axes of {self}, but found {src}"
                 )
 
     def cost(self, src: DistType, dst: DistType) -> int:
@@ -171,9 +167,7 @@ class AllPermute(Collective):
         src.check(mesh)
         dst.check(mesh)
         if src.local_type != dst.local_type or src.global_type != dst.global_type:
-            raise TypeNotationError(
-                f"expected allpermute between equal local types, but found {src} and {dst}"
-            )
+            raise TypeNotationError(f"expected allpermute between equal local types, but found {src} and {dst}")
 
     def cost(self, src: DistType, dst: DistType) -> int:
         return src.local_size

@@ -58,9 +58,7 @@ class _Lowering:
         self.src, self.dst, self.ops = src, dst, list(ops)
 
     # --- choices -------------------------------------------------------------------------
-    def _pick(
-        self, t: FType, dim: int, primes: list[int], hint: FType | None, goal: FType
-    ) -> tuple[int, ...]:
+    def _pick(self, t: FType, dim: int, primes: list[int], hint: FType | None, goal: FType) -> tuple[int, ...]:
         """A run of free factor axes with the given primes to push on ``dim``."""
         used = {f for lst in t for f in lst}
         want = sorted(primes)

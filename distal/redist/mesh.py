@@ -88,9 +88,7 @@ class Mesh:
                 raise TypeNotationError(f"expected distinct axis names, but found {name!r} twice")
             seen.add(name)
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise TypeNotationError(
-                    f"expected a positive integer size for axis {name}, but found {size!r}"
-                )
+                raise TypeNotationError(f"expected a positive integer size for axis {name}, but found {size!r}")
         object.__setattr__(self, "axes", tuple((n, int(s)) for n, s in items))
         facs: list[FactorAxis] = []
         for name, size in self.axes:
@@ -111,9 +109,7 @@ class Mesh:
             for part in body.split(","):
                 m = re.fullmatch(r'\s*"?([A-Za-z_][A-Za-z_0-9]*)"?\s*[:=]\s*(\d+)\s*', part)
                 if m is None:
-                    raise TypeNotationError(
-                        f"expected a mesh axis like x=4, but found {part.strip()!r}", text
-                    )
+                    raise TypeNotationError(f"expected a mesh axis like x=4, but found {part.strip()!r}", text)
                 items.append((m.group(1), int(m.group(2))))
         try:
             return Mesh(tuple(items))

@@ -55,8 +55,7 @@ class Program:
         object.__setattr__(self, "steps", tuple(self.steps))
         if len(self.types) != len(self.steps) + 1:
             raise TypeNotationError(
-                f"expected {len(self.steps) + 1} types for {len(self.steps)} steps, "
-                f"but found {len(self.types)}"
+                f"expected {len(self.steps) + 1} types for {len(self.steps)} steps, but found {len(self.types)}"
             )
         self.types[0].check(self.mesh)
         for k, step in enumerate(self.steps):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-__all__ = ["WeakOp", "WeakProblem", "shortest_path", "shortest_paths"]
+__all__ = ["WeakOp", "WeakProblem", "paths_below", "shortest_path", "shortest_paths"]
 
 WeakOp = tuple[Any, ...]
 
@@ -72,28 +72,30 @@ class WeakProblem:
         return {p: m - sum(_valuation(x, p) for x in q) for p, m in self.primes}
 
 
-def _set(q: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
-    return (*q[:i], v, *q[i + 1 :])
-
-
 def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], int, WeakOp]]:
     g = pb.global_type
     rank = len(q)
     ls = pb.local_size(q)
     bound = pb.bound
     local = [g[i] // q[i] for i in range(rank)]
+    w = list(q)  # scratch copy, restored after each yield
     # dynslice, one factor at a time (free, so merging them changes nothing)
     for p, c in pb.free(q).items():
         if c <= 0:
             continue
         for i in range(rank):
             if local[i] % p == 0:
-                yield _set(q, i, q[i] * p), 0, ("slice", i, p)
+                w[i] = q[i] * p
+                yield tuple(w), 0, ("slice", i, p)
+                w[i] = q[i]
     # allgather one dimension, and everything that reaches the target at once
     for i in range(rank):
         for n in _divisors(q[i]):
-            if ls * n <= bound:
-                yield _set(q, i, q[i] // n), ls * n, ("gather", ((i, n),))
+            if ls * n > bound:
+                break
+            w[i] = q[i] // n
+            yield tuple(w), ls * n, ("gather", ((i, n),))
+            w[i] = q[i]
     if q != pb.dst and all(a % b == 0 for a, b in zip(q, pb.dst)):
         groups = tuple((i, q[i] // pb.dst[i]) for i in range(rank) if q[i] != pb.dst[i])
         if len(groups) > 1:
@@ -102,13 +104,14 @@ def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int
     for i in range(rank):
         if q[i] == 1:
             continue
-        for j in range(rank):
-            if i == j:
-                continue
-            for n in _divisors(q[i]):
-                if local[j] % n == 0:
-                    q2 = _set(_set(q, i, q[i] // n), j, q[j] * n)
-                    yield q2, ls, ("a2a", ((i, j, n),))
+        for n in _divisors(q[i]):
+            w[i] = q[i] // n
+            for j in range(rank):
+                if j != i and local[j] % n == 0:
+                    w[j] = q[j] * n
+                    yield tuple(w), ls, ("a2a", ((i, j, n),))
+                    w[j] = q[j]
+            w[i] = q[i]
     # alltoall, several directed moves on disjoint dimensions at once
     moves = []
     for i in range(rank):
@@ -128,10 +131,11 @@ def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int
                 dims = [d for i, j, _ in combo for d in (i, j)]
                 if len(set(dims)) != len(dims):
                     continue
-                q2 = q
                 for i, j, n in combo:
-                    q2 = _set(_set(q2, i, q2[i] // n), j, q2[j] * n)
-                yield q2, ls, ("a2a", tuple(sorted(combo)))
+                    w[i] //= n
+                    w[j] *= n
+                yield tuple(w), ls, ("a2a", tuple(sorted(combo)))
+                w[:] = q
 
 
 def _estimate(pb: WeakProblem, q: tuple[int, ...]) -> int:
@@ -207,3 +211,75 @@ def shortest_path(pb: WeakProblem) -> tuple[int, list[WeakOp]]:
     """
     cost, paths = shortest_paths(pb, 1)
     return cost, paths[0]
+
+
+def paths_below(pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 2000) -> Iterator[tuple[int, list[WeakOp]]]:
+    """Paths from ``pb.src`` to ``pb.dst`` costing less than ``cap``, cheapest first.
+
+    Used when lowering the cheapest path needs a permutation: a slightly
+    dearer path may need none and cost less in all. The search expands every
+    node whose estimate is below ``cap``, computes exact remaining costs on
+    that subgraph backwards from the target, and then enumerates paths
+    best-first with those exact estimates (at most ``limit`` of them, and
+    at most ``max_pops`` partial paths looked at, which bounds the time).
+
+    >>> pb = WeakProblem((8, 8), (8, 1), (1, 8), ((2, 3),))
+    >>> [c for c, _ in paths_below(pb, 9)]
+    [8]
+    """
+    start, goal = pb.src, pb.dst
+    edges: dict[tuple[int, ...], list[tuple[tuple[int, ...], int, WeakOp]]] = {}
+    dist = {start: 0}
+    tie = itertools.count()
+    heap = [(_estimate(pb, start), 0, next(tie), start)]
+    while heap:
+        f, d, _, q = heapq.heappop(heap)
+        if f >= cap:
+            break
+        if q in edges or d > dist[q]:
+            continue
+        out = edges[q] = []
+        if q == goal:
+            continue
+        for q2, c, op in _neighbours(pb, q):
+            out.append((q2, c, op))
+            nd = d + c
+            if nd < dist.get(q2, nd + 1):
+                dist[q2] = nd
+                heapq.heappush(heap, (nd + _estimate(pb, q2), nd, next(tie), q2))
+    # exact cost to the goal inside the expanded subgraph
+    back: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
+    for q, out in edges.items():
+        for q2, c, _ in out:
+            back.setdefault(q2, []).append((q, c))
+    togo = {goal: 0}
+    heap2 = [(0, next(tie), goal)]
+    while heap2:
+        d, _, q = heapq.heappop(heap2)
+        if d > togo[q]:
+            continue
+        for q0, c in back.get(q, ()):
+            if d + c < togo.get(q0, d + c + 1):
+                togo[q0] = d + c
+                heapq.heappush(heap2, (d + c, next(tie), q0))
+    if start not in togo:
+        return
+    # best-first over partial paths with exact estimates: complete paths come cheapest first
+    Partial = tuple[int, int, int, tuple[int, ...], tuple[WeakOp, ...]]
+    frontier: list[Partial] = [(togo[start], 0, next(tie), start, ())]
+    found = pops = 0
+    while frontier and found < limit and pops < max_pops:
+        pops += 1
+        f, d, _, q, ops = heapq.heappop(frontier)
+        if f >= cap:
+            return
+        if q == goal:
+            found += 1
+            yield d, list(ops)
+            continue
+        for q2, c, op in edges.get(q, ()):
+            if q2 not in togo or d + c + togo[q2] >= cap:
+                continue
+            if op[0] == "slice" and ops and ops[-1][0] == "slice" and op < ops[-1]:
+                continue
+            heapq.heappush(frontier, (d + c + togo[q2], d + c, next(tie), q2, (*ops, op)))

@@ -38,9 +38,7 @@ def _index(run: Sequence[int], coords: Sequence[int], mesh: Mesh) -> int:
 def offsets(t: DistType, mesh: Mesh, device: Device) -> tuple[int, ...]:
     """The base offset of ``device``'s tile under ``t`` (Fig. 7a)."""
     coords = mesh.factor_coords(device)
-    return tuple(
-        d.local * _index(lst, coords, mesh) for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True)
-    )
+    return tuple(d.local * _index(lst, coords, mesh) for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True))
 
 
 def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device) -> np.ndarray:
@@ -89,9 +87,7 @@ def _exchange(
     return out
 
 
-def _permute(
-    mesh: Mesh, tiles: dict[Device, np.ndarray], src: DistType, dst: DistType
-) -> dict[Device, np.ndarray]:
+def _permute(mesh: Mesh, tiles: dict[Device, np.ndarray], src: DistType, dst: DistType) -> dict[Device, np.ndarray]:
     """Each device receives a whole tile from one holder of the tile it needs."""
     holders: dict[tuple[int, ...], list[Device]] = {}
     for d in tiles:
@@ -110,8 +106,7 @@ def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray
     a = np.asarray(global_array)
     if a.shape != prog.source.global_type:
         raise ShapeError(
-            f"expected an array of shape {prog.source.global_type} for {prog.source}, "
-            f"but found shape {a.shape}"
+            f"expected an array of shape {prog.source.global_type} for {prog.source}, but found shape {a.shape}"
         )
     tiles = {d: _tile(a, prog.source, mesh, d).copy() for d in mesh.devices()}
     for k, (step, src, dst) in enumerate(zip(prog.steps, prog.types, prog.types[1:]), 1):
@@ -124,14 +119,11 @@ def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray
         else:
             assert isinstance(step, AllToAll)
             runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
-            tiles = _exchange(
-                mesh, tiles, src, dst, [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs]
-            )
+            tiles = _exchange(mesh, tiles, src, dst, [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs])
         for d, tile in tiles.items():
             if not np.array_equal(tile, _tile(a, dst, mesh, d)):
                 raise RuntimeFailure(
-                    f"expected device {d} to hold its tile of {dst} after step {k} ({step}), "
-                    "but found different data",
+                    f"expected device {d} to hold its tile of {dst} after step {k} ({step}), but found different data",
                     str(prog),
                 )
     return tiles

@@ -20,13 +20,14 @@ from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collectiv
 from distal.redist.lower import ConcreteOp, FTypes, lower
 from distal.redist.mesh import Mesh
 from distal.redist.program import Program
-from distal.redist.search import WeakProblem, shortest_paths
+from distal.redist.search import WeakOp, WeakProblem, paths_below, shortest_paths
 from distal.redist.types import DistType, factors_to_refs
 
 __all__ = ["METHODS", "synthesize"]
 
 METHODS = ("search", "naive")
 PATHS = 16  # equally cheap weak paths tried when lowering needs a permutation
+PATHS_BELOW = 64  # dearer weak paths tried when the permutation makes the cheapest ones dearer
 
 
 def _as_type(t: DistType | str) -> DistType:
@@ -72,16 +73,29 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Progra
         tuple(t.global_ // t.local for t in dst.dims),
         tuple(sorted(primes.items())),
     )
-    _, paths = shortest_paths(pb, PATHS)
+    weak, paths = shortest_paths(pb, PATHS)
     best: tuple[tuple[int, int, int], FTypes, list[ConcreteOp]] | None = None
-    for path in paths:
+
+    def consider(path: list[WeakOp]) -> None:
+        nonlocal best
         types, ops = _merge(*lower(mesh, s_lists, d_lists, path))
-        key = (_cost(types, ops, mesh, src.global_type), len(ops), sum(o[0] == "permute" for o in ops))
+        perms = sum(o[0] == "permute" for o in ops)
+        key = (_cost(types, ops, mesh, src.global_type), perms, len(ops))
         if best is None or key < best[0]:
             best = (key, types, ops)
-        if not any(o[0] == "permute" for o in ops):
+
+    for path in paths:
+        consider(path)
+        assert best is not None
+        if best[0][1] == 0:
             break
     assert best is not None
+    if best[0][0] > weak:
+        # the permutation made it dearer: try weak paths below the best total
+        for cost, path in paths_below(pb, best[0][0], PATHS_BELOW):
+            if cost >= best[0][0]:
+                break
+            consider(path)
     return _program(mesh, src.global_type, best[1], best[2])
 
 

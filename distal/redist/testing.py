@@ -48,10 +48,7 @@ def _build(
     extents = grow(need)
     src, dst = (
         DistType(
-            tuple(
-                Dim(g // math.prod(mesh.axis_size(a) for a in axes), tuple(axes), g)
-                for axes, g in zip(p, extents)
-            )
+            tuple(Dim(g // math.prod(mesh.axis_size(a) for a in axes), tuple(axes), g) for axes, g in zip(p, extents))
         )
         for p in placements
     )

@@ -101,9 +101,7 @@ class DistType:
                 for r in m.group(2).split(",") if m.group(2).strip() else []:
                     rm = _REF.fullmatch(r)
                     if rm is None:
-                        raise TypeNotationError(
-                            f"expected an axis like x or x:(1)2, but found {r.strip()!r}", text
-                        )
+                        raise TypeNotationError(f"expected an axis like x or x:(1)2, but found {r.strip()!r}", text)
                     name = rm.group(1)
                     refs.append(name if rm.group(2) is None else f"{name}:({rm.group(2)}){rm.group(3)}")
                 dims.append(_dim(local, tuple(refs), int(m.group(3)), text))
@@ -156,9 +154,7 @@ class DistType:
                 for f in ref_factors(mesh, ref, self):
                     if f in owner:
                         found = f"{ref} twice" if owner[f] == ref else f"{ref} overlapping {owner[f]}"
-                        raise TypeNotationError(
-                            f"expected every axis at most once, but found {found} in {self}"
-                        )
+                        raise TypeNotationError(f"expected every axis at most once, but found {found} in {self}")
                     owner[f] = ref
                     facs.append(f)
             parts = math.prod(mesh.factors[f].size for f in facs)

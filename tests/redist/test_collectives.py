@@ -60,8 +60,7 @@ def test_typing_rules_and_costs(op: Collective, src: str, dst: str, mesh: Mesh, 
             AllGather(((0, ("y",)),)),
             "[32{x,y}512, 128]",
             "[128{x}512, 128]",
-            "expected dimension 0 to have the minor-most axes of allgather(0{y}), "
-            "but found [32{x,y}512, 128]",
+            "expected dimension 0 to have the minor-most axes of allgather(0{y}), but found [32{x,y}512, 128]",
         ),
         (
             DynSlice(((1, ("x",)),)),
@@ -73,8 +72,7 @@ def test_typing_rules_and_costs(op: Collective, src: str, dst: str, mesh: Mesh, 
             DynSlice(((1, ("x",)),)),
             "[512, 2]",
             "[512, 1{x}2]",
-            "expected the local size of dimension 1 to be divisible by the axes of dynslice(1{x}), "
-            "but found [512, 2]",
+            "expected the local size of dimension 1 to be divisible by the axes of dynslice(1{x}), but found [512, 2]",
         ),
         (
             AllToAll(((0, 1, ("x",)),)),

@@ -62,9 +62,7 @@ EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "src", "dst", "mesh", "cost", "steps"), EXAMPLES, ids=[e[0] for e in EXAMPLES]
-)
+@pytest.mark.parametrize(("name", "src", "dst", "mesh", "cost", "steps"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_paper_examples(name: str, src: str, dst: str, mesh: Mesh, cost: int, steps: list[str]) -> None:
     p = synthesize(DistType.parse(src), DistType.parse(dst), mesh)
     assert p.source == DistType.parse(src) and p.target == DistType.parse(dst)
