@@ -93,14 +93,30 @@ def rank(
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=128)
+def _rank_cached(layout: Layout, nbytes: float, algorithm: str, max_size: int) -> tuple[Ranked, ...]:
+    return rank(layout, nbytes, algorithm, max_size)
+
+
 def best_program(
     target: Placement | Layout,
     nbytes: float = DEFAULT_BYTES,
     algorithm: str = "ring",
     max_size: int = 5,
 ) -> Ranked:
-    """The simulated-fastest program for a placement or layout."""
-    return rank(target, nbytes, algorithm, max_size)[0]
+    """The simulated-fastest program for a placement or layout.
+
+    >>> from distal.reduction.placement import enumerate_placements
+    >>> from distal.reduction.system import v100_system
+    >>> across, inside = enumerate_placements(v100_system(2), [2, 8], [1])
+    >>> str(best_program(inside).program)
+    '(root, InsideGroup, AllReduce)'
+    >>> best_program(across).program.shape
+    'ReduceScatter-AllReduce-AllGather'
+    >>> str(across.hierarchy())
+    '[(root, 1), (node, 2), (gpu, 4)]'
+    """
+    return _rank_cached(_as_layout(target), float(nbytes), algorithm, max_size)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +208,7 @@ def plan_reduction(
     if flat:
         grps = [flat]
     layout = layout_from_groups(system, grps)
-    ranked = rank(layout, nbytes, algorithm, max_size)
+    ranked = _rank_cached(layout, float(nbytes), algorithm, max_size)
     single = allreduce_program(layout.hierarchy)
     ar = next(r for r in ranked if r.program == single)
     return ReductionPlan(ranked[0], ar, layout)
