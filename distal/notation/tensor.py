@@ -12,6 +12,7 @@ from distal.notation.check import check_statement
 from distal.sizes import MachineDim, Param, Size
 
 if TYPE_CHECKING:
+    from distal.format.format import Format
     from distal.schedule.schedule import Schedule
 
 __all__ = ["Tensor"]
@@ -64,7 +65,7 @@ class Tensor:
         self.name = name
         self.shape: tuple[Size, ...] = tuple(dims)
         self.dtype = dt
-        self.format = None
+        self.format: Format | None = None
         self.assignment: Assignment | None = None
         self._array: np.ndarray | None = None
         self.storage: Any = None  # runtime-side data (distal.runtime), when placed on Legate
