@@ -1,0 +1,142 @@
+"""Lowering: scheduled concrete index notation to a task graph of Legate launches (plain data).
+
+`lower(schedule, bindings)` (what `Schedule.compile()` calls) is a list of
+passes, each in its own module; with `DISTAL_DEBUG=1` the IR after each pass
+is logged to stderr (logger `distal.lower`):
+
+1. bind      -- integer extents of every index variable, tensor shapes (`dt.Param` bound)
+2. nest      -- launch dimensions, sequential steps, machine (`distal.lower.nest`)
+3. tiling    -- bounds analysis per launch point, tilings, projections, privileges
+                (`distal.lower.bounds`, `distal.lower.tiling`)
+4. kernel    -- the leaf kernel run by every task (`distal.lower.kernel`)
+
+>>> import distal as dt
+>>> i, j, k = dt.index_vars("i j k")
+>>> A, B, C = (dt.Tensor(n, (4, 4)) for n in "ABC")
+>>> A[i, j] = B[i, k] * C[k, j]
+>>> plan = A.schedule().compile()
+>>> plan.launch_count()
+1
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distal.cin.relations import Substitute
+from distal.errors import DistalError
+from distal.lower.bounds import Bounds, accesses
+from distal.lower.kernel import TaskBody
+from distal.lower.nest import Nest, find_nest
+from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, TensorInfo
+from distal.lower.tiling import ROTATIONS, build_launches
+from distal.sizes import resolve
+
+if TYPE_CHECKING:
+    from distal.schedule.schedule import Schedule
+
+__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "TensorInfo", "lower"]
+
+log = logging.getLogger("distal.lower")
+
+
+def _debug() -> bool:
+    if os.environ.get("DISTAL_DEBUG", "") not in ("", "0"):
+        if not log.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("[distal.lower] %(message)s"))
+            log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+        return True
+    return False
+
+
+def _log(name: str, ir: object) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("after %s:\n%s", name, ir)
+
+
+def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None) -> Plan:
+    """Lower a schedule to a `Plan`; `bindings` give the values of `dt.Param` sizes.
+
+    `rotation` chooses how launches whose projections are not affine (rotate)
+    run: "points" (one pinned launch per point, the default) or "boxes"
+    (launches over sub-domains where the offset is affine). The environment
+    variable DISTAL_ROTATION sets the default.
+    """
+    _debug()
+    how = rotation or os.environ.get("DISTAL_ROTATION", "points")
+    if how not in ROTATIONS:
+        raise DistalError(f"expected a rotation strategy in {ROTATIONS}, but found {how!r}")
+    binds = dict(bindings or {})
+    _log("schedule", sched)
+
+    # 1. bind
+    ext = sched.provenance.extents(binds)
+    infos = tuple(
+        TensorInfo(t.name, tuple(resolve(s, binds) for s in t.shape), np.dtype(t.dtype),
+                   t is sched.output, t)
+        for t in sched.source.tensors()
+    )
+    _log("bind", "\n".join(
+        [", ".join(f"{v}={n}" for v, n in ext.items())]
+        + [f"{i.name}{list(i.shape)} {i.dtype}{' (output)' if i.output else ''}" for i in infos]
+    ))
+
+    # 2. nest
+    nest = find_nest(sched.stmt, sched.relations, ext, sched.tensors())
+    _log("nest", nest)
+
+    # 3. tiling
+    bounds = Bounds.of(sched.stmt, sched.provenance, ext)
+    accs = accesses(sched.stmt)
+    launch_vars = nest.dist + nest.steps
+
+    def box_of(point: tuple[int, ...]) -> tuple[Any, ...]:
+        iv = bounds.intervals(dict(zip(launch_vars, point)))
+        return tuple(bounds.box(i.tensor, i.shape, accs, iv) for i in infos)
+
+    if any(i.size == 0 for i in infos):
+        launches: list[Launch] = []
+        origins: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = {}
+        tile_notes = ["a tensor is empty: nothing to compute"]
+    else:
+        launches, origins, _, tile_notes = build_launches(
+            infos, tuple(ext[v] for v in nest.dist), tuple(ext[v] for v in nest.steps), box_of, how
+        )
+    _log("tiling", "\n".join(_launch_text(infos, launch) for launch in launches) or "(no launches)")
+
+    # 4. kernel
+    leaves = tuple((frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute))
+    body = TaskBody(sched.stmt, sched.provenance, ext, launch_vars, tuple(i.tensor for i in infos),
+                    tuple(i.shape for i in infos), leaves, origins,
+                    name=f"distal_{sched.output.name}")
+    _log("kernel", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
+                   f"leaves {[str(leaf) for _, leaf in leaves]}")
+
+    group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes))
+    plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
+                nest.slots, nest.notes)
+    _log("plan", plan)
+    return plan
+
+
+def _launch_text(infos: tuple[TensorInfo, ...], launch: Launch) -> str:
+    parts = []
+    for op in launch.operands:
+        name = infos[op.tensor].name
+        if op.tile is None:
+            parts.append(f"{name}:{op.privilege.value} whole")
+        else:
+            proj = ", ".join(map(str, op.projection or ()))
+            parts.append(f"{name}:{op.privilege.value} tile {op.tile} at ({proj})")
+    pin = " pinned" if launch.pinned else ""
+    return f"[{launch.lower}, {launch.upper}){pin}: " + "; ".join(parts)
+
+
+_ = Nest

@@ -1,0 +1,142 @@
+"""Bounds analysis over the provenance graph: which part of each tensor a task touches.
+
+Given the values of some loop variables (a launch point: distributed loops
+and sequential steps), every other loop variable ranges over its whole
+extent. Intervals flow from the loop variables to the original variables
+through the derivations (divide, split, fuse, rotate, precompute), clipped by
+the guards of divide and split; a tensor's box is the product of the
+intervals of the variables indexing it, over every access of the statement.
+Symbolic sizes (`dt.Param`) are bound before this runs (`Provenance.extents`).
+
+Intervals are half-open `(lo, hi)`; `lo >= hi` is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from distal.cin.ast import Stmt, assignments, loop_vars
+from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
+from distal.notation.ast import Access, Expr, IndexVar, Sum
+from distal.notation.tensor import Tensor
+from distal.schedule.provenance import Provenance
+
+__all__ = ["Bounds", "Interval", "accesses", "sum_vars"]
+
+Interval = tuple[int, int]
+
+
+def _clip(iv: Interval, n: int) -> Interval:
+    lo, hi = max(iv[0], 0), min(iv[1], n)
+    return (lo, hi) if lo < hi else (0, 0)
+
+
+def accesses(stmt: Stmt) -> list[Access]:
+    """Every access of every assignment of `stmt`, left-hand sides first."""
+    out: list[Access] = []
+    for a in assignments(stmt):
+        out.append(a.lhs)
+        out.extend(a.rhs.accesses())
+    return out
+
+
+def sum_vars(stmt: Stmt) -> set[IndexVar]:
+    """Variables bound by `Sum` nodes inside expressions (they range over their whole extent)."""
+    out: set[IndexVar] = set()
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Sum):
+            out.add(e.var)
+        for c in e.children():
+            walk(c)
+
+    for a in assignments(stmt):
+        walk(a.rhs)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Interval analysis of one statement with integer extents."""
+
+    prov: Provenance
+    ext: Mapping[IndexVar, int]
+    loops: tuple[IndexVar, ...]
+    free: frozenset[IndexVar]  # sum-bound variables
+
+    @classmethod
+    def of(cls, stmt: Stmt, prov: Provenance, ext: Mapping[IndexVar, int]) -> Bounds:
+        return cls(prov, ext, loop_vars(stmt), frozenset(sum_vars(stmt)))
+
+    def intervals(self, fixed: Mapping[IndexVar, int]) -> dict[IndexVar, Interval]:
+        """Intervals of every variable reachable from the loops, `fixed` holding single values."""
+        iv: dict[IndexVar, Interval] = {}
+        for v in self.loops:
+            iv[v] = (fixed[v], fixed[v] + 1) if v in fixed else (0, self.ext[v])
+        for v in self.free:
+            iv.setdefault(v, (0, self.ext[v]))
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(self.prov.derivations):
+                new = self._derive(d, iv)
+                for v, x in new.items():
+                    if v not in iv:
+                        iv[v] = x
+                        changed = True
+        return iv
+
+    def _derive(self, d: object, iv: dict[IndexVar, Interval]) -> dict[IndexVar, Interval]:
+        ext = self.ext
+        if isinstance(d, Divide | Split):
+            if d.parent in iv or d.outer not in iv or d.inner not in iv:
+                return {}
+            (olo, ohi), (ilo, ihi) = iv[d.outer], iv[d.inner]
+            if olo >= ohi or ilo >= ihi:
+                return {d.parent: (0, 0)}
+            ei = ext[d.inner]
+            return {d.parent: _clip((olo * ei + ilo, (ohi - 1) * ei + ihi), ext[d.parent])}
+        if isinstance(d, Fuse):
+            if d.fused not in iv or d.outer in iv:
+                return {}
+            lo, hi = iv[d.fused]
+            n = ext[d.inner]
+            if lo >= hi:
+                return {d.outer: (0, 0), d.inner: (0, 0)}
+            inner = (lo % n, (hi - 1) % n + 1) if lo // n == (hi - 1) // n else (0, n)
+            return {d.outer: (lo // n, (hi - 1) // n + 1), d.inner: inner}
+        if isinstance(d, Rotate):
+            if d.target in iv or d.result not in iv or any(b not in iv for b in d.by):
+                return {}
+            parts = [iv[d.result], *(iv[b] for b in d.by)]
+            if any(lo >= hi for lo, hi in parts):
+                return {d.target: (0, 0)}
+            lo = sum(p[0] for p in parts)
+            hi = sum(p[1] - 1 for p in parts) + 1
+            n = ext[d.target]
+            if hi - lo >= n or lo // n != (hi - 1) // n:
+                return {d.target: (0, n)}
+            return {d.target: (lo % n, (hi - 1) % n + 1)}
+        assert isinstance(d, Precompute)
+        return {v: iv[w] for v, w in zip(d.vars, d.workspace_vars) if w in iv and v not in iv}
+
+    def box(self, tensor: Tensor, shape: tuple[int, ...], accs: Iterable[Access],
+            iv: Mapping[IndexVar, Interval]) -> tuple[Interval, ...]:
+        """The bounding box of `tensor` over the accesses `accs`, given variable intervals."""
+        lo = [n for n in shape]
+        hi = [0 for _ in shape]
+        touched = False
+        for a in accs:
+            if a.tensor is not tensor:
+                continue
+            parts = [iv.get(v, (0, n)) for v, n in zip(a.indices, shape)]
+            if any(p[0] >= p[1] for p in parts):
+                continue
+            touched = True
+            for d, (plo, phi) in enumerate(parts):
+                lo[d] = min(lo[d], plo)
+                hi[d] = max(hi[d], phi)
+        if not touched:
+            return tuple((0, 0) for _ in shape)
+        return tuple((a, b) for a, b in zip(lo, hi))

@@ -1,0 +1,465 @@
+"""Leaf kernels: the body of one task, run on the local tiles of its operands.
+
+A `TaskBody` runs the scheduled statement with the launch variables fixed to
+the launch point's values. Loops it meets whose variable is fixed are
+skipped (they were hoisted into the launch); the remaining loops run here.
+Coordinates are global: each tile carries its origin (the global coordinate
+of its first element), subtracted when the tile is indexed.
+
+The innermost loops above an assignment run as one block:
+
+* slice mode: when every loop of the block maps to a contiguous range of one
+  tensor dimension (original variables, inner variables of divide and split),
+  each access is a slice of its tile and the block is one `numpy.einsum`
+  with an optimised contraction path (`numpy.matmul`, BLAS, for GEMM), or a
+  broadcast NumPy expression when the right side is not a product;
+* index mode: otherwise (fused or rotated loops inside the task), the block's
+  points are enumerated as NumPy index arrays, as the reference executor does.
+
+No mode loops over elements in Python.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distal.cin.ast import Assign, Forall, Stmt, Where, assignments
+from distal.cin.ast import Sequence as Seq
+from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
+from distal.errors import RuntimeFailure
+from distal.leaf import Leaf
+from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.tensor import Tensor
+from distal.schedule.provenance import Provenance
+
+__all__ = ["BLOCK_LIMIT", "TaskBody"]
+
+BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+Form = tuple[IndexVar, int]  # value = offset + block variable
+_EMPTY: Any = ({}, {}, {})
+
+
+@dataclass(eq=False)
+class TaskBody:
+    """The kernel of a launch group: `body(point, *tiles)`.
+
+    `vars` are the launch variables (one per launch dimension), `tensors` the
+    operands in argument order, `origins[point]` the origin of each operand's
+    tile at a launch point (operands given whole have origin 0).
+    """
+
+    stmt: Stmt
+    prov: Provenance
+    ext: Mapping[IndexVar, int]
+    vars: tuple[IndexVar, ...]
+    tensors: tuple[Tensor, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    leaves: tuple[tuple[frozenset[IndexVar], Leaf], ...]
+    origins: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    name: str = "distal_task"
+    xp: Any = field(default=np, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, point: Sequence[int], *tiles: Any) -> None:
+        point = tuple(int(x) for x in point)
+        if len(tiles) != len(self.tensors):
+            raise RuntimeFailure(f"{self.name}: expected {len(self.tensors)} tiles, but found {len(tiles)}")
+        origins = self.origins.get(point)
+        if origins is None:
+            origins = tuple((0,) * len(s) for s in self.shapes)
+        arrays: dict[Tensor, tuple[Any, tuple[int, ...]]] = {}
+        for t, tile, shape, origin in zip(self.tensors, tiles, self.shapes, origins):
+            if not shape:
+                tile = tile.reshape(())
+            arrays[t] = (tile, origin)
+        _Run(self, arrays).stmt(self.stmt, dict(zip(self.vars, point)))
+
+    def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
+        for vs, leaf in self.leaves:
+            if vs <= set(chain):
+                return leaf
+        return None
+
+
+class _Run:
+    """One execution of a task body."""
+
+    def __init__(self, body: TaskBody, arrays: dict[Tensor, tuple[Any, tuple[int, ...]]]) -> None:
+        self.body = body
+        self.ext = body.ext
+        self.prov = body.prov
+        self.arrays = arrays
+        self.xp = body.xp
+
+    # -- statements ------------------------------------------------------------
+
+    def stmt(self, s: Stmt, env: dict[IndexVar, int]) -> None:
+        if isinstance(s, Forall):
+            if s.var in env:
+                self.stmt(s.body, env)
+                return
+            chain: list[IndexVar] = []
+            node: Stmt = s
+            while isinstance(node, Forall):
+                if node.var not in env:
+                    chain.append(node.var)
+                node = node.body
+            if isinstance(node, Assign):
+                self.nest(chain, node, env)
+                return
+            for value in range(self.ext[s.var]):
+                self.stmt(s.body, {**env, s.var: value})
+        elif isinstance(s, Where):
+            for a in assignments(s.producer):
+                w = a.lhs.tensor
+                shape = w.concrete_shape()
+                self.arrays[w] = (self.xp.zeros(shape, dtype=w.dtype), (0,) * len(shape))
+            self.stmt(s.producer, env)
+            self.stmt(s.consumer, env)
+        elif isinstance(s, Seq):
+            self.stmt(s.first, env)
+            self.stmt(s.second, env)
+        else:
+            assert isinstance(s, Assign), s
+            self.nest([], s, env)
+
+    def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
+        """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
+        start = self._slice_start(chain, a, env)
+        slice_mode = start is not None
+        if start is None:
+            start = self._index_start(chain)
+        outer, inner = chain[:start], chain[start:]
+        for values in itertools.product(*(range(self.ext[v]) for v in outer)):
+            local = {**env, **dict(zip(outer, values))}
+            if slice_mode:
+                done = self.slice_block(a, local, inner)
+                assert done is not None
+            else:
+                self.index_block(a, local, inner)
+
+    def _slice_start(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> int | None:
+        for start in range(len(chain) + 1):
+            probe = {**env, **{v: 0 for v in chain[:start]}}
+            if self.slice_block(a, probe, chain[start:], dry=True) is not None:
+                return start
+        return None
+
+    def _index_start(self, chain: list[IndexVar]) -> int:
+        start, points = len(chain), 1
+        while start > 0 and points * self.ext[chain[start - 1]] <= BLOCK_LIMIT // 4:
+            start -= 1
+            points *= self.ext[chain[start]]
+        return start
+
+    # -- slice mode ------------------------------------------------------------
+
+    def _forms(self, env: Mapping[IndexVar, int], block: Sequence[IndexVar]
+               ) -> tuple[dict[IndexVar, int], dict[IndexVar, Form], dict[IndexVar, int]] | None:
+        """Integer values, affine forms (block var, offset), and an upper bound per block var."""
+        values, guards = self.prov.recover(dict(env), self.ext)
+        if not all(bool(g) for g in guards):
+            return _EMPTY  # an iteration past an extent: nothing to do
+        ints = {v: int(x) for v, x in values.items()}
+        forms: dict[IndexVar, Form] = {b: (b, 0) for b in block}
+        upper = {b: self.ext[b] for b in block}
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(self.prov.derivations):
+                if isinstance(d, Divide | Split):
+                    if d.parent in ints or d.parent in forms:
+                        continue
+                    o, i = d.outer, d.inner
+                    ei = self.ext[i]
+                    if o in ints and i in forms:
+                        b, off = forms[i]
+                        forms[d.parent] = (b, ints[o] * ei + off)
+                    elif o in forms and i in ints and ei == 1:
+                        b, off = forms[o]
+                        forms[d.parent] = (b, off + ints[i])
+                    elif (o in forms and (i in forms or i in ints)) or (i in forms and o in forms):
+                        return None
+                    else:
+                        continue
+                    b, off = forms[d.parent]
+                    upper[b] = min(upper[b], self.ext[d.parent] - off)
+                    changed = True
+                elif isinstance(d, Fuse | Rotate):
+                    src = (d.fused,) if isinstance(d, Fuse) else (d.result, *d.by)
+                    if any(v in forms for v in src):
+                        return None
+                else:
+                    assert isinstance(d, Precompute)
+                    for v, w in zip(d.vars, d.workspace_vars):
+                        if w in forms and v not in forms and v not in ints:
+                            forms[v] = forms[w]
+                            changed = True
+        return ints, forms, upper
+
+    def slice_block(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar],
+                    dry: bool = False) -> bool | None:
+        """Run the block in slice mode; None when slice mode does not apply."""
+        found = self._forms(env, block)
+        if found is None:
+            return None
+        if found is _EMPTY:
+            return True
+        ints, forms, upper = found
+        sums: dict[IndexVar, int] = {}
+        _collect_sums(a.rhs, sums, self.ext)
+        reached: set[IndexVar] = set()
+        for acc in (a.lhs, *a.rhs.accesses()):
+            for v in acc.indices:
+                if v in forms:
+                    reached.add(forms[v][0])
+                elif v not in ints and v not in sums:
+                    return None
+        if any(b not in reached for b in block):
+            return None
+        points = math.prod(self.ext[b] for b in block)
+        if not _is_product(a.rhs) and points * max(1, math.prod(sums.values())) > BLOCK_LIMIT:
+            return None
+        if dry:
+            return True
+        ranges = {b: (0, upper[b]) for b in block}
+        if any(hi <= lo for lo, hi in ranges.values()):
+            return True
+        letters = {v: _LETTERS[n] for n, v in enumerate([*block, *sums])}
+
+        def view(acc: Access) -> tuple[Any, str]:
+            arr, origin = self.arrays[acc.tensor]
+            idx: list[Any] = []
+            axes = ""
+            for d, v in enumerate(acc.indices):
+                if v in sums:
+                    idx.append(slice(0 - origin[d], sums[v] - origin[d]))
+                    axes += letters[v]
+                elif v in forms:
+                    b, off = forms[v]
+                    lo, hi = ranges[b]
+                    start = off + lo - origin[d]
+                    if start < 0 or off + hi - origin[d] > arr.shape[d]:
+                        raise RuntimeFailure(
+                            f"tile of {acc.tensor.name} at origin {origin} shape {arr.shape} does not hold "
+                            f"{v} in [{off + lo}, {off + hi})"
+                        )
+                    idx.append(slice(start, off + hi - origin[d]))
+                    axes += letters[b]
+                else:
+                    idx.append(ints[v] - origin[d])
+            return arr[(*idx, Ellipsis)], axes  # Ellipsis: a view even when every index is an int
+
+        out, out_axes = view(a.lhs)
+        if len(set(out_axes)) != len(out_axes):
+            return None if dry else self._index_fallback(a, env, block)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value, axes = self._value(a.rhs, view, letters, sums, out_axes, self.body.leaf_of(block))
+        value = _to_axes(self.xp, value, axes, out_axes)
+        if a.accumulate:
+            out += value
+        else:
+            out[...] = value
+        return True
+
+    def _index_fallback(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar]) -> bool:
+        self.index_block(a, dict(env), list(block))
+        return True
+
+    def _value(self, e: Expr, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int],
+               out_axes: str, leaf: Leaf | None) -> tuple[Any, str]:
+        xp = self.xp
+        if _is_product(e) and not isinstance(e, Literal):
+            factors: list[tuple[Any, str]] = []
+            scale: Any = 1
+            for f in _product_factors(e):
+                if isinstance(f, Literal):
+                    scale = scale * f.value
+                else:
+                    factors.append(view(f))
+            present = "".join(dict.fromkeys("".join(ax for _, ax in factors)))
+            keep = "".join(c for c in out_axes if c in present)
+            if (leaf is not None and leaf.name == "GEMM" and len(factors) == 2
+                    and len(factors[0][1]) == 2 and len(factors[1][1]) == 2
+                    and factors[0][1][1] == factors[1][1][0] and keep == factors[0][1][0] + factors[1][1][1]
+                    and len(set(factors[0][1] + factors[1][1])) == 3):
+                result = xp.matmul(factors[0][0], factors[1][0])
+            else:
+                spec = ",".join(ax for _, ax in factors) + "->" + keep
+                result = xp.einsum(spec, *(arr for arr, _ in factors), optimize=len(factors) > 2 or None)
+            if scale != 1:
+                result = result * scale
+            return result, keep
+        value, axes = self._expr(e, view, letters, sums)
+        drop = tuple(n for n, c in enumerate(axes) if c not in out_axes)
+        if drop:
+            value = xp.asarray(value).sum(axis=drop)
+            axes = "".join(c for c in axes if c in out_axes)
+        return value, axes
+
+    def _expr(self, e: Expr, view: Any, letters: dict[IndexVar, str],
+              sums: dict[IndexVar, int]) -> tuple[Any, str]:
+        xp = self.xp
+        if isinstance(e, Access):
+            arr, axes = view(e)
+            return _diagonal(xp, arr, axes)
+        if isinstance(e, Literal):
+            return e.value, ""
+        if isinstance(e, Neg):
+            x, ax = self._expr(e.operand, view, letters, sums)
+            return -x, ax
+        if isinstance(e, Sum):
+            x, ax = self._expr(e.body, view, letters, sums)
+            c = letters[e.var]
+            if c in ax:
+                return xp.asarray(x).sum(axis=ax.index(c)), ax.replace(c, "")
+            return x * sums[e.var], ax
+        assert isinstance(e, BinaryOp), e
+        x, xa = self._expr(e.a, view, letters, sums)
+        y, ya = self._expr(e.b, view, letters, sums)
+        axes = xa + "".join(c for c in ya if c not in xa)
+        x, y = _expand(xp, x, xa, axes), _expand(xp, y, ya, axes)
+        if isinstance(e, Mul):
+            return x * y, axes
+        if isinstance(e, Div):
+            return x / y, axes
+        if isinstance(e, Sub):
+            return x - y, axes
+        return x + y, axes
+
+    # -- index mode ------------------------------------------------------------
+
+    def index_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar]) -> None:
+        """The block's points as index arrays, mapped through the provenance graph (any schedule)."""
+        xp = np
+        exts = [self.ext[v] for v in block]
+        npts = math.prod(exts)
+        if npts == 0:
+            return
+        values: dict[IndexVar, Any] = dict(env)
+        if block:
+            grid = np.indices(exts).reshape(len(exts), -1)
+            values.update(zip(block, grid))
+        vals, guards = self.prov.recover(values, self.ext)
+        mask: Any = True
+        for g in guards:
+            mask = mask & g
+        if mask is not True:
+            mask = np.broadcast_to(np.asarray(mask), (npts,))
+            if not mask.any():
+                return
+            if not mask.all():
+                vals = {v: (x[mask] if isinstance(x, np.ndarray) else x) for v, x in vals.items()}
+                npts = int(mask.sum())
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value = np.asarray(self._ieval(a.rhs, vals, []))
+        arr, origin = self.arrays[a.lhs.tensor]
+        out = np.asarray(arr) if self.xp is np else arr
+        idx = tuple(np.broadcast_to(np.asarray(self._index(vals, v)) - o, (npts,))
+                    for v, o in zip(a.lhs.indices, origin))
+        value = np.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
+        if not a.accumulate:
+            out[idx] = value
+        elif not idx:
+            out[()] += value.sum()
+        else:
+            xp.add.at(out, idx, value.astype(out.dtype))
+
+    @staticmethod
+    def _index(vals: Mapping[IndexVar, Any], v: IndexVar) -> Any:
+        if v not in vals:
+            raise RuntimeFailure(f"index variable {v} is not determined by the loops around it")
+        return vals[v]
+
+    def _ieval(self, e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar]) -> Any:
+        depth = 1 + len(scope)
+        if isinstance(e, Access):
+            arr, origin = self.arrays[e.tensor]
+            idx = []
+            for v, o in zip(e.indices, origin):
+                if v in scope:
+                    shape = [1] * depth
+                    shape[1 + scope.index(v)] = self.ext[v]
+                    idx.append(np.arange(self.ext[v]).reshape(shape) - o)
+                else:
+                    x = self._index(vals, v)
+                    idx.append(x.reshape((-1,) + (1,) * (depth - 1)) - o if isinstance(x, np.ndarray)
+                               else x - o)
+            return np.asarray(arr)[tuple(idx)]
+        if isinstance(e, Literal):
+            return e.value
+        if isinstance(e, Neg):
+            return -self._ieval(e.operand, vals, scope)
+        if isinstance(e, Sum):
+            b = np.asarray(self._ieval(e.body, vals, [*scope, e.var]))
+            b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
+            b = np.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
+            return b.sum(axis=-1)
+        assert isinstance(e, BinaryOp), e
+        x = _align(self._ieval(e.a, vals, scope), depth)
+        y = _align(self._ieval(e.b, vals, scope), depth)
+        if isinstance(e, Mul):
+            return x * y
+        if isinstance(e, Div):
+            return x / y
+        if isinstance(e, Sub):
+            return x - y
+        return x + y
+
+
+def _align(x: Any, depth: int) -> Any:
+    if isinstance(x, np.ndarray) and 0 < x.ndim < depth:
+        return x.reshape(x.shape + (1,) * (depth - x.ndim))
+    return x
+
+
+def _collect_sums(e: Expr, out: dict[IndexVar, int], ext: Mapping[IndexVar, int]) -> None:
+    if isinstance(e, Sum):
+        out[e.var] = ext[e.var]
+    for c in e.children():
+        _collect_sums(c, out, ext)
+
+
+def _product_factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Mul):
+        return _product_factors(e.a) + _product_factors(e.b)
+    return [e]
+
+
+def _is_product(e: Expr) -> bool:
+    return all(isinstance(f, Access | Literal) for f in _product_factors(e))
+
+
+def _diagonal(xp: Any, arr: Any, axes: str) -> tuple[Any, str]:
+    unique = "".join(dict.fromkeys(axes))
+    if unique == axes:
+        return arr, axes
+    return xp.einsum(f"{axes}->{unique}", arr), unique
+
+
+def _expand(xp: Any, x: Any, axes: str, target: str) -> Any:
+    """`x` (axes `axes`) transposed and reshaped to broadcast against `target`."""
+    if not axes:
+        return x
+    order = sorted(range(len(axes)), key=lambda n: target.index(axes[n]))
+    x = xp.transpose(x, order)
+    shape = [1] * len(target)
+    for n in order:
+        shape[target.index(axes[n])] = x.shape[order.index(n)]
+    return x.reshape(shape)
+
+
+def _to_axes(xp: Any, value: Any, axes: str, out_axes: str) -> Any:
+    """`value` (axes `axes`, a subset of `out_axes`) broadcastable to `out_axes`."""
+    if not axes:
+        return value
+    return _expand(xp, xp.asarray(value), axes, out_axes)

@@ -1,0 +1,247 @@
+"""The task graph: a lowered schedule as plain data.
+
+A `Plan` is what `Schedule.compile()` returns. It holds the statement's
+tensors (`TensorInfo`) and a list of launch groups (`Group`). A group is one
+leaf kernel and the index variables its launch points range over (the
+distributed loops, then the sequential loops hoisted out of the tasks because
+they carry communication). Its `launches` run in order; each is a box of
+launch points plus, per operand, a tiling, a projection from launch point to
+tile color, and a privilege. Sequential steps are launch dimensions of extent
+one whose lower bound is the step's value, so a kernel learns every fixed loop
+value from its launch point.
+
+Nothing here imports Legate: `plan.run(backend="numpy")` runs a plan point by
+point in this process, `plan.run()` hands it to `distal.runtime`.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distal.notation.ast import IndexVar
+
+if TYPE_CHECKING:
+    from distal.format.machine import Machine
+    from distal.lower.kernel import TaskBody
+    from distal.notation.tensor import Tensor
+
+__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "TensorInfo"]
+
+Box = tuple[tuple[int, int], ...]  # per dimension [lo, hi)
+
+
+class Privilege(enum.Enum):
+    """How a launch uses an operand (the names of `distal.runtime.Privilege`)."""
+
+    READ = "read"
+    WRITE = "write"
+    READ_WRITE = "read_write"
+    REDUCE_ADD = "reduce_add"
+
+
+@dataclass(frozen=True, slots=True)
+class Proj:
+    """One component of a projection: `coeff * point[dim] + offset` (`dim=None`: the constant)."""
+
+    dim: int | None
+    coeff: int = 1
+    offset: int = 0
+
+    def at(self, point: Sequence[int]) -> int:
+        """The color component at a launch point."""
+        return self.offset if self.dim is None else self.coeff * point[self.dim] + self.offset
+
+    def __str__(self) -> str:
+        if self.dim is None:
+            return str(self.offset)
+        text = f"p{self.dim}" if self.coeff == 1 else f"{self.coeff}*p{self.dim}"
+        if self.offset:
+            text += f"{'+' if self.offset > 0 else '-'}{abs(self.offset)}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A tensor of the plan: its shape with parameters bound, and its role."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    output: bool
+    tensor: Tensor = field(compare=False, repr=False)
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.dtype.itemsize)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One operand of a launch: which tensor, with what privilege, cut how.
+
+    `tile=None` hands the whole tensor to every point. Otherwise the tensor
+    is cut into blocks of `tile` (`colors` blocks per dimension, edge blocks
+    smaller or empty) and point p gets the block `tuple(c.at(p) for c in projection)`.
+    """
+
+    tensor: int
+    privilege: Privilege
+    tile: tuple[int, ...] | None
+    projection: tuple[Proj, ...] | None
+    colors: tuple[int, ...] | None
+
+    def color(self, point: Sequence[int]) -> tuple[int, ...] | None:
+        if self.projection is None:
+            return None
+        return tuple(c.at(point) for c in self.projection)
+
+    def box(self, point: Sequence[int], shape: Sequence[int]) -> Box:
+        """The part of the tensor point `point` receives."""
+        color = self.color(point)
+        if self.tile is None or color is None:
+            return tuple((0, n) for n in shape)
+        out = []
+        for c, t, n in zip(color, self.tile, shape):
+            lo = min(c * t, n)
+            out.append((lo, min(lo + t, n)))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One launch: the points of the box [lower, upper) run the group's kernel.
+
+    A `pinned` launch (of one point) runs on the real processor bound to
+    the abstract processor of its point (`Machine.bind`).
+    """
+
+    lower: tuple[int, ...]
+    upper: tuple[int, ...]
+    operands: tuple[Operand, ...]
+    pinned: bool = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(hi - lo for lo, hi in zip(self.lower, self.upper))
+
+    def points(self) -> Iterator[tuple[int, ...]]:
+        return itertools.product(*(range(lo, hi) for lo, hi in zip(self.lower, self.upper)))
+
+    @property
+    def volume(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Launches of one leaf kernel over the same launch variables.
+
+    `vars[:distributed]` are distributed loops (launch dimensions that run in
+    parallel); the rest are sequential steps (extent one in each launch).
+    `processors` maps a launch point's distributed part to the abstract
+    processor coordinate that runs it.
+    """
+
+    vars: tuple[IndexVar, ...]
+    distributed: int
+    kernel: TaskBody = field(repr=False)
+    launches: tuple[Launch, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> tuple[IndexVar, ...]:
+        return self.vars[self.distributed:]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A lowered schedule: tensors, launch groups, and how the output starts.
+
+    `zero_output` is true for `=` statements (the output starts at zero) and
+    false for `+=` (it keeps its values). `machine` is the abstract machine
+    the distributed loops map onto (None without distributed loops);
+    `processor_slots[d]` is the position, in an abstract processor
+    coordinate, of distributed launch dimension d (-1: none).
+    """
+
+    statement: str
+    tensors: tuple[TensorInfo, ...]
+    groups: tuple[Group, ...]
+    zero_output: bool
+    machine: Machine | None
+    processor_slots: tuple[int, ...]  # per distributed launch dim: its index in a processor coordinate
+    notes: tuple[str, ...] = ()
+
+    @property
+    def output(self) -> TensorInfo:
+        return next(t for t in self.tensors if t.output)
+
+    def launches(self) -> Iterator[tuple[Group, Launch]]:
+        for g in self.groups:
+            for launch in g.launches:
+                yield g, launch
+
+    def launch_count(self) -> int:
+        return sum(len(g.launches) for g in self.groups)
+
+    def processor_of(self, group: Group, point: Sequence[int]) -> tuple[int, ...]:
+        """The abstract processor coordinate of a launch point (all levels concatenated)."""
+        if self.machine is None:
+            return (0,)
+        coord = [0] * len(self.machine.full_shape)
+        for d, slot in enumerate(self.processor_slots[: group.distributed]):
+            if 0 <= slot < len(coord):
+                coord[slot] = point[d]
+        return tuple(coord)
+
+    # -- running -----------------------------------------------------------------
+
+    def run(self, backend: str = "legate") -> Tensor:
+        """Execute the plan; the output tensor then holds the result.
+
+        backend="legate" runs on Legate through `distal.runtime`;
+        backend="numpy" runs every launch point by point in this process.
+        """
+        if backend == "numpy":
+            from distal.lower.numpy_exec import run_numpy
+
+            run_numpy(self)
+        elif backend == "legate":
+            from distal.runtime._execute import run_plan
+
+            run_plan(self)
+        else:
+            from distal.errors import DistalError
+
+            raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
+        return self.output.tensor
+
+    # -- reporting ---------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Per launch and per processor: tiles, bytes received, totals, peak memory (as data)."""
+        from distal.lower.explain import stats
+
+        return stats(self)
+
+    def explain(self) -> str:
+        """A readable report of `stats()` (see `distal.lower.explain`)."""
+        from distal.lower.explain import explain
+
+        return explain(self)
+
+    def __str__(self) -> str:
+        from distal.lower.explain import describe
+
+        return describe(self)
