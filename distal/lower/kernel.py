@@ -168,7 +168,7 @@ class _Run:
         """Integer values, affine forms (block var, offset), and an upper bound per block var."""
         values, guards = self.prov.recover(dict(env), self.ext)
         if not all(bool(g) for g in guards):
-            return _EMPTY  # an iteration past an extent: nothing to do
+            return _EMPTY  # type: ignore[no-any-return]  # an iteration past an extent: nothing to do
         ints = {v: int(x) for v, x in values.items()}
         forms: dict[IndexVar, Form] = {b: (b, 0) for b in block}
         upper = {b: self.ext[b] for b in block}
