@@ -22,6 +22,7 @@ Model (section 5 of the paper gives the bandwidths; the rest is ours):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -38,6 +39,11 @@ ALGORITHMS = ("ring", "tree")
 Transfer = tuple[int, int, float]
 
 
+@functools.lru_cache(maxsize=32)
+def _coords(system: System) -> tuple[tuple[int, ...], ...]:
+    return tuple(system.coords(d) for d in range(system.size))
+
+
 def _ring(group: Sequence[int], nbytes: float) -> list[Transfer]:
     p = len(group)
     return [(group[i], group[(i + 1) % p], nbytes) for i in range(p)]
@@ -49,7 +55,7 @@ def _chain_up(group: Sequence[int], nbytes: float) -> list[Transfer]:
 
 def _tree_up(system: System, group: Sequence[int], nbytes: float) -> tuple[list[Transfer], int]:
     """Child-to-parent transfers of a hierarchical (double binary) tree, and its depth."""
-    coords = {d: system.coords(d) for d in group}
+    coords = _coords(system)
     out: list[Transfer] = []
 
     def build(members: list[int], level: int) -> int:
@@ -90,6 +96,7 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
     before = dict(step.chunks_before)
     after = dict(step.chunks_after)
     coll = step.collective
+    coords = _coords(system)
     load: dict[tuple[str, int, tuple[int, ...]], float] = defaultdict(float)
     latency = 0.0
     for g in step.groups:
@@ -113,7 +120,7 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
             transfers, hops = [(b, a, x) for a, b, x in _chain_up(g, n)], p - 1
         worst = 0.0
         for a, b, x in transfers:
-            ca, cb = system.coords(a), system.coords(b)
+            ca, cb = coords[a], coords[b]
             j = _lca(ca, cb)
             load[("out", j, ca[: j + 1])] += x
             load[("in", j, cb[: j + 1])] += x
