@@ -229,7 +229,7 @@ def parse_levels(text: str) -> System:
             raise ReductionError(f"expected a level like gpu=16 or gpu=16:nvswitch, but found {part!r}")
         name, card, ic_name = m.group(1), int(m.group(2)), m.group(3)
         if ic_name is None:
-            ic = _default_interconnect(idx, name, gpu=True)
+            ic = _default_interconnect(idx, name)
         elif ic_name in _INTERCONNECTS:
             ic = _INTERCONNECTS[ic_name]
         else:
@@ -240,10 +240,10 @@ def parse_levels(text: str) -> System:
     return System(tuple(levels))
 
 
-def _default_interconnect(index: int, name: str, gpu: bool) -> Interconnect:
+def _default_interconnect(index: int, name: str) -> Interconnect:
     if index == 0:
         return NIC
-    if gpu and "gpu" in name.lower():
+    if "gpu" in name.lower():
         return NVSWITCH_A100
     return SHARED_MEMORY
 
