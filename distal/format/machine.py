@@ -47,6 +47,10 @@ _ADDRESSABLE = {"cpu": ("sysmem", "zcmem"), "gpu": ("fbmem", "zcmem"), "omp": ("
 Coord = tuple[int, ...]
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what} processor" + ("" if n == 1 else "s")
+
+
 def _kind(value: object) -> str:
     if not isinstance(value, str) or value.lower() not in PROCESSOR_KINDS:
         raise MachineError(f"expected a processor kind ({', '.join(PROCESSOR_KINDS)}), but found {value!r}")
@@ -269,8 +273,8 @@ class Machine:
             used.setdefault(real, []).append(coord)
         how = "block-wise" if self.size > n_real else "one to one"
         lines = [
-            f"{self!r}: {self.size} abstract {self.kind} processors on {n_real} real "
-            f"{self.kind} processors, {how}"
+            f"{self!r}: {_count(self.size, 'abstract ' + self.kind)} on "
+            f"{_count(n_real, 'real ' + self.kind)}, {how}"
         ]
         for real in range(n_real):
             coords = used.get(real)

@@ -89,15 +89,17 @@ def _tensor_panel(ax: Any, fmt: Format, shape: tuple[int, ...], colours: dict[Co
         if r1 <= r0 or c1 <= c0:
             continue
         ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colours[color], edgecolor=_EDGE, lw=2.5))
-        for r, c in itertools.product(range(r0, r1), range(c0, c1)):
+        cells = itertools.product(range(r0, r1), range(c0, c1)) if rows * cols <= 1024 else ()
+        for r, c in cells:  # element grid lines, for small tensors only
             ax.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor=_EDGE, lw=0.3, alpha=0.5))
         ax.text((c0 + c1) / 2, (r0 + r1) / 2, _label(color), ha="center", va="center", fontsize=11,
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5})
     ax.set_xlim(-0.1, cols + 0.1)
     ax.set_ylim(rows + 0.1, -0.1)
     ax.set_aspect("equal")
-    ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=7)
-    ax.set_yticks([r + 0.5 for r in range(rows)], [str(r) for r in range(rows)], fontsize=7)
+    if rows * cols <= 1024:
+        ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=7)
+        ax.set_yticks([r + 0.5 for r in range(rows)], [str(r) for r in range(rows)], fontsize=7)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
