@@ -213,7 +213,7 @@ def shortest_path(pb: WeakProblem) -> tuple[int, list[WeakOp]]:
     return cost, paths[0]
 
 
-def paths_below(pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 2000) -> Iterator[tuple[int, list[WeakOp]]]:
+def paths_below(pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000) -> Iterator[tuple[int, list[WeakOp]]]:
     """Paths from ``pb.src`` to ``pb.dst`` costing less than ``cap``, cheapest first.
 
     Used when lowering the cheapest path needs a permutation: a slightly

@@ -27,7 +27,7 @@ __all__ = ["METHODS", "synthesize"]
 
 METHODS = ("search", "naive")
 PATHS = 16  # equally cheap weak paths tried when lowering needs a permutation
-PATHS_BELOW = 64  # dearer weak paths tried when the permutation makes the cheapest ones dearer
+PATHS_BELOW = 256  # dearer weak paths tried when the permutation makes the cheapest ones dearer
 
 
 def _as_type(t: DistType | str) -> DistType:
@@ -73,30 +73,44 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Progra
         tuple(t.global_ // t.local for t in dst.dims),
         tuple(sorted(primes.items())),
     )
-    weak, paths = shortest_paths(pb, PATHS)
-    best: tuple[tuple[int, int, int], FTypes, list[ConcreteOp]] | None = None
+    _, paths = shortest_paths(pb, PATHS)
+    # programs compare by cost, then whether they need more than one allpermute,
+    # then number of steps, then messages per device (latency: an allpermute
+    # sends one, a collective over n devices n-1), then number of allpermutes
+    best: tuple[tuple[int, bool, int, int, int], FTypes, list[ConcreteOp]] | None = None
 
-    def consider(path: list[WeakOp]) -> None:
+    def consider(path: list[WeakOp]) -> tuple[int, bool, int, int, int]:
         nonlocal best
         types, ops = _merge(*lower(mesh, s_lists, d_lists, path))
         perms = sum(o[0] == "permute" for o in ops)
-        key = (_cost(types, ops, mesh, src.global_type), perms, len(ops))
+        cost = _cost(types, ops, mesh, src.global_type)
+        key = (cost, perms > 1, len(ops), _messages(ops, mesh), perms)
         if best is None or key < best[0]:
             best = (key, types, ops)
+        return key
 
     for path in paths:
-        consider(path)
-        assert best is not None
-        if best[0][1] == 0:
+        if consider(path)[4] == 0:
             break
     assert best is not None
-    if best[0][0] > weak:
-        # the permutation made it dearer: try weak paths below the best total
-        for cost, path in paths_below(pb, best[0][0], PATHS_BELOW):
-            if cost >= best[0][0]:
+    if best[0][4]:
+        # the permutation made it dearer: try weak paths up to the best total
+        # (one without permutation may cost as much or less)
+        for cost, path in paths_below(pb, best[0][0] + 1, PATHS_BELOW, 32 * PATHS_BELOW):
+            if cost > best[0][0] or (best[0][4] == 0 and cost == best[0][0]):
                 break
             consider(path)
     return _program(mesh, src.global_type, best[1], best[2])
+
+
+def _messages(ops: list[ConcreteOp], mesh: Mesh) -> int:
+    total = 0
+    for op in ops:
+        if op[0] == "permute":
+            total += 1
+        elif op[0] != "slice":
+            total += math.prod(mesh.factors[f].size for g in op[1] for f in g[-1]) - 1
+    return total
 
 
 def _cost(types: FTypes, ops: list[ConcreteOp], mesh: Mesh, global_type: tuple[int, ...]) -> int:
