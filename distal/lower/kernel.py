@@ -135,17 +135,21 @@ class _Run:
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
         start = self._slice_start(chain, a, env)
-        slice_mode = start is not None
         if start is None:
-            start = self._index_start(chain)
+            self.index_nest(chain, a, env)
+            return
         outer, inner = chain[:start], chain[start:]
         for values in itertools.product(*(range(self.ext[v]) for v in outer)):
             local = {**env, **dict(zip(outer, values))}
-            if slice_mode:
-                done = self.slice_block(a, local, inner)
-                assert done is not None
-            else:
-                self.index_block(a, local, inner)
+            if self.slice_block(a, local, inner) is None:
+                self.index_nest(inner, a, local)
+
+    def index_nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
+        """Loops `chain` above `a` in index mode, blocks of at most BLOCK_LIMIT / 4 points."""
+        start = self._index_start(chain)
+        outer, inner = chain[:start], chain[start:]
+        for values in itertools.product(*(range(self.ext[v]) for v in outer)):
+            self.index_block(a, {**env, **dict(zip(outer, values))}, inner)
 
     def _slice_start(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> int | None:
         for start in range(len(chain) + 1):
@@ -163,11 +167,11 @@ class _Run:
 
     # -- slice mode ------------------------------------------------------------
 
-    def _forms(self, env: Mapping[IndexVar, int], block: Sequence[IndexVar]
+    def _forms(self, env: Mapping[IndexVar, int], block: Sequence[IndexVar], dry: bool = False
                ) -> tuple[dict[IndexVar, int], dict[IndexVar, Form], dict[IndexVar, int]] | None:
         """Integer values, affine forms (block var, offset), and an upper bound per block var."""
         values, guards = self.prov.recover(dict(env), self.ext)
-        if not all(bool(g) for g in guards):
+        if not dry and not all(bool(g) for g in guards):
             return _EMPTY  # type: ignore[no-any-return]  # an iteration past an extent: nothing to do
         ints = {v: int(x) for v, x in values.items()}
         forms: dict[IndexVar, Form] = {b: (b, 0) for b in block}
@@ -209,7 +213,7 @@ class _Run:
     def slice_block(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar],
                     dry: bool = False) -> bool | None:
         """Run the block in slice mode; None when slice mode does not apply."""
-        found = self._forms(env, block)
+        found = self._forms(env, block, dry)
         if found is None:
             return None
         if found is _EMPTY:
@@ -261,7 +265,7 @@ class _Run:
 
         out, out_axes = view(a.lhs)
         if len(set(out_axes)) != len(out_axes):
-            return None if dry else self._index_fallback(a, env, block)
+            return None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             value, axes = self._value(a.rhs, view, letters, sums, out_axes, self.body.leaf_of(block))
         value = _to_axes(self.xp, value, axes, out_axes)
@@ -269,10 +273,6 @@ class _Run:
             out += value
         else:
             out[...] = value
-        return True
-
-    def _index_fallback(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar]) -> bool:
-        self.index_block(a, dict(env), list(block))
         return True
 
     def _value(self, e: Expr, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int],

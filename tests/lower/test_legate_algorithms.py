@@ -1,0 +1,146 @@
+"""SUMMA, Cannon and Johnson, written with the scheduling language as in Figure 9, on Legate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal.format.format import Format
+from distal.lower import lower
+from distal.lower.plan import Privilege
+
+pytestmark = pytest.mark.legate
+
+i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
+
+
+def _operands(n: int, machine: dt.Machine, specs: tuple[str, str, str], seed: int = 0
+              ) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    b, c = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    A = dt.Tensor("A", (n, n), Format(specs[0], machine))
+    B = dt.Tensor.from_array("B", b, Format(specs[1], machine))
+    C = dt.Tensor.from_array("C", c, Format(specs[2], machine))
+    A[i, j] = B[i, k] * C[k, j]
+    return A, B, C, b @ c
+
+
+def summa(A: dt.Tensor, B: dt.Tensor, C: dt.Tensor, m: dt.Machine, chunk: int) -> dt.Schedule:
+    return (A.schedule()
+            .distribute([i, j], [io, jo], [ii, ji], m)
+            .split(k, ko, ki, chunk)
+            .reorder([ko, ii, ji, ki])
+            .communicate(A, jo)
+            .communicate([B, C], ko)
+            .substitute([ii, ji, ki], dt.leaf.GEMM))
+
+
+def cannon(A: dt.Tensor, B: dt.Tensor, C: dt.Tensor, m: dt.Machine) -> dt.Schedule:
+    return (A.schedule()
+            .distribute([i, j], [io, jo], [ii, ji], m)
+            .divide(k, ko, ki, m.x)
+            .reorder([ko, ii, ji, ki])
+            .rotate(ko, [io, jo], kos)
+            .communicate(A, jo)
+            .communicate([B, C], kos)
+            .substitute([ii, ji, ki], dt.leaf.GEMM))
+
+
+def johnson(A: dt.Tensor, B: dt.Tensor, C: dt.Tensor, m: dt.Machine) -> dt.Schedule:
+    return (A.schedule()
+            .distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .communicate([A, B, C], ko)
+            .substitute([ii, ji, ki], dt.leaf.GEMM))
+
+
+def _check(A: dt.Tensor, expected: np.ndarray) -> None:
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [1000, 1024])
+@pytest.mark.parametrize("grid", [(2, 2), (2, 3)])
+def test_summa(legate: object, n: int, grid: tuple[int, int]) -> None:
+    m = dt.Machine(dt.Grid(*grid))
+    A, B, C, expected = _operands(n, m, ("xy -> xy",) * 3)
+    plan = summa(A, B, C, m, 256).compile()
+    assert plan.launch_count() == -(-n // 256)
+    plan.run()
+    _check(A, expected)
+
+
+@pytest.mark.parametrize("n", [1000, 1024])
+@pytest.mark.parametrize("grid", [(2, 2), (2, 3)])
+@pytest.mark.parametrize("rotation", ["points", "boxes"])
+def test_cannon(legate: object, n: int, grid: tuple[int, int], rotation: str) -> None:
+    m = dt.Machine(dt.Grid(*grid))
+    A, B, C, expected = _operands(n, m, ("xy -> xy",) * 3)
+    plan = lower(cannon(A, B, C, m), rotation=rotation)
+    launches = [launch for _, launch in plan.launches()]
+    assert all(launch.pinned for launch in launches) == (rotation == "points")
+    plan.run()
+    _check(A, expected)
+
+
+@pytest.mark.parametrize("n", [1000, 1024])
+def test_johnson(legate: object, n: int) -> None:
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A, B, C, expected = _operands(n, m, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"))
+    plan = johnson(A, B, C, m).compile()
+    (launch,) = [launch for _, launch in plan.launches()]
+    assert launch.shape == (2, 2, 2)
+    assert launch.operands[0].privilege is Privilege.REDUCE_ADD
+    plan.run()
+    _check(A, expected)
+
+
+def test_summa_with_a_symbolic_chunk(legate: object) -> None:
+    m = dt.Machine(dt.Grid(2, 2))
+    A, B, C, expected = _operands(50, m, ("xy -> xy",) * 3)
+    sched = summa(A, B, C, m, dt.Param("chunk"))  # type: ignore[arg-type]
+    plan = sched.compile(chunk=16)
+    assert plan.launch_count() == 4
+    plan.run()
+    _check(A, expected)
+
+
+def test_hierarchical_summa_inside_nodes(legate: object) -> None:
+    mh = dt.Machine(dt.Grid(2, 2), dt.Grid(2))
+    A, B, C, expected = _operands(37, mh, ("[xy -> xy, xy -> x]",) * 3)
+    iii, iio = dt.index_vars("iii iio")
+    sched = (A.schedule()
+             .distribute([i, j], [io, jo], [ii, ji], mh)
+             .distribute([ii], [iio], [iii], mh, level=1)
+             .split(k, ko, ki, 8)
+             .reorder([ko, iii, ji, ki])
+             .communicate([B, C], ko))
+    plan = sched.compile()
+    assert plan.groups[0].vars[:3] == (io, jo, iio)
+    assert plan.machine is not None and plan.machine.levels == 2
+    plan.run()
+    _check(A, expected)
+
+
+def test_innerprod_into_a_scalar(legate: object) -> None:
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(101), rng.standard_normal(101)
+    a = dt.Tensor("a", ())
+    X, Y = dt.Tensor.from_array("X", x), dt.Tensor.from_array("Y", y)
+    a[()] = X[i] * Y[i]
+    plan = a.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(3))).compile()
+    assert plan.groups[0].launches[0].operands[0].privilege is Privilege.REDUCE_ADD
+    plan.run()
+    np.testing.assert_allclose(a.to_numpy(), x @ y, rtol=1e-12)
+
+
+def test_accumulate_keeps_the_old_output(legate: object) -> None:
+    m = dt.Machine(dt.Grid(2, 2))
+    rng = np.random.default_rng(2)
+    b, c, old = (rng.standard_normal((9, 9)) for _ in range(3))
+    A = dt.Tensor.from_array("A", old, Format("xy -> xy", m))
+    B, C = dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)
+    A[i, j] += B[i, k] * C[k, j]
+    summa(A, B, C, m, 4).evaluate()
+    np.testing.assert_allclose(A.to_numpy(), old + b @ c, rtol=1e-12)
+    summa(A, B, C, m, 4).evaluate()  # runs again on the result, which stays on Legate
+    np.testing.assert_allclose(A.to_numpy(), old + 2 * b @ c, rtol=1e-12)

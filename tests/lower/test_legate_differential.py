@@ -1,0 +1,71 @@
+"""Plans run on Legate equal numpy.einsum and the reference executor.
+
+Random statements (extents that often do not divide), random formats and
+machines (1x1 to 2x3 grids, a 2x2x2 cube, a hierarchical machine) and legal
+schedules with rotations and reductions over distributed loops; then
+random schedules of the lead's general strategy (fuse, precompute, ...).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from distal.lower import lower
+from distal.lower.plan import Privilege
+from distal.lower.testing import machine_schedules
+from distal.testing import einsum_oracle, schedules, statements
+
+pytestmark = pytest.mark.legate
+SEEN: collections.Counter[str] = collections.Counter()
+
+
+def _close(got: np.ndarray, expected: np.ndarray) -> None:
+    scale = max(1.0, float(np.abs(expected).max(initial=0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * scale)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> None:
+    drawn = data.draw(statements(max_extent=9))
+    stmt = drawn.assignment
+    expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
+    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule()))
+    drawn.reset()
+    sched.evaluate(backend="reference", **bindings)
+    reference = stmt.lhs.tensor.to_numpy()
+    drawn.reset()
+    plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
+    launches = [launch for _, launch in plan.launches()]
+    SEEN["distributed"] += plan.groups[0].distributed > 0
+    SEEN["rotated"] += any(launch.pinned for launch in launches) or "rotate(" in plan.statement
+    SEEN["reduction"] += any(op.privilege is Privilege.REDUCE_ADD for launch in launches for op in launch.operands)
+    SEEN["hierarchical"] += plan.machine is not None and plan.machine.levels > 1
+    SEEN["cube"] += plan.machine is not None and plan.machine.grids[0].ndim == 3
+    plan.run()
+    got = stmt.lhs.tensor.to_numpy()
+    _close(got, expected)
+    _close(got, reference)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_general_schedules_on_legate(legate: object, data: st.DataObject) -> None:
+    drawn = data.draw(statements())
+    stmt = drawn.assignment
+    expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
+    sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
+    drawn.reset()
+    sched.evaluate(**bindings)
+    _close(stmt.lhs.tensor.to_numpy(), expected)
+
+
+def test_the_random_schedules_covered_every_kind() -> None:
+    # Runs after the machine-schedule test (file order).
+    for kind in ("distributed", "rotated", "reduction", "hierarchical", "cube"):
+        assert SEEN[kind] > 0, f"no random case was {kind}: {dict(SEEN)}"
