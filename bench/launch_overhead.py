@@ -71,8 +71,9 @@ def _timed(cases: dict[str, Callable[[], None]], launches: int,
 
 
 def _raw_launch(stores: list[Any], tile: tuple[int, ...], domain: list[int], key: int) -> None:
-    from distal.runtime._tasks import generic_task
     from legate.core import types
+
+    from distal.runtime._tasks import generic_task
 
     task = generic_task(len(stores), 1, 0)
     launch = rt.legate_runtime().create_manual_task(task.library, task.task_id, domain)

@@ -48,7 +48,9 @@ def _fits(alg: Algorithm, operands: tuple[Tensor, ...]) -> bool:
     return alg.arity == len(operands) and all(t.order == len(ix) for t, ix in zip(operands, alg.indices))
 
 
-def _variants(alg: Algorithm, p: int, shape: tuple[int, ...] | None, given: Machine) -> list[tuple[Machine, dict[str, Any]]]:
+def _variants(
+    alg: Algorithm, p: int, shape: tuple[int, ...] | None, given: Machine
+) -> list[tuple[Machine, dict[str, Any]]]:
     machines = [alg.machine(p, shape, {})]
     if given.ndim == machines[0].ndim and given not in machines:
         machines.append(given)

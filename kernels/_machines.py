@@ -32,7 +32,8 @@ def factor3(p: int) -> tuple[int, int, int]:
 
 def cube_side(p: int) -> int:
     """The side of the largest cube of processors that fits in p."""
-    c = max(1, int(round(float(p) ** (1 / 3))))
+    root: float = float(p) ** (1 / 3)
+    c = max(1, round(root))
     while c**3 > p:
         c -= 1
     return max(c, 1)

@@ -6,6 +6,7 @@ import ctypes
 
 import numpy as np
 import pytest
+
 from distal.runtime._blas import _loaded_openblas, limit_blas_threads
 
 

@@ -40,8 +40,9 @@ PUT_SEVEN = rt.register_kernel(_put_seven)
 
 def _raw_output_only(store: Any, key: int, domain: list[int], tile: tuple[int, ...]) -> None:
     """A manual task that adds `store` only as an output (what distal never does)."""
-    from distal.runtime._tasks import generic_task
     from legate.core import types
+
+    from distal.runtime._tasks import generic_task
 
     task = generic_task(0, 1, 0)
     launch = rt.legate_runtime().create_manual_task(task.library, task.task_id, domain)

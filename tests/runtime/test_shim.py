@@ -6,10 +6,10 @@ import ctypes
 from pathlib import Path
 
 import pytest
-from distal.runtime import build_shim, load_driver
-from distal.runtime._shim import shim_source
 
 from distal.errors import DistalError
+from distal.runtime import build_shim, load_driver
+from distal.runtime._shim import shim_source
 
 CUDA_ERROR_NO_DEVICE = 100
 

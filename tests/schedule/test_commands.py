@@ -165,7 +165,7 @@ def test_rotate_extents_and_order() -> None:
     sched = A.schedule().divide(k, ko, ki, 3).reorder([i, ko, j, ki]).rotate(ko, [i], kos)
     ext = sched.provenance.extents()
     assert ext[kos] == ext[ko] == 3
-    vals, guards = sched.provenance.recover({kos: 2, i: 4, ki: 0}, ext)
+    vals, _ = sched.provenance.recover({kos: 2, i: 4, ki: 0}, ext)
     assert vals[ko] == (2 + 4) % 3
     sched.evaluate(backend="reference")
     np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-12)
