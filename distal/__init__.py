@@ -12,7 +12,7 @@ from distal import _layout
 
 _layout.install()
 
-from distal import leaf
+from distal import leaf, reduction
 from distal.errors import (
     DistalError,
     FormatError,
@@ -29,11 +29,14 @@ from distal.errors import (
 )
 from distal.format import Distribution, Format, Grid, Machine
 from distal.notation import Assignment, IndexVar, Sum, Tensor, index_vars, parse
+from distal.redist import DistType, Mesh, Program, synthesize
+from distal.reduction import System, plan_reduction
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
 __all__ = [
     "Assignment",
+    "DistType",
     "DistalError",
     "Distribution",
     "Format",
@@ -43,10 +46,12 @@ __all__ = [
     "Machine",
     "MachineDim",
     "MachineError",
+    "Mesh",
     "NotSupportedYet",
     "NotationError",
     "Param",
     "ParseError",
+    "Program",
     "ReductionError",
     "RuntimeFailure",
     "Schedule",
@@ -54,13 +59,17 @@ __all__ = [
     "ShapeError",
     "Sum",
     "SynthesisError",
+    "System",
     "Tensor",
     "TypeNotationError",
     "index_vars",
     "kernels",
     "leaf",
     "parse",
+    "plan_reduction",
+    "reduction",
     "runtime",
+    "synthesize",
 ]
 
 
