@@ -186,5 +186,54 @@ class Tensor:
         data = self.to_numpy()
         return data if dtype is None else data.astype(dtype)
 
+    # -- redistribution ------------------------------------------------------------
+
+    def redistribute(self, format: Any, method: str = "search") -> Any:
+        """Move the tensor to `format` (same machine) on Legate; returns the plan that moved it.
+
+        The plan (`distal.redist.formats.FormatProgram`) is synthesized from
+        collectives between the distributed types of the two formats
+        (`distal.redist.formats`); printing it shows its steps, cost and
+        height. A tensor with data has it moved on Legate and keeps identical
+        data; one without data just takes the new format.
+
+        >>> import distal as dt
+        >>> m = dt.Machine(dt.Grid(2, 2))
+        >>> A = dt.Tensor("A", (4, 4), dt.Format("xy -> xy", m))
+        >>> [str(s) for s in A.redistribute(dt.Format("xy -> yx", m)).steps], str(A.format)
+        (['allpermute'], 'xy -> yx')
+        """
+        from distal.errors import FormatError
+        from distal.redist.formats import plan_redistribution
+
+        old = self.format
+        if old is None:
+            raise FormatError(
+                f"expected a tensor with a format to redistribute, but found {self.name} without one; "
+                f"give it a format when making it (Tensor.from_array({self.name!r}, array, format))"
+            )
+        if getattr(format, "machine", None) != old.machine:
+            raise FormatError(
+                f"expected a format on the machine of {self.name} ({old.machine!r}), but found {format!r}"
+            )
+        format.check_tensor(self)  # refuses a format of another order before anything moves
+        has_data = self.storage is not None or self._array is not None
+        if not has_data and any(not isinstance(n, int) for n in self.shape):
+            self.format = format
+            return None
+        plan = plan_redistribution(old, format, self.concrete_shape(), method)
+        if has_data:
+            import importlib
+
+            storage = importlib.import_module("distal.runtime._tensor_storage")
+            redist = importlib.import_module("distal.runtime._redistribute")
+            held = self.storage
+            if not (isinstance(held, storage.FormatStore) and held.format == old and held.dtype == self.dtype):
+                held = storage.place(np.asarray(self.to_numpy(), dtype=self.dtype), old)
+            self.storage = redist.run_plan_steps(plan, held)
+            self._array = None
+        self.format = format
+        return plan
+
 
 _ = Expr

@@ -1,0 +1,382 @@
+"""Running redistribution plans on Legate, one launch per collective.
+
+A distributed array of type τ on a mesh is a store of shape ``(*grid, L)``:
+one leading dimension per prime factor axis of the mesh (`device_grid`),
+and one device's block of ``localtype(τ)`` flattened (L = localsize(τ)).
+Every step is an index launch over the device grid that writes each
+device's block of a new store from blocks of the previous one, as the
+step's per-device meaning says (`distal.redist.program`):
+
+* dynslice: a device reads its own block and keeps a part of it;
+* allgather, alltoall: a device reads the blocks of its group (the devices
+  that differ from it only along the gathered or moved factor axes; one
+  launch argument per member, each an affine projection of the launch
+  point) and assembles its new block;
+* allpermute: a device reads the one block it needs; when the source holder
+  is an affine function of the device (factor axes matched size by size)
+  one index launch does it, otherwise one pinned launch per device;
+* repad (distal's own local step for formats that pad a dimension
+  differently) moves the elements of a gathered dimension to new padded
+  positions.
+
+Before the programs, ``enter`` turns the source format's blocks into blocks
+of the program's first type (a device off a fixed face copies its face
+partner's block; unpartitioned dimensions are padded); after them, ``exit``
+keeps the target format's blocks (only the face, cropped). No store made
+along the way has blocks larger than the plan's height (checked).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from distal.errors import DistalError, FormatError
+from distal.format.format import Format
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice
+from distal.redist.formats import FormatProgram, Layout, Repad, plan_redistribution
+from distal.redist.mesh import Mesh
+from distal.redist.program import Program
+from distal.redist.simulate import offsets
+from distal.redist.types import DistType, ref_factors
+
+from ._launch import Affine, Arg, Privilege, index_launch, point_launch
+from ._make import zeros
+from ._registry import register_kernel
+from ._start import legate_runtime, processor_count
+from ._store import Store, legate_type, tile_of, wrap
+from ._tensor_storage import FormatStore, device_grid
+
+__all__ = ["StepRecord", "redistribute", "run_plan_steps", "run_program"]
+
+_lock = threading.Lock()
+_kernels: dict[tuple[Any, ...], int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One launch phase of an executed plan: what ran, and the block size it wrote."""
+
+    label: str
+    block: int
+    launches: int
+
+
+def _kernel(key: tuple[Any, ...], make: Callable[[], Callable[..., None]]) -> int:
+    with _lock:
+        found = _kernels.get(key)
+        if found is None:
+            found = register_kernel(make(), str(key[0]))
+            _kernels[key] = found
+        return found
+
+
+def _new_store(grid: tuple[int, ...], size: int, dtype: np.dtype[Any]) -> Store:
+    """A store of blocks that the next launch writes in full (every block)."""
+    handle = legate_runtime().create_store(legate_type(dtype), (*grid, max(size, 1)))
+    return wrap(handle, dtype)
+
+
+def _block_arg(store: Store, privilege: Privilege, lead: Sequence[Affine]) -> Arg:
+    size = store.shape[-1]
+    tile = (*([1] * (store.ndim - 1)), size)
+    return Arg(store, privilege, tile, (*lead, Affine(None, 0, 0)))
+
+
+def _own(n: int) -> list[Affine]:
+    return [Affine(f) for f in range(n)]
+
+
+def _mixed(run: Sequence[int], coords: Sequence[int], sizes: Sequence[int]) -> int:
+    """Index of a device along a run of factor axes (minor first)."""
+    idx, stride = 0, 1
+    for f in run:
+        idx += coords[f] * stride
+        stride *= sizes[f]
+    return idx
+
+
+def _refs(mesh: Mesh, axes: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(f for a in axes for f in ref_factors(mesh, a))
+
+
+# -- kernels ------------------------------------------------------------------------------
+
+
+def _make_exchange(
+    members: tuple[tuple[int, ...], ...],
+    group: tuple[int, ...],
+    gathers: tuple[tuple[int, tuple[int, ...]], ...],
+    slices: tuple[tuple[int, tuple[int, ...]], ...],
+    src_local: tuple[int, ...],
+    dst_local: tuple[int, ...],
+    sizes: tuple[int, ...],
+) -> Callable[..., None]:
+    def exchange(point: tuple[int, ...], *tiles: np.ndarray) -> None:
+        new = np.empty(dst_local, dtype=tiles[-1].dtype)
+        for values, tile in zip(members, tiles[:-1], strict=True):
+            mc = list(point)
+            for f, v in zip(group, values):
+                mc[f] = v
+            piece = tile.reshape(src_local)
+            for dim, run in slices:
+                n = src_local[dim] // math.prod(sizes[f] for f in run)
+                k = _mixed(run, point, sizes)
+                piece = np.take(piece, range(k * n, (k + 1) * n), axis=dim)
+            where = [slice(None)] * len(dst_local)
+            for dim, run in gathers:
+                size = piece.shape[dim]
+                k = _mixed(run, mc, sizes)
+                where[dim] = slice(k * size, (k + 1) * size)
+            new[tuple(where)] = piece
+        tiles[-1][...] = new.reshape(tiles[-1].shape)
+
+    return exchange
+
+
+def _make_copy(src_local: tuple[int, ...], dst_local: tuple[int, ...]) -> Callable[..., None]:
+    """Copy the common prefix of the blocks; the rest of the new block is zero (padding)."""
+
+    def copy(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
+        new = np.zeros(dst_local, dtype=out.dtype)
+        common = tuple(slice(0, min(a, b)) for a, b in zip(src_local, dst_local, strict=True))
+        new[common] = src.reshape(src_local)[common]
+        out[...] = new.reshape(out.shape)
+
+    return copy
+
+
+def _make_move(before: tuple[int, ...], after: tuple[int, ...],
+               moves: tuple[tuple[int, np.ndarray, np.ndarray], ...]) -> Callable[..., None]:
+    """Per listed dimension, the elements at positions ``old`` go to positions ``new`` (zeros elsewhere)."""
+
+    def move(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
+        cur = src.reshape(before)
+        for dim, old, new_pos in moves:
+            taken = np.take(cur, old, axis=dim)
+            shape = list(cur.shape)
+            shape[dim] = after[dim]
+            nxt = np.zeros(shape, dtype=cur.dtype)
+            where: list[Any] = [slice(None)] * len(shape)
+            where[dim] = new_pos
+            nxt[tuple(where)] = taken
+            cur = nxt
+        assert cur.shape == after, (cur.shape, after)
+        out[...] = cur.reshape(out.shape)
+
+    return move
+
+
+def _moves(dims: Sequence[int], old: Layout, new: Layout) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
+    return tuple((d, old.dims[d].positions(), new.dims[d].positions()) for d in dims)
+
+
+def _move_kernel(before: tuple[int, ...], after: tuple[int, ...],
+                 moves: tuple[tuple[int, np.ndarray, np.ndarray], ...]) -> int:
+    key = ("move", before, after, tuple((d, a.tobytes(), b.tobytes()) for d, a, b in moves))
+    return _kernel(key, lambda: _make_move(before, after, moves))
+
+
+# -- steps ----------------------------------------------------------------------------------
+
+
+def _exchange_step(mesh: Mesh, store: Store, src: DistType, dst: DistType,
+                   gathers: list[tuple[int, tuple[int, ...]]],
+                   slices: list[tuple[int, tuple[int, ...]]]) -> Store:
+    grid = device_grid(mesh)
+    sizes = tuple(f.size for f in mesh.factors)
+    group = tuple(sorted({f for _, run in gathers for f in run}))
+    members = tuple(itertools.product(*(range(sizes[f]) for f in group)))
+    key = ("exchange", members, group, tuple(gathers), tuple(slices), src.local_type, dst.local_type, sizes)
+    kernel = _kernel(key, lambda: _make_exchange(members, group, tuple(gathers), tuple(slices),
+                                                 src.local_type, dst.local_type, sizes))
+    out = _new_store(grid, dst.local_size, store.dtype)
+    args = []
+    for values in members:
+        lead = _own(len(grid))
+        for f, v in zip(group, values):
+            lead[f] = Affine(None, 0, v)
+        args.append(_block_arg(store, Privilege.READ, lead))
+    args.append(_block_arg(out, Privilege.WRITE, _own(len(grid))))
+    index_launch(kernel, grid, args)
+    return out
+
+
+def _permute_map(mesh: Mesh, src: DistType, dst: DistType) -> list[Affine] | None:
+    """The source holder's factor coordinates as affine maps of the device's, or None."""
+    sizes = [f.size for f in mesh.factors]
+    s_lists, d_lists = src.factor_lists(mesh), dst.factor_lists(mesh)
+    lead = _own(len(sizes))
+    for s, d in zip(s_lists, d_lists, strict=True):
+        if [sizes[f] for f in s] != [sizes[f] for f in d]:
+            return None
+        for fs, fd in zip(s, d):
+            lead[fs] = Affine(fd)
+    return lead
+
+
+def _permute_step(mesh: Mesh, store: Store, src: DistType, dst: DistType) -> tuple[Store, int]:
+    grid = device_grid(mesh)
+    local = src.local_type
+    kernel = _kernel(("permute", local), lambda: _make_copy(local, local))
+    lead = _permute_map(mesh, src, dst)
+    if lead is not None:
+        out = _new_store(grid, dst.local_size, store.dtype)
+        index_launch(kernel, grid, [_block_arg(store, Privilege.READ, lead),
+                                    _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+        return out, 1
+    # one pinned launch per device, reading a holder of the tile it needs
+    block = (*([1] * len(grid)), max(src.local_size, 1))
+    out = zeros((*grid, block[-1]), store.dtype, tile=block)
+    holders: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for d in mesh.devices():
+        holders.setdefault(offsets(src, mesh, d), []).append(d)
+    n_real = processor_count("cpu")
+    for k, d in enumerate(mesh.devices()):
+        pool = holders[offsets(dst, mesh, d)]
+        h = d if d in pool else pool[0]
+        here = mesh.factor_coords(d) or (0,)
+        there = mesh.factor_coords(h) or (0,)
+        point_launch(kernel, [(tile_of(store, block, (*there, 0)), Privilege.READ),
+                              (tile_of(out, block, (*here, 0)), Privilege.WRITE)],
+                     here, k * n_real // mesh.size)
+    return out, mesh.size
+
+
+def run_program(program: Program, store: Store, trace: list[StepRecord] | None = None) -> Store:
+    """Run ``program`` on a store of blocks of its source type; the store of its target type.
+
+    ``trace`` (if given) receives one `StepRecord` per step.
+    """
+    mesh = program.mesh
+    for step, src, dst in zip(program.steps, program.types, program.types[1:]):
+        launches = 1
+        if isinstance(step, AllPermute):
+            store, launches = _permute_step(mesh, store, src, dst)
+        elif isinstance(step, AllGather):
+            store = _exchange_step(mesh, store, src, dst, [(i, _refs(mesh, r)) for i, r in step.axes], [])
+        elif isinstance(step, DynSlice):
+            store = _exchange_step(mesh, store, src, dst, [], [(i, _refs(mesh, r)) for i, r in step.axes])
+        elif isinstance(step, AllToAll):
+            runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
+            store = _exchange_step(mesh, store, src, dst, [(i, r) for i, _, r in runs],
+                                   [(j, r) for _, j, r in runs])
+        else:  # pragma: no cover - a new collective must be taught here
+            raise DistalError(f"expected a collective distal can run, but found {step!r}")
+        if trace is not None:
+            trace.append(StepRecord(str(step), dst.local_size, launches))
+    return store
+
+
+def _unpartitioned(lay: Layout) -> list[int]:
+    return [d for d, dim in enumerate(lay.dims) if not dim.parts]
+
+
+def _same(a: Layout, b: Layout, dims: Sequence[int]) -> bool:
+    return a.tile == b.tile and all(a.dims[d].same_positions(b.dims[d]) for d in dims)
+
+
+def _enter(plan: FormatProgram, held: FormatStore) -> Store:
+    """Blocks of the first program's source type from the source format's blocks."""
+    own, src = held.layout, plan.source
+    mesh = plan.mesh
+    grid = device_grid(mesh)
+    free = _unpartitioned(own)
+    if not src.fixed and _same(own, src, free):
+        return held.blocks
+    fixed = {a for a, _ in src.fixed}
+    lead = [Affine(None, 0, 0) if f.axis in fixed else Affine(k) for k, f in enumerate(mesh.factors)]
+    lead = lead or [Affine(0)]
+    kernel = _move_kernel(own.tile, src.tile, _moves(free, own, src))
+    out = _new_store(grid, math.prod(src.tile), held.dtype)
+    index_launch(kernel, grid, [_block_arg(held.blocks, Privilege.READ, lead),
+                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+    return out
+
+
+def _exit(plan: FormatProgram, store: Store, target: Layout) -> Store:
+    """The target format's blocks (face only, cropped) from blocks of the last program's type."""
+    last = plan.target
+    mesh = plan.mesh
+    free = _unpartitioned(target)
+    if not target.fixed and _same(last, target, free):
+        return store
+    grid = device_grid(mesh, target)
+    faces = dict(target.fixed)
+    lead = []
+    for k, f in enumerate(mesh.factors):
+        if f.axis in faces:
+            lead.append(Affine(None, 0, (faces[f.axis] // f.stride) % f.size))
+        else:
+            lead.append(Affine(k))
+    lead = lead or [Affine(0)]
+    kernel = _move_kernel(last.tile, target.tile, _moves(free, last, target))
+    out = _new_store(grid, math.prod(target.tile), store.dtype)
+    index_launch(kernel, grid, [_block_arg(store, Privilege.READ, lead),
+                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+    return out
+
+
+def _repad(plan: FormatProgram, stage: Repad, store: Store) -> Store:
+    kernel = _move_kernel(stage.before.local_type, stage.after.local_type,
+                          _moves(stage.dims, plan.source, plan.target))
+    grid = device_grid(plan.mesh)
+    out = _new_store(grid, stage.after.local_size, store.dtype)
+    index_launch(kernel, grid, [_block_arg(store, Privilege.READ, _own(len(grid))),
+                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+    return out
+
+
+def run_plan_steps(plan: FormatProgram, held: FormatStore,
+                   trace: list[StepRecord] | None = None) -> FormatStore:
+    """Run ``plan`` on data held in its source format; the data in its target format.
+
+    Checks that no store along the way has blocks larger than ``plan.height``.
+    """
+    if held.format != plan.source.format or held.shape != plan.source.shape:
+        raise FormatError(
+            f"expected data in format {plan.source.format} of shape {plan.source.shape}, "
+            f"but found {held.format} of shape {held.shape}"
+        )
+    record = trace if trace is not None else []
+    store = _enter(plan, held)
+    if store is not held.blocks:
+        record.append(StepRecord("expand" if plan.source.fixed else "pad", math.prod(plan.source.tile), 1))
+    for stage in plan.stages:
+        if isinstance(stage, Program):
+            store = run_program(stage, store, record)
+        else:
+            store = _repad(plan, stage, store)
+            record.append(StepRecord(str(stage), stage.after.local_size, 1))
+    target = _target_layout(plan)
+    before = store
+    store = _exit(plan, store, target)
+    if store is not before:
+        record.append(StepRecord("restrict" if target.fixed else "crop", math.prod(target.tile), 1))
+    for r in record:
+        if r.block > plan.height:
+            raise DistalError(f"redistribution step {r.label} holds {r.block} elements per device, "
+                              f"above the plan's height {plan.height}")
+    return FormatStore(store, target, held.dtype)
+
+
+def _target_layout(plan: FormatProgram) -> Layout:
+    from distal.redist.formats import layout
+
+    return layout(plan.target.format, plan.target.shape)
+
+
+def redistribute(held: FormatStore, fmt: Format, method: str = "search",
+                 trace: list[StepRecord] | None = None) -> tuple[FormatStore, FormatProgram]:
+    """Move data held in one format to format ``fmt`` (same machine) on Legate.
+
+    Returns the data in the new format and the plan that moved it.
+    """
+    plan = plan_redistribution(held.format, fmt, held.shape, method)
+    return run_plan_steps(plan, held, trace), plan
