@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import machine
 
 from distal.redist import AllPermute, synthesize
 from distal.redist.synth import _synthesize
@@ -37,21 +36,6 @@ FAMILIES = {"paper": (2,), "mixed": (2, 3, 4, 6, 8)}
 SEED = 2024
 
 
-def machine() -> dict[str, Any]:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu_model": model,
-        "cores": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-    }
 
 
 def run_family(name: str, sizes: tuple[int, ...], count: int) -> dict[str, Any]:

@@ -16,13 +16,12 @@ Run: `python bench/reduction_synthesis.py`.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import machine  # bench/ is on sys.path when run as a script
 
 from distal.reduction import (
     DEFAULT_BYTES,
@@ -59,13 +58,6 @@ RAB = "Reduce-AllReduce-Broadcast"
 RSAG = "ReduceScatter-AllReduce-AllGather"
 
 
-def machine() -> dict[str, Any]:
-    return {
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-    }
 
 
 def two_level_hierarchy() -> Any:
