@@ -18,6 +18,7 @@ elements per device: allgather ``localsize(out)``, alltoall and allpermute
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from distal.errors import TypeNotationError
@@ -54,10 +55,41 @@ def _pop(lists: list[tuple[int, ...]], dim: int, run: tuple[int, ...], op: objec
     lists[dim] = lists[dim][len(run) :]
 
 
+_GROUP = re.compile(r"\s*(\d+)\s*(?:->\s*(\d+)\s*)?\{([^{}]*)\}\s*")
+
+
 class Collective:
     """Base of the four collectives."""
 
     __slots__ = ()
+
+    @staticmethod
+    def parse(text: str) -> Collective:
+        """Parse a step as printed: ``alltoall(0->1{x}, 2->3{y})``, ``allpermute``, ...
+
+        >>> Collective.parse("allgather(0{x,y}, 2{z})")
+        AllGather(axes=((0, ('x', 'y')), (2, ('z',))))
+        """
+        body = text.strip()
+        if body == "allpermute":
+            return AllPermute()
+        m = re.fullmatch(r"(allgather|dynslice|alltoall)\((.*)\)", body)
+        if m is None:
+            raise TypeNotationError(
+                "expected a collective like allgather(0{x}), dynslice(0{x}), "
+                f"alltoall(0->1{{x}}) or allpermute, but found {body!r}"
+            )
+        kind, groups = m.group(1), []
+        for part in re.split(r",(?![^{]*\})", m.group(2)):
+            g = _GROUP.fullmatch(part)
+            if g is None or (g.group(2) is None) == (kind == "alltoall"):
+                raise TypeNotationError(f"expected a group like 0{{x}} or 0->1{{x}}, but found {part.strip()!r}", body)
+            refs = tuple(r.strip().strip('"') for r in g.group(3).split(",") if r.strip())
+            groups.append((int(g.group(1)), None if g.group(2) is None else int(g.group(2)), refs))
+        if kind == "alltoall":
+            return AllToAll(tuple((i, j, refs) for i, j, refs in groups if j is not None))
+        axes = tuple((i, refs) for i, _, refs in groups)
+        return AllGather(axes) if kind == "allgather" else DynSlice(axes)
 
     def infer(self, src: DistType, mesh: Mesh) -> DistType:
         """The type after this collective (not defined for `AllPermute`)."""

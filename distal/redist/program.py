@@ -10,6 +10,7 @@ sends whole tiles to other devices.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,6 +61,24 @@ class Program:
         self.types[0].check(self.mesh)
         for k, step in enumerate(self.steps):
             step.check(self.types[k], self.types[k + 1], self.mesh)
+
+    @staticmethod
+    def parse(text: str) -> Program:
+        """Parse a program as `str` prints it (the costs and summary are recomputed).
+
+        >>> from distal.redist.synth import synthesize
+        >>> p = synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", Mesh(x=4, y=4))
+        >>> Program.parse(str(p)) == p
+        True
+        """
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        if not lines or not lines[0].startswith("mesh "):
+            raise TypeNotationError("expected a program starting with 'mesh {...}', but found none", text)
+        mesh = Mesh.parse(lines[0][len("mesh ") :])
+        body = [ln for ln in lines[1:] if not ln.startswith("cost ")]
+        types = [DistType.parse(ln) for ln in body[0::2]]
+        steps = [Collective.parse(re.sub(r"\s+cost\s+\d+\s*$", "", ln)) for ln in body[1::2]]
+        return Program(mesh, tuple(types), tuple(steps))
 
     @property
     def source(self) -> DistType:

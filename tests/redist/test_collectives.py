@@ -126,3 +126,29 @@ def test_step_notation() -> None:
     assert str(DynSlice(((3, ("z",)),))) == "dynslice(3{z})"
     assert str(AllToAll(((0, 1, ("x",)), (2, 3, ("y",))))) == "alltoall(0->1{x}, 2->3{y})"
     assert str(AllPermute()) == "allpermute"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["allgather(0{x,y}, 2{z})", "dynslice(3{z:(1)2})", "alltoall(0->1{x}, 2->3{y})", "allpermute"],
+)
+def test_step_round_trips(text: str) -> None:
+    assert str(Collective.parse(text)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "allscatter(0{x})",
+            "expected a collective like allgather(0{x}), dynslice(0{x}), "
+            "alltoall(0->1{x}) or allpermute, but found 'allscatter(0{x})'",
+        ),
+        ("alltoall(0{x})", "expected a group like 0{x} or 0->1{x}, but found '0{x}'"),
+        ("allgather(0->1{x})", "expected a group like 0{x} or 0->1{x}, but found '0->1{x}'"),
+    ],
+)
+def test_malformed_steps_are_refused(text: str, message: str) -> None:
+    with pytest.raises(TypeNotationError) as e:
+        Collective.parse(text)
+    assert message in str(e.value)

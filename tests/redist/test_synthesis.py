@@ -216,6 +216,18 @@ def test_impossible_requests_are_refused(src: str, dst: str, mesh: str, error: t
     assert message in str(e.value)
 
 
+def test_program_text_round_trips() -> None:
+    for _, src, dst, mesh, _, _ in EXAMPLES:
+        p = synthesize(src, dst, mesh)
+        assert Program.parse(str(p)) == p
+
+
+def test_program_parse_refuses_text_without_mesh() -> None:
+    with pytest.raises(TypeNotationError) as e:
+        Program.parse("[32{x}128]")
+    assert "expected a program starting with 'mesh {...}', but found none" in str(e.value)
+
+
 def test_program_refuses_ill_typed_steps() -> None:
     with pytest.raises(TypeNotationError) as e:
         Program(M44, (DistType.parse("[32{x}128]"), DistType.parse("[128]")), ())
