@@ -59,14 +59,22 @@ def _place(t: Tensor, fmt: Format) -> str | None:
     if t.format == fmt:
         return None
     before = t.format
-    redistribute = getattr(t, "redistribute", None)
-    if before is not None and redistribute is not None and t.storage is not None:
-        redistribute(fmt)
-        return f"{t.name} redistributed from {before} to {fmt}"
-    t._set_format(fmt)
     if before is None:
+        t._set_format(fmt)
         return f"{t.name} placed as {fmt}"
-    return f"{t.name} moved from {before} to {fmt}"
+    if before.machine == fmt.machine and (t.storage is not None or t._array is not None):
+        program = t.redistribute(fmt)
+        if program is None:
+            return f"{t.name} takes {fmt} (no data yet)"
+        steps = ", ".join(str(x) for x in program.steps) or "no collective"
+        return (f"{t.name} redistributed from {before} to {fmt} by synthesized collectives [{steps}], "
+                f"cost {program.cost}, height {program.height} (bound {program.bound}) elements per processor")
+    if t.storage is not None:
+        # Another machine: the synthesizer needs one mesh, so the data is
+        # gathered and placed again (a plain copy).
+        t.set_array(t.to_numpy())
+    t._set_format(fmt)
+    return f"{t.name} moved from {before} on {before.machine!r} to {fmt} on {fmt.machine!r} by a plain copy"
 
 
 def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Schedule:
