@@ -75,7 +75,7 @@ class Mesh:
     axes: tuple[tuple[str, int], ...]
     factors: tuple[FactorAxis, ...] = field(init=False, repr=False, compare=False)
 
-    def __init__(self, axes: tuple[tuple[str, int], ...] | None = None, **sizes: int) -> None:
+    def __init__(self, axes: tuple[tuple[str, int], ...] | None = None, /, **sizes: int) -> None:
         items = tuple(axes) if axes is not None else ()
         items = items + tuple(sizes.items())
         if not items:

@@ -152,3 +152,9 @@ def test_malformed_steps_are_refused(text: str, message: str) -> None:
     with pytest.raises(TypeNotationError) as e:
         Collective.parse(text)
     assert message in str(e.value)
+
+
+def test_allpermute_has_no_inferred_type() -> None:
+    with pytest.raises(TypeNotationError) as e:
+        AllPermute().infer(T("[32{x}128]"), M)
+    assert "expected a target type for allpermute, but found none" in str(e.value)

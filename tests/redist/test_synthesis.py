@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distal.errors import SynthesisError, TypeNotationError
+from distal.errors import RuntimeFailure, SynthesisError, TypeNotationError
 from distal.redist import (
     AllGather,
     AllPermute,
@@ -165,6 +165,21 @@ def test_simulate_returns_every_device_tile() -> None:
     assert sorted(tiles) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     np.testing.assert_array_equal(tiles[(1, 0)], a[:, 0:2])
     np.testing.assert_array_equal(tiles[(0, 1)], a[:, 2:4])
+
+
+def test_simulate_checks_every_step_against_its_type() -> None:
+    m = Mesh(x=2, y=2)
+    good = Program(m, (DistType.parse("[2{x}4, 4]"), DistType.parse("[4, 2{x}4]")), (AllToAll(((0, 1, ("x",)),)),))
+    a = np.arange(16).reshape(4, 4)
+    good.simulate(a)
+    # a program whose recorded type (same local shape) the data does not match
+    bad = Program.__new__(Program)
+    for name, value in (("mesh", m), ("steps", good.steps)):
+        object.__setattr__(bad, name, value)
+    object.__setattr__(bad, "types", (good.types[0], DistType.parse("[4, 2{y}4]")))
+    with pytest.raises(RuntimeFailure) as e:
+        bad.simulate(a)
+    assert "expected device (0, 1) to hold its tile of [4, 2{y}4] after step 1 (alltoall(0->1{x}))" in str(e.value)
 
 
 def test_simulate_refuses_a_wrong_shape() -> None:

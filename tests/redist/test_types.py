@@ -120,3 +120,22 @@ def test_malformed_meshes_are_refused(text: str, message: str) -> None:
     with pytest.raises(TypeNotationError) as e:
         Mesh.parse(text)
     assert message in str(e.value)
+
+
+def test_mesh_refuses_bad_axis_names_and_unknown_axes() -> None:
+    with pytest.raises(TypeNotationError) as e:
+        Mesh((("1x", 2),))
+    assert "expected an axis name, but found '1x'" in str(e.value)
+    with pytest.raises(TypeNotationError) as e:
+        Mesh(x=2).axis_size("y")
+    assert "expected an axis of mesh {x: 2}, but found 'y'" in str(e.value)
+    assert Mesh(axes=2).names == ("axes",)
+
+
+def test_type_refuses_non_dims() -> None:
+    with pytest.raises(TypeNotationError) as e:
+        DistType((Dim(2, (), 2), 3))  # type: ignore[arg-type]
+    assert "expected a Dim, but found 3" in str(e.value)
+    with pytest.raises(TypeNotationError) as e:
+        Dim(4, ("x y",), 8)
+    assert "expected an axis like x or x:(1)2, but found 'x y'" in str(e.value)
