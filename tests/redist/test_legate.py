@@ -12,10 +12,10 @@ import distal as dt
 from distal import runtime as rt
 from distal.errors import FormatError
 from distal.redist import Mesh, synthesize
+from distal.redist.formats import plan_redistribution
 from distal.redist.simulate import offsets
 from distal.runtime._redistribute import StepRecord, redistribute, run_plan_steps, run_program
 from distal.runtime._tensor_storage import FormatStore, device_grid, place
-from distal.redist.formats import plan_redistribution
 
 pytestmark = pytest.mark.legate
 

@@ -1,0 +1,137 @@
+"""Tensor data on Legate laid out by its format: NumPy -> Legate -> NumPy gives the data back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal import runtime as rt
+from distal.errors import ShapeError
+from distal.redist.simulate import offsets
+from distal.runtime._tensor_storage import FormatStore, device_grid, holder_index, place
+
+pytestmark = pytest.mark.legate
+
+M4 = dt.Machine(dt.Grid(4))
+M22 = dt.Machine(dt.Grid(2, 2))
+M222 = dt.Machine(dt.Grid(2, 2, 2))
+MH = dt.Machine(dt.Grid(2, 2), dt.Grid(2))
+
+# Figure 5 of the DISTAL paper: a vector, rows, columns, tiles, a fixed face, broadcast; plus hierarchy
+FIGURE_5: list[tuple[str, object, dt.Machine]] = [
+    ("vector", "x -> x", M4),
+    ("rows", "xy -> x", M4),
+    ("columns", "xy -> y", M4),
+    ("tiles", "xy -> xy", M22),
+    ("transposed tiles", "xy -> yx", M22),
+    ("face", "xy -> xy0", M222),
+    ("broadcast", "xy -> xy*", M222),
+    ("rows broadcast", "xy -> x*", M22),
+    ("replicated", "xy -> **", M22),
+    ("hierarchical", ["xy -> xy", "xy -> x"], MH),
+    ("hierarchical face", ["xy -> x*", "xy -> 1"], MH),
+]
+SHAPES = {1: [(10,), (7,), (3,), (0,)], 2: [(8, 8), (5, 7), (3, 2), (1, 9), (0, 4)]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def legate() -> rt.MachineInfo:
+    """Legate, started once per process with distal's defaults."""
+    return rt.ensure_started()
+
+
+def _data(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    rng = np.random.default_rng(len(shape) * 100 + sum(shape))
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-(2**40), 2**40, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize(("name", "spec", "machine"), FIGURE_5, ids=[f[0] for f in FIGURE_5])
+def test_round_trip(name: str, spec: object, machine: dt.Machine, dtype: type) -> None:
+    fmt = dt.Format(spec, machine)  # type: ignore[arg-type]
+    for shape in SHAPES[fmt.order]:
+        a = _data(shape, dtype)
+        held = place(a, fmt)
+        back = held.to_numpy()
+        assert back.dtype == a.dtype and back.shape == a.shape
+        assert np.array_equal(back, a), (name, shape)
+
+
+@pytest.mark.parametrize(("name", "spec", "machine"), FIGURE_5, ids=[f[0] for f in FIGURE_5])
+def test_blocks_are_the_tiles_of_their_processors(name: str, spec: object, machine: dt.Machine) -> None:
+    """Each processor's block holds exactly the format's tiles F(P(.)) gives it; the rest is padding."""
+    fmt = dt.Format(spec, machine)  # type: ignore[arg-type]
+    shape = (7,) if fmt.order == 1 else (5, 7)
+    a = _data(shape, np.float64)
+    held = place(a, fmt)
+    blocks = held.device_blocks()
+    lay = held.layout
+    held_by: dict[tuple[int, ...], float] = {}
+    for color, bounds in fmt.tiles(shape):
+        tile = a[tuple(slice(lo, hi) for lo, hi in bounds)]
+        for p in fmt.owners(color):
+            assert p in blocks
+            held_by[p] = held_by.get(p, 0) + tile.size
+            off = offsets(lay.type, lay.mesh, p)
+            pos = [lay.positions()[d][lo:hi] - off[d] for d, (lo, hi) in enumerate(bounds)]
+            assert np.array_equal(blocks[p][np.ix_(*pos)], tile)
+    sizes = fmt.local_size(shape)
+    assert {p for p, n in sizes.items() if n} <= set(blocks)
+    for p, block in blocks.items():
+        assert np.count_nonzero(block) == sizes[p] == held_by.get(p, 0)
+
+
+def test_broadcast_dimensions_are_replicated() -> None:
+    held = place(_data((4, 4), np.float64), dt.Format("xy -> xy*", M222))
+    blocks = held.device_blocks()
+    assert len(blocks) == 8
+    for (x, y, z), block in blocks.items():
+        assert np.array_equal(block, blocks[(x, y, 1 - z)])
+
+
+def test_fixed_dimensions_live_only_on_their_face() -> None:
+    held = place(_data((4, 4), np.float64), dt.Format("xy -> xy1", M222))
+    assert sorted(held.device_blocks()) == [(0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, 1)]
+    assert held.blocks.shape == (2, 2, 1, 4)
+    assert device_grid(held.layout.mesh, held.layout) == (2, 2, 1)
+    assert holder_index(held.layout, (1, 0, 1)) == (1, 0, 0)
+
+
+def test_global_store_holds_the_tensor() -> None:
+    a = _data((5, 3), np.int64)
+    held = place(a, dt.Format("xy -> x*", M22))
+    assert held.store.shape == (5, 3)
+    assert np.array_equal(rt.to_numpy(held.store), a)
+    assert held.store is held.store
+
+
+def test_tensor_from_array_on_legate_round_trips() -> None:
+    a = _data((5, 7), np.float32)
+    A = dt.Tensor.from_array("A", a, dt.Format("xy -> xy", M22))
+    A.storage = place(a, A.format)
+    assert isinstance(A.storage, FormatStore)
+    assert np.array_equal(np.asarray(A), a) and A.to_numpy().dtype == np.float32
+
+
+def test_cupynumeric_input() -> None:
+    cn = pytest.importorskip("cupynumeric")
+    a = cn.arange(35, dtype=np.float64).reshape(5, 7)
+    held = place(a, dt.Format("xy -> yx", M22))
+    assert np.array_equal(held.to_numpy(), np.arange(35.0).reshape(5, 7))
+
+
+def test_zero_dimensional_machine_blocks() -> None:
+    held = place(np.arange(6.0).reshape(2, 3), dt.Format("xy -> x", dt.Machine(dt.Grid(1))))
+    assert held.blocks.shape == (1, 6)
+    assert math.prod(held.layout.tile) == 6
+    assert np.array_equal(held.to_numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def test_refuses_an_array_of_another_order() -> None:
+    with pytest.raises(ShapeError, match=r"expected a 2-dimensional array for format 'xy -> xy', but found shape \(4,\)"):
+        place(np.ones(4), dt.Format("xy -> xy", M22))
