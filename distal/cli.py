@@ -23,7 +23,7 @@ __all__ = ["main"]
 _ROOT = Path(__file__).resolve().parent.parent
 BENCHES = {
     "matmul": "bench/matmul.py",
-    "higher": "bench/higher_order.py",
+    "suite": "bench/suite.py",
     "redist": "bench/redist_synthesis.py",
     "reduction": "bench/reduction_synthesis.py",
     "launch": "bench/launch_overhead.py",
