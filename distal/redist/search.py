@@ -126,16 +126,25 @@ def _neighbours(pb: WeakProblem, q: tuple[int, ...]) -> Iterator[tuple[tuple[int
             if n > 1:
                 moves.append((i, j, n))
     if len(moves) > 1:
-        for size in range(2, len(moves) + 1):
-            for combo in itertools.combinations(moves, size):
-                dims = [d for i, j, _ in combo for d in (i, j)]
-                if len(set(dims)) != len(dims):
-                    continue
-                for i, j, n in combo:
-                    w[i] //= n
-                    w[j] *= n
-                yield tuple(w), ls, ("a2a", tuple(sorted(combo)))
-                w[:] = q
+        for combo in _disjoint(moves, 0, 0):
+            for i, j, n in combo:
+                w[i] //= n
+                w[j] *= n
+            yield tuple(w), ls, ("a2a", combo)
+            w[:] = q
+
+
+def _disjoint(moves: list[tuple[int, int, int]], start: int, used: int) -> Iterator[tuple[tuple[int, int, int], ...]]:
+    """Sets of at least two moves (from ``start`` on) whose dimensions are distinct."""
+    for k in range(start, len(moves)):
+        i, j, _ = moves[k]
+        mask = (1 << i) | (1 << j)
+        if used & mask:
+            continue
+        for rest in _disjoint(moves, k + 1, used | mask):
+            yield (moves[k], *rest)
+        if used:
+            yield (moves[k],)
 
 
 def _estimate(pb: WeakProblem, q: tuple[int, ...]) -> int:
@@ -213,15 +222,19 @@ def shortest_path(pb: WeakProblem) -> tuple[int, list[WeakOp]]:
     return cost, paths[0]
 
 
-def paths_below(pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000) -> Iterator[tuple[int, list[WeakOp]]]:
+def paths_below(
+    pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000, max_nodes: int = 1000
+) -> Iterator[tuple[int, list[WeakOp]]]:
     """Paths from ``pb.src`` to ``pb.dst`` costing less than ``cap``, cheapest first.
 
     Used when lowering the cheapest path needs a permutation: a slightly
     dearer path may need none and cost less in all. The search expands every
     node whose estimate is below ``cap``, computes exact remaining costs on
     that subgraph backwards from the target, and then enumerates paths
-    best-first with those exact estimates (at most ``limit`` of them, and
-    at most ``max_pops`` partial paths looked at, which bounds the time).
+    best-first with those exact estimates (at most ``limit`` of them). The
+    time is bounded by expanding at most ``max_nodes`` nodes (the most
+    promising first; beyond that the paths found are a subset) and looking at
+    most at ``max_pops`` partial paths.
 
     >>> pb = WeakProblem((8, 8), (8, 1), (1, 8), ((2, 3),))
     >>> [c for c, _ in paths_below(pb, 9)]
@@ -232,7 +245,7 @@ def paths_below(pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000
     dist = {start: 0}
     tie = itertools.count()
     heap = [(_estimate(pb, start), 0, next(tie), start)]
-    while heap:
+    while heap and len(edges) < max_nodes:
         f, d, _, q = heapq.heappop(heap)
         if f >= cap:
             break
