@@ -9,8 +9,11 @@ cost 16, height 16 (bound 16)
 <BLANKLINE>
 shardy:
 sdy.mesh @mesh = <["x"=4]>
-%0 : tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}
-%1 = sdy.all_to_all [{"x"}: 0->1] %0 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x8xf32>
+func.func @redistribute(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = sdy.all_to_all [{"x"}: 0->1] %arg0 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
 0
 """
 

@@ -117,36 +117,47 @@ class Program:
         lines.append(f"cost {self.cost}, height {self.height} (bound {self.bound})")
         return "\n".join(lines)
 
-    def to_shardy(self, mesh_name: str = "mesh", element: str = "f32") -> str:
-        """The program in the Shardy dialect (all_slice, all_gather, all_to_all, collective_permute).
+    def to_shardy(self, mesh_name: str = "mesh", element: str = "f32", func: str = "redistribute") -> str:
+        """The program as a Shardy function (all_slice, all_gather, all_to_all, collective_permute).
 
         >>> from distal.redist.synth import synthesize
         >>> src, dst = DistType.parse("[2{x}8, 8]"), DistType.parse("[8, 2{x}8]")
         >>> print(synthesize(src, dst, Mesh(x=4)).to_shardy())
         sdy.mesh @mesh = <["x"=4]>
-        %0 : tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}
-        %1 = sdy.all_to_all [{"x"}: 0->1] %0 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x8xf32>
+        func.func @redistribute(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+            -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>}) {
+          %0 = sdy.all_to_all [{"x"}: 0->1] %arg0 out_sharding=<@mesh, [{}, {"x"}]> : tensor<8x8xf32>
+          return %0 : tensor<8x8xf32>
+        }
         """
         shape = "x".join(str(g) for g in self.source.global_type)
         tensor = f"tensor<{shape}{'x' if shape else ''}{element}>"
+
+        def sharding(t: DistType) -> str:
+            return f"{{sdy.sharding = #sdy.sharding<@{mesh_name}, {t.to_shardy()}>}}"
+
         lines = [
             self.mesh.shardy(mesh_name),
-            f"%0 : {tensor} {{sdy.sharding = #sdy.sharding<@{mesh_name}, {self.source.to_shardy()}>}}",
+            f"func.func @{func}(%arg0: {tensor} {sharding(self.source)})",
+            f"    -> ({tensor} {sharding(self.target)}) {{",
         ]
         rank = self.source.rank
-        for k, (step, t) in enumerate(zip(self.steps, self.types[1:]), start=1):
+        prev = "%arg0"
+        for k, (step, t) in enumerate(zip(self.steps, self.types[1:])):
             out = f"out_sharding=<@{mesh_name}, {t.to_shardy()}> : {tensor}"
             if isinstance(step, (AllGather, DynSlice)):
                 per: Mapping[int, tuple[str, ...]] = dict(step.axes)
                 lists = ", ".join(_shardy_refs(per.get(d, ())) for d in range(rank))
                 name = "all_gather" if isinstance(step, AllGather) else "all_slice"
-                lines.append(f"%{k} = sdy.{name} [{lists}] %{k - 1} {out}")
+                lines.append(f"  %{k} = sdy.{name} [{lists}] {prev} {out}")
             elif isinstance(step, AllToAll):
                 params = ", ".join(f"{_shardy_refs(a)}: {i}->{j}" for i, j, a in sorted(step.moves))
-                lines.append(f"%{k} = sdy.all_to_all [{params}] %{k - 1} {out}")
+                lines.append(f"  %{k} = sdy.all_to_all [{params}] {prev} {out}")
             else:
                 assert isinstance(step, AllPermute)
-                lines.append(f"%{k} = sdy.collective_permute %{k - 1} {out}")
+                lines.append(f"  %{k} = sdy.collective_permute {prev} {out}")
+            prev = f"%{k}"
+        lines += [f"  return {prev} : {tensor}", "}"]
         return "\n".join(lines)
 
     def simulate(self, global_array: np.ndarray) -> dict[tuple[int, ...], np.ndarray]:

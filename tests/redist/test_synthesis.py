@@ -127,7 +127,7 @@ def test_shardy_all_to_all_takes_several_moves_at_once() -> None:
     p = synthesize(src, dst, m)
     assert [str(s) for s in p.steps] == ["alltoall(0->2{b}, 1->3{c})"]
     assert p.cost == src.local_size
-    assert '%1 = sdy.all_to_all [{"b"}: 0->2, {"c"}: 1->3] %0' in p.to_shardy()
+    assert '%0 = sdy.all_to_all [{"b"}: 0->2, {"c"}: 1->3] %arg0' in p.to_shardy()
     check_simulation(p)
 
 
@@ -151,9 +151,12 @@ def test_program_text_and_shardy() -> None:
     ]
     assert p.to_shardy().splitlines() == [
         'sdy.mesh @mesh = <["x"=4, "y"=4]>',
-        '%0 : tensor<512x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", "x"}, {}]>}',
-        '%1 = sdy.all_to_all [{"x"}: 0->1] %0 out_sharding=<@mesh, [{"y"}, {"x"}]> : tensor<512x128xf32>',
-        '%2 = sdy.collective_permute %1 out_sharding=<@mesh, [{"x"}, {"y"}]> : tensor<512x128xf32>',
+        'func.func @redistribute(%arg0: tensor<512x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", "x"}, {}]>})',
+        '    -> (tensor<512x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) {',
+        '  %0 = sdy.all_to_all [{"x"}: 0->1] %arg0 out_sharding=<@mesh, [{"y"}, {"x"}]> : tensor<512x128xf32>',
+        '  %1 = sdy.collective_permute %0 out_sharding=<@mesh, [{"x"}, {"y"}]> : tensor<512x128xf32>',
+        "  return %1 : tensor<512x128xf32>",
+        "}",
     ]
     assert [type(s) for s in p.steps] == [AllToAll, AllPermute]
 
