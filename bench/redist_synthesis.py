@@ -96,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {"machine": machine(), "seed": SEED, "families": {}}
+    out["distribution"] = (
+        "3 mesh axes (a, b, c); arrays of rank 1-6 with 16M-200M elements; in source and "
+        "target each axis replicated or splitting one random dimension (random order within "
+        "a dimension); extents multiples of what both types need"
+    )
     for name, sizes in FAMILIES.items():
         res = run_family(name, sizes, args.problems)
         out["families"][name] = res
