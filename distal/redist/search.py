@@ -223,7 +223,7 @@ def shortest_path(pb: WeakProblem) -> tuple[int, list[WeakOp]]:
 
 
 def paths_below(
-    pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000, max_nodes: int = 1000
+    pb: WeakProblem, cap: int, limit: int = 64, max_pops: int = 8000, max_nodes: int = 500
 ) -> Iterator[tuple[int, list[WeakOp]]]:
     """Paths from ``pb.src`` to ``pb.dst`` costing less than ``cap``, cheapest first.
 
@@ -277,22 +277,32 @@ def paths_below(
                 heapq.heappush(heap2, (d + c, next(tie), q0))
     if start not in togo:
         return
-    # best-first over partial paths with exact estimates: complete paths come cheapest first
-    Partial = tuple[int, int, int, tuple[int, ...], tuple[WeakOp, ...]]
-    frontier: list[Partial] = [(togo[start], 0, next(tie), start, ())]
+    # best-first over partial paths with exact estimates: complete paths come cheapest first;
+    # a partial path is a node of a tree of (parent, op) records
+    parent: list[int] = [-1]
+    last: list[WeakOp] = [("start",)]
+    frontier: list[tuple[int, int, int, tuple[int, ...]]] = [(togo[start], 0, 0, start)]
     found = pops = 0
     while frontier and found < limit and pops < max_pops:
         pops += 1
-        f, d, _, q, ops = heapq.heappop(frontier)
+        f, d, rec, q = heapq.heappop(frontier)
         if f >= cap:
             return
         if q == goal:
             found += 1
-            yield d, list(ops)
+            ops: list[WeakOp] = []
+            while rec > 0:
+                ops.append(last[rec])
+                rec = parent[rec]
+            yield d, ops[::-1]
             continue
+        prev = last[rec]
         for q2, c, op in edges.get(q, ()):
-            if q2 not in togo or d + c + togo[q2] >= cap:
+            t = togo.get(q2)
+            if t is None or d + c + t >= cap:
                 continue
-            if op[0] == "slice" and ops and ops[-1][0] == "slice" and op < ops[-1]:
+            if op[0] == "slice" and prev[0] == "slice" and op < prev:
                 continue
-            heapq.heappush(frontier, (d + c + togo[q2], d + c, next(tie), q2, (*ops, op)))
+            parent.append(rec)
+            last.append(op)
+            heapq.heappush(frontier, (d + c + t, d + c, len(last) - 1, q2))

@@ -96,7 +96,7 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Progra
     if best[0][4]:
         # the permutation made it dearer: try weak paths up to the best total
         # (one without permutation may cost as much or less)
-        for cost, path in paths_below(pb, best[0][0] + 1, PATHS_BELOW, 32 * PATHS_BELOW):
+        for cost, path in paths_below(pb, best[0][0] + 1, PATHS_BELOW, 8 * PATHS_BELOW):
             if cost > best[0][0] or (best[0][4] == 0 and cost == best[0][0]):
                 break
             consider(path)
