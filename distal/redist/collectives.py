@@ -113,7 +113,12 @@ class Collective:
 
 @dataclass(frozen=True, slots=True)
 class AllGather(Collective):
-    """Gather the minor-most axes of each listed dimension: ``allgather(0{x}, 2{y,z})``."""
+    """Gather the minor-most axes of each listed dimension: ``allgather(0{x}, 2{y,z})``.
+
+    >>> m = Mesh(x=4, y=4)
+    >>> str(AllGather(((0, ("x",)),)).infer(DistType.parse("[32{x,y}512, 512]"), m))
+    '[128{y}512, 512]'
+    """
 
     axes: tuple[tuple[int, tuple[str, ...]], ...]
 
@@ -131,7 +136,11 @@ class AllGather(Collective):
 
 @dataclass(frozen=True, slots=True)
 class DynSlice(Collective):
-    """Slice each listed dimension along new minor-most axes: ``dynslice(3{z})``."""
+    """Slice each listed dimension along new minor-most axes: ``dynslice(3{z})``.
+
+    >>> str(DynSlice(((0, ("x",)),)).infer(DistType.parse("[16]"), Mesh(x=4)))
+    '[4{x}16]'
+    """
 
     axes: tuple[tuple[int, tuple[str, ...]], ...]
 
@@ -159,7 +168,13 @@ class DynSlice(Collective):
 
 @dataclass(frozen=True, slots=True)
 class AllToAll(Collective):
-    """Move minor-most axes between dimensions: ``alltoall(0->1{x}, 2->3{y})``."""
+    """Move minor-most axes between dimensions: ``alltoall(0->1{x}, 2->3{y})``.
+
+    >>> step = AllToAll(((0, 1, ("a",)),))
+    >>> t = DistType.parse("[1{a}8, 8]")
+    >>> str(step.infer(t, Mesh(a=8))), step.cost(t, DistType.parse("[8, 1{a}8]"))
+    ('[8, 1{a}8]', 8)
+    """
 
     moves: tuple[tuple[int, int, tuple[str, ...]], ...]
 
@@ -187,7 +202,12 @@ class AllToAll(Collective):
 
 @dataclass(frozen=True, slots=True)
 class AllPermute(Collective):
-    """Reassign tiles between devices; any two types with equal local types."""
+    """Reassign tiles between devices; any two types with equal local types.
+
+    >>> a, b = DistType.parse("[32{x}128]"), DistType.parse("[32{y}128]")
+    >>> AllPermute().check(a, b, Mesh(x=4, y=4)); AllPermute().cost(a, b)
+    32
+    """
 
     def __str__(self) -> str:
         return "allpermute"
