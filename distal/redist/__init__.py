@@ -14,6 +14,7 @@ with Shardy output (papers/shardy-dialect.txt).
 """
 
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.lowlevel import DeviceAssignment
 from distal.redist.mesh import FactorAxis, Mesh
 from distal.redist.program import Program
 from distal.redist.synth import synthesize
@@ -24,6 +25,7 @@ __all__ = [
     "AllPermute",
     "AllToAll",
     "Collective",
+    "DeviceAssignment",
     "Dim",
     "DistType",
     "DynSlice",
