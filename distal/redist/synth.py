@@ -100,7 +100,7 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Progra
             if cost > best[0][0] or (best[0][4] == 0 and cost == best[0][0]):
                 break
             consider(path)
-    return _program(mesh, src.global_type, best[1], best[2])
+    return _program(mesh, src, dst, best[1], best[2])
 
 
 def _messages(ops: list[ConcreteOp], mesh: Mesh) -> int:
@@ -145,7 +145,7 @@ def _naive(
     if slices:
         types.append(d_lists)
         ops.append(("slice", slices))
-    return _program(mesh, src.global_type, types, ops)
+    return _program(mesh, src, dst, types, ops)
 
 
 def _merge(types: FTypes, ops: list[ConcreteOp]) -> tuple[FTypes, list[ConcreteOp]]:
@@ -184,8 +184,12 @@ def _combine(a: ConcreteOp, b: ConcreteOp) -> ConcreteOp:
     return (a[0], tuple(sorted(runs.items())))
 
 
-def _program(mesh: Mesh, global_type: tuple[int, ...], types: FTypes, ops: list[ConcreteOp]) -> Program:
-    dts = [DistType.from_factor_lists(mesh, t, global_type) for t in types]
+def _program(mesh: Mesh, src: DistType, dst: DistType, types: FTypes, ops: list[ConcreteOp]) -> Program:
+    dts = [DistType.from_factor_lists(mesh, t, src.global_type) for t in types]
+    # the ends as the user wrote them (they may name axes of size 1, which have no factors)
+    dts[0] = src
+    if ops:
+        dts[-1] = dst
     steps: list[Collective] = []
     for op in ops:
         kind = op[0]

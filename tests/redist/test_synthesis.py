@@ -155,6 +155,14 @@ def test_shardy_all_to_all_takes_several_moves_at_once() -> None:
     check_simulation(p)
 
 
+def test_axes_of_size_one_are_kept_at_the_ends() -> None:
+    m = Mesh(x=1, y=4)
+    p = synthesize("[4{x}4, 4{y}16]", "[1{y}4, 16{x}16]", m)
+    assert (str(p.source), str(p.target)) == ("[4{x}4, 4{y}16]", "[1{y}4, 16{x}16]")
+    assert [str(s) for s in p.steps] == ["alltoall(1->0{y})"]
+    check_simulation(p)
+
+
 def test_naive_gathers_everything_then_slices() -> None:
     p = synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", M44, method="naive")
     assert [str(s) for s in p.steps] == ["allgather(0{x,y})", "dynslice(0{x}, 1{y})"]
