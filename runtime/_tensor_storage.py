@@ -35,10 +35,13 @@ from distal.redist.formats import Layout, layout
 from distal.redist.mesh import Mesh
 from distal.redist.simulate import offsets
 
+from ._launch import Affine, Arg, Privilege, index_launch
 from ._make import from_numpy
-from ._store import Store, to_numpy
+from ._registry import register_kernel
+from ._start import legate_runtime
+from ._store import Store, legate_type, to_numpy, wrap
 
-__all__ = ["FormatStore", "device_grid", "holder_index", "place"]
+__all__ = ["FormatStore", "adopt", "device_grid", "from_store", "holder_index", "native", "place"]
 
 
 def device_grid(mesh: Mesh, lay: Layout | None = None) -> tuple[int, ...]:
@@ -108,10 +111,17 @@ class FormatStore:
 
     @property
     def store(self) -> Store:
-        """The whole global tensor as one store (made on first use; a 0-d tensor has shape (1,))."""
+        """The whole global tensor as one store (made on first use; a 0-d tensor has shape (1,)).
+
+        One launch assembles it from the blocks where the format allows
+        (`native`); otherwise it goes through the host.
+        """
         if self._global is None:
-            data = self.to_numpy()
-            self._global = from_numpy(data.reshape(data.shape or (1,)))
+            if native(self.layout):
+                self._global = _gather(self)
+            else:
+                data = self.to_numpy()
+                self._global = from_numpy(data.reshape(data.shape or (1,)))
         return self._global
 
 
@@ -142,3 +152,116 @@ def place(array: Any, fmt: Format) -> FormatStore:
         )
     lay = layout(fmt, data.shape)
     return FormatStore(from_numpy(host_blocks(data, lay)), lay, data.dtype)
+
+
+# -- the global tensor <-> blocks, as launches ----------------------------------------------
+
+
+def native(lay: Layout) -> bool:
+    """Whether one launch can move data between the blocks and the global tensor's store.
+
+    It can for a flat format whose partitioning machine dimensions have at
+    most one prime factor (2, 3, 5, ...: the color is then a launch
+    coordinate) and a tensor without empty dimensions.
+    """
+    fmt = lay.format
+    if len(fmt.levels) != 1 or not lay.shape or 0 in lay.shape:
+        return False
+    names = lay.mesh.names
+    return all(len(lay.mesh.factors_of(names[k])) <= 1 for k in fmt.levels[0].partitioned)
+
+
+def _global_projection(lay: Layout) -> tuple[Affine, ...]:
+    """Each tensor dimension's tile color as a map of a launch point over the factor grid."""
+    dist = lay.format.levels[0]
+    mesh = lay.mesh
+    out = []
+    for d in range(len(lay.shape)):
+        k = dist.machine_dim_of(d)
+        facs = mesh.factors_of(mesh.names[k]) if k is not None else ()
+        out.append(Affine(facs[0].index) if facs else Affine(None, 0, 0))
+    return tuple(out)
+
+
+def _block_arg(blocks: Store, privilege: Privilege) -> Arg:
+    n = blocks.ndim - 1
+    return Arg(blocks, privilege, (*([1] * n), blocks.shape[-1]),
+               (*(Affine(f) for f in range(n)), Affine(None, 0, 0)))
+
+
+def _global_arg(store: Store, lay: Layout, privilege: Privilege) -> Arg:
+    tile = lay.format.tile_shape(lay.shape)
+    colors = tuple(max(1, -(-p // t)) for p, t in zip(lay.padded, tile, strict=True))
+    return Arg(store, privilege, tile, _global_projection(lay), colors)
+
+
+_KERNELS: dict[tuple[str, tuple[int, ...]], int] = {}
+
+
+def _kernel(kind: str, tile: tuple[int, ...]) -> int:
+    key = _KERNELS.get((kind, tile))
+    if key is None:
+        if kind == "gather":
+            def gather(point: tuple[int, ...], block: np.ndarray, out: np.ndarray) -> None:
+                out[...] = block.reshape(tile)[tuple(slice(0, n) for n in out.shape)]
+
+            key = register_kernel(gather, "blocks to tensor")
+        else:
+            def scatter(point: tuple[int, ...], part: np.ndarray, block: np.ndarray) -> None:
+                full = np.zeros(tile, dtype=block.dtype)
+                full[tuple(slice(0, n) for n in part.shape)] = part
+                block[...] = full.reshape(block.shape)
+
+            key = register_kernel(scatter, "tensor to blocks")
+        _KERNELS[(kind, tile)] = key
+    return key
+
+
+def _gather(held: FormatStore) -> Store:
+    """The global store, written by one launch: one holder per tile (broadcast axes at 0)."""
+    lay = held.layout
+    out = wrap(legate_runtime().create_store(legate_type(held.dtype), lay.shape), held.dtype)
+    faces = {a for a, _ in lay.fixed}
+    grid = tuple(1 if f.axis in faces or not _partitions(lay, f.axis) else f.size for f in lay.mesh.factors)
+    index_launch(_kernel("gather", lay.tile), grid or (1,),
+                 [_block_arg(held.blocks, Privilege.READ), _global_arg(out, lay, Privilege.WRITE)])
+    return out
+
+
+def _partitions(lay: Layout, axis: str) -> bool:
+    k = lay.mesh.names.index(axis)
+    return k in lay.format.levels[0].partitioned
+
+
+def from_store(store: Store, fmt: Format) -> FormatStore:
+    """Lay out the data of ``store`` (the global tensor, e.g. a plan's output) by ``fmt``.
+
+    One launch where `native` allows (every holding device reads its tile);
+    otherwise through the host.
+    """
+    lay = layout(fmt, store.shape)
+    if not native(lay):
+        return place(to_numpy(store), fmt)
+    grid = device_grid(lay.mesh, lay)
+    blocks = wrap(legate_runtime().create_store(legate_type(store.dtype), (*grid, math.prod(lay.tile))),
+                  store.dtype)
+    index_launch(_kernel("scatter", lay.tile), grid,
+                 [_global_arg(store, lay, Privilege.READ), _block_arg(blocks, Privilege.WRITE)])
+    return FormatStore(blocks, lay, store.dtype, store)
+
+
+def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...]) -> FormatStore:
+    """``held`` (a tensor's storage) as a `FormatStore` in ``fmt``.
+
+    A `FormatStore` in ``fmt`` is used as it is; an object with a ``store``
+    (a `Store` of the tensor's shape, as the lowering keeps outputs) is laid
+    out by launches (`from_store`); anything else places ``data()`` (a
+    callable giving the tensor's NumPy data).
+    """
+    kind = np.dtype(dtype)
+    if isinstance(held, FormatStore) and held.format == fmt and held.dtype == kind and held.shape == shape:
+        return held
+    inner = getattr(held, "store", None)
+    if isinstance(inner, Store) and inner.dtype == kind and inner.shape == shape and shape:
+        return from_store(inner, fmt)
+    return place(np.asarray(data(), dtype=kind), fmt)

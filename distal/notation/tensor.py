@@ -227,9 +227,7 @@ class Tensor:
 
             storage = importlib.import_module("distal.runtime._tensor_storage")
             redist = importlib.import_module("distal.runtime._redistribute")
-            held = self.storage
-            if not (isinstance(held, storage.FormatStore) and held.format == old and held.dtype == self.dtype):
-                held = storage.place(np.asarray(self.to_numpy(), dtype=self.dtype), old)
+            held = storage.adopt(self.storage, self.to_numpy, old, self.dtype, self.concrete_shape())
             self.storage = redist.run_plan_steps(plan, held)
             self._array = None
         self.format = format

@@ -11,7 +11,7 @@ import distal as dt
 from distal import runtime as rt
 from distal.errors import ShapeError
 from distal.redist.simulate import offsets
-from distal.runtime._tensor_storage import FormatStore, device_grid, holder_index, place
+from distal.runtime._tensor_storage import FormatStore, adopt, device_grid, from_store, holder_index, native, place
 
 pytestmark = pytest.mark.legate
 
@@ -135,3 +135,38 @@ def test_zero_dimensional_machine_blocks() -> None:
 def test_refuses_an_array_of_another_order() -> None:
     with pytest.raises(ShapeError, match=r"expected a 2-dimensional array for format 'xy -> xy', but found shape \(4,\)"):
         place(np.ones(4), dt.Format("xy -> xy", M22))
+
+
+@pytest.mark.parametrize(
+    ("spec", "machine", "is_native"),
+    [("xy -> xy", M22, True), ("xy -> x*", M22, True), ("xy -> xy0", M222, True), ("xy -> *y", M22, True),
+     ("xy -> x", M4, False), (["xy -> xy", "xy -> x"], MH, False)],
+)
+def test_global_store_and_back_by_launches(spec: object, machine: dt.Machine, is_native: bool) -> None:
+    """Blocks -> global store -> blocks, by one launch each way where the format allows."""
+    fmt = dt.Format(spec, machine)  # type: ignore[arg-type]
+    for shape in [(5, 7), (4, 4), (1, 3)]:
+        a = _data(shape, np.float64)
+        held = place(a, fmt)
+        assert native(held.layout) is is_native
+        assert np.array_equal(rt.to_numpy(held.store), a)
+        back = from_store(rt.from_numpy(a), fmt)
+        assert back.format == fmt
+        assert np.array_equal(back.to_numpy(), a)
+        assert np.array_equal(rt.to_numpy(back.blocks), rt.to_numpy(held.blocks))
+
+
+def test_adopt_takes_a_lowered_output_store() -> None:
+    """An object with a `store` of the tensor's shape (the lowering's outputs) is laid out by launches."""
+
+    class Output:
+        def __init__(self, store: rt.Store) -> None:
+            self.store = store
+
+    a = _data((5, 7), np.float32)
+    fmt = dt.Format("xy -> yx", M22)
+    held = adopt(Output(rt.from_numpy(a)), lambda: pytest.fail("no host copy expected"), fmt, np.float32, (5, 7))
+    assert np.array_equal(held.to_numpy(), a)
+    assert adopt(held, lambda: None, fmt, np.float32, (5, 7)) is held
+    other = adopt(None, lambda: a, fmt, np.float64, (5, 7))
+    assert other.dtype == np.float64 and np.array_equal(other.to_numpy(), a.astype(np.float64))
