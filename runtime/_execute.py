@@ -16,6 +16,7 @@ of shape (1,).
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
 from ._make import from_numpy, zeros
 from ._registry import register_kernel
-from ._start import ensure_started, processor_count
+from ._start import ensure_started, legate_runtime, processor_count
 from ._store import Store, fence, tile_of, to_numpy
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
@@ -130,13 +131,44 @@ def run_plan(plan: Plan, *, wait: bool = False) -> None:
                 if binding is None:
                     binding = _binding(plan)
                 _run_pinned(plan, group, key, launch, stores, binding)
-            else:
+            elif group.covers_domain(launch) or plan.machine is None:
+                # Legate maps the points of a launch over the whole domain block-wise in
+                # row-major order, as Machine.bind does (measured), so no pinning is needed.
                 index_launch(key, launch.shape, [_arg(stores[op.tensor], op) for op in launch.operands],
                              lower=launch.lower)
+            else:
+                if binding is None:
+                    binding = _binding(plan)
+                _run_part(plan, group, key, launch, stores, binding)
     out = plan.output
     out.tensor.storage = TensorStore(stores[plan.tensors.index(out)], out.shape)
     if wait:
         fence()
+
+
+def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
+              binding: dict[tuple[int, ...], int]) -> None:
+    """A launch over part of the domain: one launch per real processor, pinned to it.
+
+    Legate would spread the points of a partial launch over all processors;
+    each point must run where `Machine.bind` puts its abstract processor.
+    """
+    from legate.core import TaskTarget
+
+    by_proc: dict[int, list[tuple[int, ...]]] = {}
+    for p in launch.points():
+        by_proc.setdefault(binding.get(plan.processor_of(group, p), 0), []).append(p)
+    args = [_arg(stores[op.tensor], op) for op in launch.operands]
+    machine = legate_runtime().machine.only(TaskTarget.CPU)
+    for proc, points in by_proc.items():
+        lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
+        upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
+        if math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points):
+            with machine.slice(slice(proc, proc + 1)):
+                index_launch(key, tuple(hi - lo for lo, hi in zip(lower, upper)), args, lower=lower)
+        else:
+            for p in points:
+                point_launch(key, [_pinned_arg(stores[op.tensor], op, p) for op in launch.operands], p, proc)
 
 
 def _binding(plan: Plan) -> dict[tuple[int, ...], int]:

@@ -119,7 +119,8 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     _log("kernel", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
                    f"leaves {[str(leaf) for _, leaf in leaves]}")
 
-    group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes))
+    group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes),
+                  tuple(ext[v] for v in nest.dist))
     plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
                 nest.slots, nest.notes)
     _log("plan", plan)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +54,8 @@ class TaskBody:
 
     `vars` are the launch variables (one per launch dimension), `tensors` the
     operands in argument order, `origins[point]` the origin of each operand's
-    tile at a launch point (operands given whole have origin 0).
+    tile at a launch point (operands given whole have origin 0). Setting
+    `timings` to a list records (point, seconds) for every call.
     """
 
     stmt: Stmt
@@ -67,9 +68,10 @@ class TaskBody:
     origins: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     name: str = "distal_task"
     xp: Any = field(default=np, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    timings: list[tuple[tuple[int, ...], float]] | None = field(default=None, repr=False)
 
     def __call__(self, point: Sequence[int], *tiles: Any) -> None:
+        start = time.perf_counter()
         point = tuple(int(x) for x in point)
         if len(tiles) != len(self.tensors):
             raise RuntimeFailure(f"{self.name}: expected {len(self.tensors)} tiles, but found {len(tiles)}")
@@ -82,6 +84,8 @@ class TaskBody:
                 tile = tile.reshape(())
             arrays[t] = (tile, origin)
         _Run(self, arrays).stmt(self.stmt, dict(zip(self.vars, point)))
+        if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
+            self.timings.append((point, time.perf_counter() - start))
 
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         for vs, leaf in self.leaves:

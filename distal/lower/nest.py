@@ -27,9 +27,10 @@ from distal.format.machine import Grid, Machine
 from distal.notation.ast import IndexVar
 from distal.notation.tensor import Tensor
 
-__all__ = ["STEP_LIMIT", "Nest", "find_nest"]
+__all__ = ["MAX_LAUNCH_DIMS", "STEP_LIMIT", "Nest", "find_nest"]
 
 STEP_LIMIT = 4096  # most sequential launches a plan hoists out of its tasks
+MAX_LAUNCH_DIMS = 6  # LEGATE_MAX_DIM of the Legate build (legate.core.LEGATE_MAX_DIM); more crashes it
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,10 @@ def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, 
     dists = [r for r in relations if isinstance(r, Distribute)]
     distributed = [v for r in dists for v in r.vars]
     dist = tuple(v for v in chain if v in distributed)
+    if len(dist) > MAX_LAUNCH_DIMS:
+        notes.append(f"distributed loops {', '.join(map(str, dist[MAX_LAUNCH_DIMS:]))} run inside the tasks "
+                     f"(a launch has at most {MAX_LAUNCH_DIMS} dimensions)")
+        dist = dist[:MAX_LAUNCH_DIMS]
     everywhere = set(loop_vars(stmt))
     for v in distributed:
         if v not in chain and v in everywhere:
@@ -75,11 +80,12 @@ def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, 
         comm = [r.var for r in relations if isinstance(r, Communicate)]
         depth = max((chain.index(v) for v in comm if v in chain and v not in dist), default=-1)
         candidates = [v for v in chain[: depth + 1] if v not in dist]
-        while candidates and math.prod(ext[v] for v in candidates) > STEP_LIMIT:
+        while candidates and (math.prod(ext[v] for v in candidates) > STEP_LIMIT
+                              or len(dist) + len(candidates) > MAX_LAUNCH_DIMS):
             dropped = candidates.pop()
             notes.append(
                 f"communication under {dropped} is aggregated at the enclosing loop "
-                f"(more than {STEP_LIMIT} sequential launches otherwise)"
+                f"(at most {STEP_LIMIT} sequential launches and {MAX_LAUNCH_DIMS} launch dimensions)"
             )
         steps = tuple(candidates)
         for v in comm:

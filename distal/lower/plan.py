@@ -158,6 +158,12 @@ class Group:
     kernel: TaskBody = field(repr=False)
     launches: tuple[Launch, ...]
     notes: tuple[str, ...] = ()
+    extents: tuple[int, ...] = ()  # of the distributed dimensions
+
+    def covers_domain(self, launch: Launch) -> bool:
+        """Whether `launch` spans every distributed dimension whole."""
+        n = self.distributed
+        return launch.lower[:n] == (0,) * n and launch.upper[:n] == self.extents[:n]
 
     @property
     def steps(self) -> tuple[IndexVar, ...]:
