@@ -71,11 +71,11 @@ def _chain_of(s: dt.Schedule, v: IndexVar) -> list[IndexVar]:
 
 
 @st.composite
-def machine_schedules(draw: st.DrawFn, sched: dt.Schedule,
-                      max_steps: int = 5) -> tuple[dt.Schedule, dict[str, Any]]:
+def machine_schedules(draw: st.DrawFn, sched: dt.Schedule, max_steps: int = 5,
+                      machines: tuple[dt.Machine, ...] = MACHINES) -> tuple[dt.Schedule, dict[str, Any]]:
     """A distributed schedule of `sched` on a random machine, and its parameter bindings."""
     fresh = _Fresh()
-    machine = draw(st.sampled_from(MACHINES))
+    machine = draw(st.sampled_from(machines))
     for tensor in sched.tensors():
         if tensor.order > 0 and tensor not in sched.workspaces():
             tensor.format = draw(formats(tensor.order, machine))  # type: ignore[assignment]

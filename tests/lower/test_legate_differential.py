@@ -12,9 +12,10 @@ import collections
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import distal as dt
 from distal.lower import lower
 from distal.lower.plan import Privilege
 from distal.lower.testing import machine_schedules
@@ -46,7 +47,6 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     SEEN["rotated"] += any(launch.pinned for launch in launches) or "rotate(" in plan.statement
     SEEN["reduction"] += any(op.privilege is Privilege.REDUCE_ADD for launch in launches for op in launch.operands)
     SEEN["hierarchical"] += plan.machine is not None and plan.machine.levels > 1
-    SEEN["cube"] += plan.machine is not None and plan.machine.grids[0].ndim == 3
     plan.run()
     got = stmt.lhs.tensor.to_numpy()
     _close(got, expected)
@@ -62,6 +62,24 @@ def test_general_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
     drawn.reset()
     sched.evaluate(**bindings)
+    _close(stmt.lhs.tensor.to_numpy(), expected)
+
+
+CUBE = (dt.Machine(dt.Grid(2, 2, 2)),)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_cube_schedules_on_legate(legate: object, data: st.DataObject) -> None:
+    drawn = data.draw(statements(max_extent=7))
+    stmt = drawn.assignment
+    assume(len(stmt.lhs.tensor.schedule().loop_vars()) >= 3)
+    expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
+    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=CUBE))
+    drawn.reset()
+    plan = sched.compile(**bindings)
+    SEEN["cube"] += plan.groups[0].distributed == 3
+    plan.run()
     _close(stmt.lhs.tensor.to_numpy(), expected)
 
 
