@@ -39,20 +39,32 @@ i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki ko
 
 
 def _openblas(threads: int | None = None) -> int | None:
-    """Set (when given) and return NumPy's OpenBLAS thread count, if it can be found."""
+    """Set (when given) and return the thread count of NumPy's OpenBLAS.
+
+    cuPyNumeric loads an OpenBLAS of its own (left alone), so NumPy's is the
+    one under numpy's folder (`numpy.libs`) or scipy_openblas.
+    """
     maps = Path("/proc/self/maps").read_text().splitlines()
-    paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
+    paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line
+                    and ("numpy" in line or "scipy_openblas" in line)})
+    found: int | None = None
     for path in paths:
         lib = ctypes.CDLL(path)
-        for prefix in ("scipy_openblas", "openblas"):
+        for name in ("scipy_openblas", "openblas"):
             for suffix in ("64_", ""):
-                setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                if getter is not None:
-                    if threads is not None and setter is not None:
-                        setter(ctypes.c_int(threads))
-                    return int(getter())
-    return None
+                setter = getattr(lib, f"{name}_set_num_threads{suffix}", None)
+                getter = getattr(lib, f"{name}_get_num_threads{suffix}", None)
+                if getter is None:
+                    continue
+                if threads is not None and setter is not None:
+                    setter(ctypes.c_int(threads))
+                if found is None:
+                    found = int(getter())
+                break
+            else:
+                continue
+            break
+    return found
 
 
 def _median(run: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
