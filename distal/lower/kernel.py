@@ -69,6 +69,19 @@ class TaskBody:
     name: str = "distal_task"
     xp: Any = field(default=np, repr=False)
     timings: list[tuple[tuple[int, ...], float]] | None = field(default=None, repr=False)
+    _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
+    _facts: dict[int, tuple[dict[IndexVar, int], tuple[Access, ...], bool]] = field(
+        default_factory=dict, repr=False)
+
+    def facts(self, a: Assign) -> tuple[dict[IndexVar, int], tuple[Access, ...], bool]:
+        """Per assignment (cached): sum-bound variables with extents, accesses, pure product."""
+        found = self._facts.get(id(a))
+        if found is None:
+            sums: dict[IndexVar, int] = {}
+            _collect_sums(a.rhs, sums, self.ext)
+            found = (sums, (a.lhs, *a.rhs.accesses()), _is_product(a.rhs))
+            self._facts[id(a)] = found
+        return found
 
     def __call__(self, point: Sequence[int], *tiles: Any) -> None:
         start = time.perf_counter()
@@ -156,11 +169,22 @@ class _Run:
             self.index_block(a, {**env, **dict(zip(outer, values))}, inner)
 
     def _slice_start(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> int | None:
+        """The first loop of the longest suffix of `chain` that slice mode runs as one block.
+
+        Structural (it depends on which variables are fixed, not on their
+        values), so it is cached per assignment, chain and fixed set.
+        """
+        key = (id(a), tuple(chain), frozenset(env))
+        if key in self.body._starts:
+            return self.body._starts[key]
+        found = None
         for start in range(len(chain) + 1):
             probe = {**env, **{v: 0 for v in chain[:start]}}
             if self.slice_block(a, probe, chain[start:], dry=True) is not None:
-                return start
-        return None
+                found = start
+                break
+        self.body._starts[key] = found
+        return found
 
     def _index_start(self, chain: list[IndexVar]) -> int:
         start, points = len(chain), 1
@@ -223,10 +247,9 @@ class _Run:
         if found is _EMPTY:
             return True
         ints, forms, upper = found
-        sums: dict[IndexVar, int] = {}
-        _collect_sums(a.rhs, sums, self.ext)
+        sums, accs, product = self.body.facts(a)
         reached: set[IndexVar] = set()
-        for acc in (a.lhs, *a.rhs.accesses()):
+        for acc in accs:
             for v in acc.indices:
                 if v in forms:
                     reached.add(forms[v][0])
@@ -235,7 +258,7 @@ class _Run:
         if any(b not in reached for b in block):
             return None
         points = math.prod(self.ext[b] for b in block)
-        if not _is_product(a.rhs) and points * max(1, math.prod(sums.values())) > BLOCK_LIMIT:
+        if not product and points * max(1, math.prod(sums.values())) > BLOCK_LIMIT:
             return None
         if dry:
             return True
