@@ -171,7 +171,7 @@ def _breakdown(plan: Any, b: np.ndarray, c: np.ndarray, cpus: int) -> dict[str, 
     wall = time.perf_counter() - start
     timings, group.kernel.timings = group.kernel.timings, None
     per_proc: dict[int, float] = {}
-    for point, seconds in timings:
+    for point, seconds, _ in timings:
         proc = binding.get(plan.processor_of(group, point), 0)
         per_proc[proc] = per_proc.get(proc, 0.0) + seconds
     # the same leaf GEMMs, one BLAS thread, outside Legate, in sequence

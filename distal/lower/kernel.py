@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ class TaskBody:
     `vars` are the launch variables (one per launch dimension), `tensors` the
     operands in argument order, `origins[point]` the origin of each operand's
     tile at a launch point (operands given whole have origin 0). Setting
-    `timings` to a list records (point, seconds) for every call.
+    `timings` to a list records (point, seconds, thread id) for every call.
     """
 
     stmt: Stmt
@@ -68,7 +69,7 @@ class TaskBody:
     origins: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     name: str = "distal_task"
     xp: Any = field(default=np, repr=False)
-    timings: list[tuple[tuple[int, ...], float]] | None = field(default=None, repr=False)
+    timings: list[tuple[tuple[int, ...], float, int]] | None = field(default=None, repr=False)
     _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
     _facts: dict[int, tuple[dict[IndexVar, int], tuple[Access, ...], bool]] = field(
         default_factory=dict, repr=False)
@@ -98,7 +99,7 @@ class TaskBody:
             arrays[t] = (tile, origin)
         _Run(self, arrays).stmt(self.stmt, dict(zip(self.vars, point)))
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
-            self.timings.append((point, time.perf_counter() - start))
+            self.timings.append((point, time.perf_counter() - start, threading.get_native_id()))
 
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         for vs, leaf in self.leaves:

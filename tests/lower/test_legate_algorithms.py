@@ -144,3 +144,61 @@ def test_accumulate_keeps_the_old_output(legate: object) -> None:
     np.testing.assert_allclose(A.to_numpy(), old + b @ c, rtol=1e-12)
     summa(A, B, C, m, 4).evaluate()  # runs again on the result, which stays on Legate
     np.testing.assert_allclose(A.to_numpy(), old + 2 * b @ c, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rotation", ["points", "boxes"])
+def test_points_run_on_the_processor_bound_to_their_grid_point(legate: object, rotation: str) -> None:
+    from distal import runtime as rt
+
+    m = dt.Machine(dt.Grid(2, 3))
+    A, B, C, expected = _operands(24, m, ("xy -> xy",) * 3)
+    for sched in (summa(A, B, C, m, 8), cannon(A, B, C, m)):
+        plan = lower(sched, rotation=rotation)
+        group = plan.groups[0]
+        group.kernel.timings = []
+        plan.run()
+        _check(A, expected)
+        bound = m.bind(rt.processor_count("cpu"))
+        threads: dict[int, set[int]] = {}
+        for point, _, thread in group.kernel.timings:
+            threads.setdefault(bound[plan.processor_of(group, point)], set()).add(thread)
+        # each real processor is one Legate thread; points bound to different processors never share one
+        assert all(len(t) == 1 for t in threads.values()), threads
+        assert len(set.union(*threads.values())) == len(threads)
+
+
+def test_ttv_ttm_mttkrp_and_innerprod_leaves(legate: object) -> None:
+    rng = np.random.default_rng(3)
+    l_, = dt.index_vars("l")
+    m = dt.Machine(dt.Grid(2, 2))
+    cases: list[tuple[dt.Schedule, dt.Tensor, np.ndarray]] = []
+    b3 = rng.standard_normal((9, 7, 5))
+    # TTV: A(i,j) = B(i,j,k) c(k)
+    A = dt.Tensor("A", (9, 7))
+    B, c = dt.Tensor.from_array("B", b3), dt.Tensor.from_array("c", rng.standard_normal(5))
+    A[i, j] = B[i, j, k] * c[k]
+    s = A.schedule().distribute([i, j], [io, jo], [ii, ji], m).substitute([ii, ji, k], dt.leaf.TTV)
+    cases.append((s, A, np.einsum("ijk,k->ij", b3, c.to_numpy())))
+    # TTM: A(i,j,l) = B(i,j,k) C(k,l)
+    A2 = dt.Tensor("A", (9, 7, 4))
+    B2, C2 = dt.Tensor.from_array("B", b3), dt.Tensor.from_array("C", rng.standard_normal((5, 4)))
+    A2[i, j, l_] = B2[i, j, k] * C2[k, l_]
+    s = A2.schedule().distribute([i, j], [io, jo], [ii, ji], m).substitute([ii, ji, l_, k], dt.leaf.TTM)
+    cases.append((s, A2, np.einsum("ijk,kl->ijl", b3, C2.to_numpy())))
+    # MTTKRP: A(i,l) = B(i,j,k) C(j,l) D(k,l)
+    A3 = dt.Tensor("A", (9, 4))
+    B3 = dt.Tensor.from_array("B", b3)
+    C3, D3 = dt.Tensor.from_array("C", rng.standard_normal((7, 4))), dt.Tensor.from_array("D", rng.standard_normal((5, 4)))
+    A3[i, l_] = B3[i, j, k] * C3[j, l_] * D3[k, l_]
+    s = A3.schedule().distribute([i, l_], [io, jo], [ii, ji], m).reorder([io, jo, ii, ji, j, k])
+    s = s.substitute([ii, ji, j, k], dt.leaf.MTTKRP)
+    cases.append((s, A3, np.einsum("ijk,jl,kl->il", b3, C3.to_numpy(), D3.to_numpy())))
+    # INNERPROD: a = B(i,j,k) C(i,j,k), reduced over a 2x2 grid of (i, j) blocks
+    a = dt.Tensor("a", ())
+    B4, C4 = dt.Tensor.from_array("B", b3), dt.Tensor.from_array("C", rng.standard_normal(b3.shape))
+    a[()] = B4[i, j, k] * C4[i, j, k]
+    s = a.schedule().distribute([i, j], [io, jo], [ii, ji], m).substitute([ii, ji, k], dt.leaf.INNERPROD)
+    cases.append((s, a, np.einsum("ijk,ijk->", b3, C4.to_numpy())))
+    for sched, out, want in cases:
+        sched.evaluate()
+        np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-12, atol=1e-12)
