@@ -38,6 +38,11 @@ def test_machine_schedules_equal_einsum_and_reference(data: st.DataObject) -> No
     sched.evaluate(backend="reference", **bindings)
     reference = stmt.lhs.tensor.to_numpy()
     drawn.reset()
-    sched.compile(**bindings).run(backend="numpy")
+    plan = sched.compile(**bindings)
+    plan.run(backend="numpy")
     _close(stmt.lhs.tensor.to_numpy(), expected)
     _close(stmt.lhs.tensor.to_numpy(), reference)
+    data = plan.stats()  # the cost model holds for any format, machine and schedule
+    assert data["launch_count"] == plan.launch_count()
+    assert all(b >= 0 for b in data["received_bytes"].values())
+    assert "communication" in plan.explain()
