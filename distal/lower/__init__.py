@@ -78,6 +78,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
 
     # 1. bind
     ext = sched.provenance.extents(binds)
+    symbolic = _symbolic(sched, ext)
     infos = tuple(
         TensorInfo(t.name, tuple(resolve(s, binds) for s in t.shape), np.dtype(t.dtype),
                    t is sched.output, t)
@@ -85,6 +86,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     )
     _log("bind", "\n".join(
         [", ".join(f"{v}={n}" for v, n in ext.items())]
+        + [f"{v} = {e} = {n}" for v, e, n in symbolic]
         + [f"{i.name}{list(i.shape)} {i.dtype}{' (output)' if i.output else ''}" for i in infos]
     ))
 
@@ -122,9 +124,19 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes),
                   tuple(ext[v] for v in nest.dist))
     plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
-                nest.slots, nest.notes)
+                nest.slots, nest.notes, symbolic)
     _log("plan", plan)
     return plan
+
+
+def _symbolic(sched: Schedule, ext: Mapping[Any, int]) -> tuple[tuple[str, str, int], ...]:
+    """The sympy extent of every loop variable that depends on a `dt.Param`, with its bound value."""
+    out = []
+    for v in sched.loop_vars():
+        expr = sched.provenance.extent_expr(v)
+        if getattr(expr, "free_symbols", None):
+            out.append((str(v), str(expr), ext[v]))
+    return tuple(out)
 
 
 def _launch_text(infos: tuple[TensorInfo, ...], launch: Launch) -> str:

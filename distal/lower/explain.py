@@ -171,6 +171,8 @@ def describe(plan: Plan) -> str:
         lines.append(f"  tensor {info.name}{list(info.shape)} {info.dtype}"
                      f"{' output' if info.output else ''}{f' format {fmt}' if fmt is not None else ''}")
     lines.append(f"  output starts {'at zero' if plan.zero_output else 'with its values (+=)'}")
+    if plan.symbolic:
+        lines.append("  extents: " + ", ".join(f"{v} = {e} = {n}" for v, e, n in plan.symbolic))
     for g in plan.groups:
         dist = ", ".join(map(str, g.vars[: g.distributed])) or "-"
         steps = ", ".join(map(str, g.steps)) or "-"

@@ -188,6 +188,7 @@ class Plan:
     machine: Machine | None
     processor_slots: tuple[int, ...]  # per distributed launch dim: its index in a processor coordinate
     notes: tuple[str, ...] = ()
+    symbolic: tuple[tuple[str, str, int], ...] = ()  # (variable, sympy extent, bound value) with dt.Param
 
     @property
     def output(self) -> TensorInfo:

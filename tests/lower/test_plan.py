@@ -136,6 +136,7 @@ def test_symbolic_sizes_are_bound_at_compile_time() -> None:
     s = A.schedule().distribute([i, j], [io, jo], [ii, ji], m).split(k, ko, ki, dt.Param("c"))
     s = s.reorder([ko, ii, ji, ki]).communicate([B, C], ko)
     assert s.compile(c=5).launch_count() == 2
+    assert "ko = ceiling(10/c) = 2" in str(s.compile(c=5))
     assert s.compile(c=2).launch_count() == 5
     s.compile(c=3).run(backend="numpy")
     np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-12)
