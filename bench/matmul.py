@@ -194,6 +194,37 @@ def _breakdown(plan: Any, b: np.ndarray, c: np.ndarray, cpus: int) -> dict[str, 
             "ideal_two_processors_seconds": round(alone / max(cpus, 1), 4)}
 
 
+def _rotation(repeats: int) -> dict[str, Any]:
+    """Cannon with pinned per-point launches vs sub-domain launches: median ms per run, interleaved."""
+    from distal import runtime as rt
+
+    out: dict[str, Any] = {}
+    for grid, n in (((2, 2), 64), ((3, 3), 64), ((2, 2), 1024), ((3, 3), 1536)):
+        m = dt.Machine(dt.Grid(*grid))
+        rng = np.random.default_rng(0)
+        A = dt.Tensor("A", (n, n), Format("xy -> xy", m))
+        B = dt.Tensor.from_array("B", rng.random((n, n)), Format("xy -> xy", m))
+        C = dt.Tensor.from_array("C", rng.random((n, n)), Format("xy -> xy", m))
+        A[i, j] = B[i, k] * C[k, j]
+        sched = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m)
+                 .divide(k, ko, ki, m.x).reorder([ko, ii, ji, ki]).rotate(ko, [io, jo], kos)
+                 .communicate(A, jo).communicate([B, C], kos).substitute([ii, ji, ki], dt.leaf.GEMM))
+        plans = {r: lower(sched, rotation=r) for r in ("points", "boxes")}
+        samples: dict[str, list[float]] = {r: [] for r in plans}
+        rounds = 4 * repeats if n < 256 else repeats
+        for round_ in range(rounds + 1):
+            for r, plan in plans.items():
+                start = time.perf_counter()
+                plan.run()
+                rt.fence()
+                if round_:
+                    samples[r].append(time.perf_counter() - start)
+        out[f"cannon_{grid[0]}x{grid[1]}_n{n}"] = {
+            r: {"ms_per_run": round(statistics.median(v) * 1e3, 2), "launches": plans[r].launch_count()}
+            for r, v in samples.items()}
+    return out
+
+
 def main() -> None:
     """Measure everything and write the JSON record."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -271,6 +302,8 @@ def main() -> None:
     print("breakdown:", json.dumps(record["breakdown"]), flush=True)
     record["compile_summa_ms"] = _compile_ms(n)
     record["launch_overhead"] = _launch_overhead(repeats)
+    record["rotation"] = _rotation(repeats)
+    print("rotation:", json.dumps(record["rotation"]), flush=True)
     record["machine"] = info.as_dict()
     record["load_average_after"] = list(os.getloadavg())
     record["environment"] = {"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),

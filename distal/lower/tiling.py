@@ -170,7 +170,7 @@ def build_launches(
     dist_ext: tuple[int, ...],
     step_ext: tuple[int, ...],
     box_of: Callable[[Point], tuple[Box, ...]],
-    rotation: str = "points",
+    rotation: str = "boxes",
 ) -> tuple[list[Launch], dict[Point, tuple[tuple[int, ...], ...]], tuple[TileChoice, ...], list[str]]:
     """The launches of one group, the tile origin of each operand per point, and notes.
 
