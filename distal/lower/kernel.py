@@ -97,7 +97,7 @@ class TaskBody:
             if not shape:
                 tile = tile.reshape(())
             arrays[t] = (tile, origin)
-        _Run(self, arrays).stmt(self.stmt, dict(zip(self.vars, point)))
+        _Run(self, arrays, _array_module(tiles, self.xp)).stmt(self.stmt, dict(zip(self.vars, point)))
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
             self.timings.append((point, time.perf_counter() - start, threading.get_native_id()))
 
@@ -111,12 +111,12 @@ class TaskBody:
 class _Run:
     """One execution of a task body."""
 
-    def __init__(self, body: TaskBody, arrays: dict[Tensor, tuple[Any, tuple[int, ...]]]) -> None:
+    def __init__(self, body: TaskBody, arrays: dict[Tensor, tuple[Any, tuple[int, ...]]], xp: Any) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
         self.arrays = arrays
-        self.xp = body.xp
+        self.xp = xp
 
     # -- statements ------------------------------------------------------------
 
@@ -442,6 +442,20 @@ class _Run:
         if isinstance(e, Sub):
             return x - y
         return x + y
+
+
+def _array_module(tiles: Sequence[Any], default: Any) -> Any:
+    """CuPy when the tiles live on a GPU (a GPU task variant), else `default` (NumPy).
+
+    Slice-mode leaves (einsum, matmul, broadcast expressions) then run on the
+    GPU; CuPy is imported only when such a tile arrives.
+    """
+    for t in tiles:
+        if type(t).__module__.split(".")[0] == "cupy":
+            import cupy
+
+            return cupy
+    return default
 
 
 def _align(x: Any, depth: int) -> Any:
