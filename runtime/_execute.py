@@ -108,7 +108,10 @@ def _pinned_arg(store: Store, op: Operand, point: tuple[int, ...]) -> tuple[Stor
     color = op.color(point)
     if op.tile is None or color is None:
         return store, privilege
-    return tile_of(store, op.tile, color), privilege
+    # A point whose box is empty may have a color past the last tile (it touches
+    # nothing there); any tile will do, so take the last one.
+    last = tuple(max(-(-n // t) - 1, 0) for n, t in zip(store.shape, op.tile))
+    return tile_of(store, op.tile, tuple(min(c, m) for c, m in zip(color, last))), privilege
 
 
 def run_plan(plan: Plan, *, wait: bool = False) -> None:
