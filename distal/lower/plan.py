@@ -61,7 +61,7 @@ class Proj:
     def __str__(self) -> str:
         if self.dim is None:
             return str(self.offset)
-        text = f"p{self.dim}" if self.coeff == 1 else f"{self.coeff}*p{self.dim}"
+        text = {1: f"p{self.dim}", -1: f"-p{self.dim}"}.get(self.coeff, f"{self.coeff}*p{self.dim}")
         if self.offset:
             text += f"{'+' if self.offset > 0 else '-'}{abs(self.offset)}"
         return text
