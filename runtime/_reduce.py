@@ -1,0 +1,339 @@
+"""Running synthesized hierarchical reduction programs (`distal.reduction`) on Legate.
+
+Partial results live in one store with a leading device dimension: shape
+``(ndevices, *value_shape)``, row ``d`` the partial of device ``d`` (device
+ids are row-major over the system's levels, as in `distal.reduction`; for a
+`dt.Machine` that is the position of the processor in `machine.coords()`).
+As in the NumPy executor (`distal.reduction.execute_lowered`), a device's
+value is cut into ``k`` chunks along its first axis with the bounds of
+`numpy.array_split` (a 0-d value is one chunk of one element).
+
+Each lowered step of the plan's program becomes Legate operations:
+
+* one copy of the whole state into a new state store (devices and chunks the
+  step does not touch keep their data; nothing is ever read unwritten);
+* per device that gains data, one single-point task pinned to the processor
+  the device is bound to, per contiguous run of rows: it reads exactly those
+  rows from the old state of the devices that send them (all members of its
+  group for AllReduce, ReduceScatter and Reduce; the holder of each chunk for
+  AllGather; the root for Broadcast) and writes them into its own row of the
+  new state. Sums add the members in group order, root first, so every
+  device of a group computes bit-identical values.
+
+Reading the old state and writing a new one keeps the step's semantics
+(every member reads what the others held before the step) although Legate
+runs the tasks in any order that respects their data dependences. When the
+program ends, every device of every reduction group holds its group's sum.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from distal.errors import ReductionError
+from distal.format.machine import Machine
+from distal.reduction.lowering import LoweredStep
+from distal.reduction.plan import ReductionPlan
+from distal.reduction.program import Collective
+
+from ._launch import Privilege, point_launch
+from ._make import from_numpy
+from ._registry import register_kernel
+from ._start import legate_runtime, processor_count
+from ._store import Store, fence, legate_type, to_numpy, wrap
+
+__all__ = ["ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"]
+
+_SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
+
+_lock = threading.Lock()
+_keys: dict[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceRecord:
+    """One executed step: the collective over its groups, tasks launched, most elements one task read."""
+
+    step: str
+    tasks: int
+    max_elements_read: int
+
+
+def _sum_kernel(point: tuple[int, ...], *tiles: np.ndarray) -> None:
+    out = tiles[-1]
+    out[...] = tiles[0]
+    for tile in tiles[1:-1]:
+        out += tile
+
+
+def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
+    out[...] = source
+
+
+def _key(name: str) -> int:
+    with _lock:
+        key = _keys.get(name)
+        if key is None:
+            fn = _sum_kernel if name == "sum" else _copy_kernel
+            key = register_kernel(fn, f"reduction_{name}")
+            _keys[name] = key
+        return key
+
+
+def _chunk_bounds(rows: int, k: int) -> list[tuple[int, int]]:
+    """Row ranges of the k chunks `numpy.array_split` makes of `rows` rows."""
+    size, extra = divmod(rows, k)
+    bounds, start = [], 0
+    for r in range(k):
+        stop = start + size + (1 if r < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _runs(chunks: Sequence[int], bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Contiguous non-empty row ranges covering `chunks`."""
+    out: list[tuple[int, int]] = []
+    for r in sorted(chunks):
+        lo, hi = bounds[r]
+        if lo == hi:
+            continue
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _rows(store: Store, device: int, lo: int, hi: int) -> Store:
+    """Rows [lo, hi) of device `device`'s value (a view of the store)."""
+    handle = store.handle.slice(0, slice(device, device + 1))
+    if store.ndim > 1:
+        handle = handle.slice(1, slice(lo, hi))
+    return wrap(handle, store.dtype)
+
+
+def _copy_of(store: Store) -> Store:
+    runtime = legate_runtime()
+    handle = runtime.create_store(legate_type(store.dtype), store.shape)
+    runtime.issue_copy(handle, store.handle)
+    return wrap(handle, store.dtype)
+
+
+def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]],
+              processors: Sequence[int], row_size: int) -> tuple[Store, ReduceRecord]:
+    new = _copy_of(state)
+    before = dict(step.chunks_before)
+    after = dict(step.chunks_after)
+    tasks = elements = 0
+
+    def launch(kernel: str, sources: Sequence[int], device: int, lo: int, hi: int) -> None:
+        nonlocal tasks, elements
+        args: list[tuple[Store, Privilege]] = [(_rows(state, s, lo, hi), Privilege.READ) for s in sources]
+        args.append((_rows(new, device, lo, hi), Privilege.WRITE))
+        point_launch(_key(kernel), args, (device,), processors[device])
+        tasks += 1
+        elements = max(elements, len(sources) * (hi - lo) * row_size)
+
+    for group in step.groups:
+        if step.collective in _SUMS:
+            for device in group:
+                for lo, hi in _runs(after[device], bounds):
+                    launch("sum", group, device, lo, hi)
+        elif step.collective is Collective.BROADCAST:
+            root = group[0]
+            for device in group[1:]:
+                for lo, hi in _runs(after[device], bounds):
+                    launch("copy", (root,), device, lo, hi)
+        elif step.collective is Collective.ALL_GATHER:
+            holder = {r: member for member in group for r in before[member]}
+            for device in group:
+                gained = [r for r in after[device] if r not in before[device]]
+                by_holder: dict[int, list[int]] = {}
+                for r in gained:
+                    by_holder.setdefault(holder[r], []).append(r)
+                for source, chunks in by_holder.items():
+                    for lo, hi in _runs(chunks, bounds):
+                        launch("copy", (source,), device, lo, hi)
+        else:  # pragma: no cover - a new collective must be taught here
+            raise ReductionError(f"expected a collective distal can run, but found {step.collective}")
+    return new, ReduceRecord(str(step), tasks, elements)
+
+
+def _processors(ndevices: int, processors: Sequence[int] | None) -> list[int]:
+    n_real = processor_count("cpu")
+    if processors is None:
+        if ndevices <= n_real:
+            return list(range(ndevices))
+        return [d * n_real // ndevices for d in range(ndevices)]
+    procs = [int(p) for p in processors]
+    if len(procs) != ndevices or any(not 0 <= p < n_real for p in procs):
+        raise ReductionError(
+            f"expected one CPU processor in [0, {n_real}) per device ({ndevices}), but found {procs}"
+        )
+    return procs
+
+
+def reduce_partials(plan: ReductionPlan, partials: Store, processors: Sequence[int] | None = None,
+                    trace: list[ReduceRecord] | None = None) -> Store:
+    """Run `plan`'s program on Legate over per-device partial results; returns the new state.
+
+    `partials` has shape ``(plan.layout.system.size, *value_shape)``: row ``d``
+    is device ``d``'s partial. In the returned store (of the same shape) every
+    device of every reduction group holds its group's sum; rows of devices
+    outside the groups are copied unchanged. `partials` itself is not
+    modified. `processors[d]` is the CPU processor that runs device ``d``'s
+    tasks (default: block-wise, as `Machine.bind`). `trace` (if given)
+    receives one `ReduceRecord` per step. Launches are asynchronous.
+
+    >>> from distal.reduction import plan_reduction, NIC, SHARED_MEMORY
+    >>> plan = plan_reduction([("node", 2, NIC), ("cpu", 2, SHARED_MEMORY)], range(4))
+    >>> out = reduce_partials(plan, from_numpy(np.arange(12).reshape(4, 3)))
+    >>> to_numpy(out)[0].tolist()
+    [18, 22, 26]
+    """
+    system = plan.layout.system
+    if partials.ndim < 1 or partials.shape[0] != system.size:
+        raise ReductionError(
+            f"expected partials of shape ({system.size}, ...) (one row per device of {system}), "
+            f"but found shape {partials.shape}"
+        )
+    procs = _processors(system.size, processors)
+    value_shape = partials.shape[1:]
+    if math.prod(value_shape) == 0:
+        return _copy_of(partials)
+    rows = value_shape[0] if value_shape else 1
+    row_size = math.prod(value_shape[1:])
+    lowered = plan.best.lowered
+    bounds = _chunk_bounds(rows, lowered.chunks)
+    state = partials
+    states: list[Store] = []
+    for step in lowered.steps:
+        state, record = _run_step(step, state, bounds, procs, row_size)
+        states.append(state)
+        if trace is not None:
+            trace.append(record)
+    if state is partials:
+        return _copy_of(partials)
+    # Dropping a store whose tasks are still queued can deadlock: the store's
+    # destructor waits in Legion's dependence queue holding the GIL, which the
+    # queued Python tasks need. Free the intermediate states once they ran.
+    fence()
+    del states[:-1]
+    return state
+
+
+def _machine_processors(machine: Machine) -> list[int]:
+    return list(machine.bind(processor_count("cpu")).values())
+
+
+def reduce_on_machine(machine: Machine, partials: Store,
+                      groups: Sequence[Sequence[int]] | None = None,
+                      plan: ReductionPlan | None = None,
+                      trace: list[ReduceRecord] | None = None) -> Store:
+    """Sum per-processor partial results of a distributed reduction on a `dt.Machine`.
+
+    How distal's lowering uses it, for a distributed loop variable that the
+    output does not depend on (Johnson's ``ko``, innerprod's ``io``), in place
+    of a REDUCE_ADD launch into the output:
+
+    1. Allocate ``partials`` of shape ``(machine.size, *tile_shape)``, one
+       row per abstract processor: the processor at coordinate ``c`` (levels
+       concatenated) is device ``list(machine.coords()).index(c)``, its
+       row-major index. ``tile_shape`` is the largest output tile (pad edge
+       tiles; a scalar output uses ``(1,)``). Make it with
+       ``rt.zeros(..., tile=(1, *tile_shape))`` so every row starts at zero.
+    2. Let each launch point accumulate its partial into its own row
+       (READ_WRITE, projection ``Affine`` of the device index; a point of a
+       pinned launch writes ``rt.tile_of(partials, (1, *tile_shape),
+       (device, 0, ...))``) instead of reducing into the output.
+    3. ``groups``: one tuple of device ids per output tile, the processors
+       whose partials sum to that tile (for Johnson's, the processors that
+       differ only in ``ko``); groups are disjoint and of one size; ``None``
+       means all processors form one group. Plan with
+       ``distal.reduction.explain.machine_plan(machine, groups, nbytes)``
+       at compile time (it is pure; `describe_plan` renders it for
+       ``explain()``) and pass that plan here, or let this function plan.
+    4. Call ``result = reduce_on_machine(machine, partials, groups, plan)``.
+       Every device of a group holds the group's full sum in its row of
+       ``result``; copy row ``groups[g][0]`` (cropped to the real tile) into
+       output tile ``g`` with a copy launch (READ of ``result``'s row,
+       WRITE of the output tile), or add it when the statement is ``+=``.
+
+    Processors are bound as `Machine.bind` says, and devices' tasks are pinned
+    to their processors.
+    """
+    if not isinstance(machine, Machine):
+        raise ReductionError(f"expected a distal Machine, but found {machine!r}")
+    if plan is None:
+        from distal.reduction.explain import machine_plan
+
+        itemsize = partials.dtype.itemsize
+        nbytes = float(itemsize * max(math.prod(partials.shape[1:]), 1))
+        plan = machine_plan(machine, groups, nbytes)
+    if plan.layout.system.size != machine.size:
+        raise ReductionError(
+            f"expected a plan for the {machine.size} processors of {machine!r}, "
+            f"but found one for {plan.layout.system}"
+        )
+    return reduce_partials(plan, partials, _machine_processors(machine), trace)
+
+
+def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
+                  groups: Sequence[Sequence[int]] | None = None, nbytes: float | None = None,
+                  algorithm: str = "ring",
+                  trace: list[ReduceRecord] | None = None) -> tuple[dict[int, np.ndarray], ReductionPlan]:
+    """Sum NumPy arrays held by devices with the simulated-best program, on Legate.
+
+    `machine_or_levels` is a `dt.Machine` (CPU machines get shared-memory
+    inner levels, see `system_from_machine`), a `System` or a list of levels
+    ``(name, cardinality, Interconnect)``. `values` maps device ids to arrays
+    of one shape and dtype; devices without a value hold zeros. `groups`
+    defaults to one group of the devices in `values`. `nbytes` (bytes per
+    device used to rank programs) defaults to the arrays' size (at least one element). Returns every
+    grouped device's array after the program, and the plan.
+
+    >>> from distal.reduction import NIC, SHARED_MEMORY
+    >>> out, plan = reduce_arrays([("node", 2, NIC), ("cpu", 2, SHARED_MEMORY)],
+    ...                           {d: np.full(4, d) for d in range(4)})
+    >>> out[3].tolist(), plan.program.shape
+    ([6, 6, 6, 6], 'ReduceScatter-AllReduce-AllGather')
+    """
+    from distal.reduction.explain import machine_plan
+    from distal.reduction.plan import plan_reduction
+
+    arrays = {int(d): np.asarray(v) for d, v in values.items()}
+    if not arrays:
+        raise ReductionError("expected values for at least one device, but found none")
+    shapes = {a.shape for a in arrays.values()}
+    dtypes = {a.dtype for a in arrays.values()}
+    if len(shapes) != 1 or len(dtypes) != 1:
+        raise ReductionError(
+            f"expected arrays of one shape and dtype, but found shapes {sorted(shapes)} "
+            f"and dtypes {sorted(str(t) for t in dtypes)}"
+        )
+    shape, dtype = shapes.pop(), dtypes.pop()
+    grps = [list(g) for g in groups] if groups is not None else [sorted(arrays)]
+    size = float(nbytes) if nbytes is not None else float(dtype.itemsize * max(math.prod(shape), 1))
+    if isinstance(machine_or_levels, Machine):
+        plan = machine_plan(machine_or_levels, grps, size, algorithm)
+        procs: list[int] | None = _machine_processors(machine_or_levels)
+    else:
+        plan = plan_reduction(machine_or_levels, grps, nbytes=size, algorithm=algorithm)
+        procs = None
+    system = plan.layout.system
+    outside = sorted(d for d in arrays if not 0 <= d < system.size)
+    if outside:
+        raise ReductionError(f"expected device ids in [0, {system.size}), but found {outside}")
+    data = np.zeros((system.size, *shape), dtype=dtype)
+    for d, a in arrays.items():
+        data[d] = a
+    result = to_numpy(reduce_partials(plan, from_numpy(data), procs, trace))
+    return {d: result[d].copy() for d in plan.layout.devices}, plan
