@@ -17,20 +17,25 @@ Each lowered step of the plan's program becomes Legate operations:
   rows from the old state of the devices that send them (all members of its
   group for AllReduce, ReduceScatter and Reduce; the holder of each chunk for
   AllGather; the root for Broadcast) and writes them into its own row of the
-  new state. Sums add the members in group order, root first, so every
-  device of a group computes bit-identical values.
+  new state (an AllGather device gets one task for all it gains). Sums add
+  the members in group order, root first, so every device of a group
+  computes bit-identical values.
 
 Reading the old state and writing a new one keeps the step's semantics
 (every member reads what the others held before the step) although Legate
 runs the tasks in any order that respects their data dependences. When the
 program ends, every device of every reduction group holds its group's sum.
+`reduce_partials` then waits for the tasks (a blocking fence) before it lets
+the intermediate states go: freeing a store while Python tasks that use it
+are queued can deadlock this Legate wheel (the store's destructor waits in
+Legion's dependence queue holding the GIL, which the queued tasks need).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +59,7 @@ __all__ = ["ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partial
 _SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
 
 _lock = threading.Lock()
-_keys: dict[str, int] = {}
+_keys: dict[tuple[str, tuple[int, ...]], int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +82,27 @@ def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) ->
     out[...] = source
 
 
-def _key(name: str) -> int:
+def _place_kernel(offsets: tuple[int, ...]) -> Callable[..., None]:
+    """Copy input i to rows [offsets[i], offsets[i] + len) of the output (rows between are kept)."""
+
+    def place(point: tuple[int, ...], *tiles: np.ndarray) -> None:
+        out = tiles[-1]
+        for start, tile in zip(offsets, tiles[:-1], strict=True):
+            out[:, start:start + tile.shape[1]] = tile
+
+    return place
+
+
+def _key(name: str, offsets: tuple[int, ...] = ()) -> int:
     with _lock:
-        key = _keys.get(name)
+        key = _keys.get((name, offsets))
         if key is None:
-            fn = _sum_kernel if name == "sum" else _copy_kernel
+            if name == "place":
+                fn = _place_kernel(offsets)
+            else:
+                fn = _sum_kernel if name == "sum" else _copy_kernel
             key = register_kernel(fn, f"reduction_{name}")
-            _keys[name] = key
+            _keys[(name, offsets)] = key
         return key
 
 
@@ -142,6 +161,18 @@ def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]]
         tasks += 1
         elements = max(elements, len(sources) * (hi - lo) * row_size)
 
+    def gather(pieces: Sequence[tuple[int, int, int]], device: int) -> None:
+        # One task: every piece into one span of the device's row; the rows of
+        # the span it does not gain keep their data (read-write).
+        nonlocal tasks, elements
+        start, stop = pieces[0][0], max(hi for _, hi, _ in pieces)
+        args: list[tuple[Store, Privilege]] = [(_rows(state, s, lo, hi), Privilege.READ) for lo, hi, s in pieces]
+        args.append((_rows(new, device, start, stop), Privilege.READ_WRITE))
+        offsets = tuple(lo - start for lo, _, _ in pieces)
+        point_launch(_key("place", offsets), args, (device,), processors[device])
+        tasks += 1
+        elements = max(elements, sum(hi - lo for lo, hi, _ in pieces) * row_size)
+
     for group in step.groups:
         if step.collective in _SUMS:
             for device in group:
@@ -159,9 +190,12 @@ def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]]
                 by_holder: dict[int, list[int]] = {}
                 for r in gained:
                     by_holder.setdefault(holder[r], []).append(r)
-                for source, chunks in by_holder.items():
-                    for lo, hi in _runs(chunks, bounds):
-                        launch("copy", (source,), device, lo, hi)
+                pieces = sorted((lo, hi, source) for source, chunks in by_holder.items()
+                                for lo, hi in _runs(chunks, bounds))
+                if len(pieces) == 1:
+                    launch("copy", (pieces[0][2],), device, pieces[0][0], pieces[0][1])
+                elif pieces:
+                    gather(pieces, device)
         else:  # pragma: no cover - a new collective must be taught here
             raise ReductionError(f"expected a collective distal can run, but found {step.collective}")
     return new, ReduceRecord(str(step), tasks, elements)
@@ -191,7 +225,9 @@ def reduce_partials(plan: ReductionPlan, partials: Store, processors: Sequence[i
     outside the groups are copied unchanged. `partials` itself is not
     modified. `processors[d]` is the CPU processor that runs device ``d``'s
     tasks (default: block-wise, as `Machine.bind`). `trace` (if given)
-    receives one `ReduceRecord` per step. Launches are asynchronous.
+    receives one `ReduceRecord` per step. Returns once the program's tasks
+    have run (a blocking fence, see the module docstring); kernel failures
+    raise `RuntimeFailure` then.
 
     >>> from distal.reduction import plan_reduction, NIC, SHARED_MEMORY
     >>> plan = plan_reduction([("node", 2, NIC), ("cpu", 2, SHARED_MEMORY)], range(4))
