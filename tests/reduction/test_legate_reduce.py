@@ -243,3 +243,12 @@ def test_docstring_examples(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
     assert result.attempted > 0 and result.failed == 0
 
+
+
+def test_flat_machine_and_gpu_machine_plans() -> None:
+    values = _values(4, (6,), "int64", seed=21)
+    out, plan = reduce_arrays(dt.Machine(dt.Grid(2, 2)), values)
+    assert str(plan.layout.system) == "[(l0, 4)]"
+    _check_groups(out, values, [range(4)], "int64")
+    gpu = machine_plan(dt.Machine(dt.Grid(2), dt.Grid(4, kind="gpu")), nbytes=2.0**31)
+    assert "nvswitch" in describe_plan(gpu)
