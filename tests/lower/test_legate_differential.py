@@ -46,7 +46,6 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     SEEN["distributed"] += plan.groups[0].distributed > 0
     SEEN["rotated"] += any(launch.pinned for launch in launches) or "rotate(" in plan.statement
     SEEN["reduction"] += any(op.privilege is Privilege.REDUCE_ADD for launch in launches for op in launch.operands)
-    SEEN["hierarchical"] += plan.machine is not None and plan.machine.levels > 1
     plan.run()
     got = stmt.lhs.tensor.to_numpy()
     _close(got, expected)
@@ -65,20 +64,22 @@ def test_general_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     _close(stmt.lhs.tensor.to_numpy(), expected)
 
 
-CUBE = (dt.Machine(dt.Grid(2, 2, 2)),)
+SPECIAL = {"cube": dt.Machine(dt.Grid(2, 2, 2)), "hierarchical": dt.Machine(dt.Grid(2, 2), dt.Grid(2))}
 
 
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_cube_schedules_on_legate(legate: object, data: st.DataObject) -> None:
+def test_cube_and_hierarchical_schedules_on_legate(legate: object, kind: str, data: st.DataObject) -> None:
+    machine = SPECIAL[kind]
     drawn = data.draw(statements(max_extent=7))
     stmt = drawn.assignment
-    assume(len(stmt.lhs.tensor.schedule().loop_vars()) >= 3)
+    assume(len(stmt.lhs.tensor.schedule().loop_vars()) >= machine.grids[0].ndim)
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=CUBE))
+    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=(machine,)))
     drawn.reset()
     plan = sched.compile(**bindings)
-    SEEN["cube"] += plan.groups[0].distributed == 3
+    SEEN[kind] += plan.groups[0].distributed >= machine.grids[0].ndim and plan.machine == machine
     plan.run()
     _close(stmt.lhs.tensor.to_numpy(), expected)
 
