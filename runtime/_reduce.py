@@ -12,14 +12,18 @@ Each lowered step of the plan's program becomes Legate operations:
 
 * one copy of the whole state into a new state store (devices and chunks the
   step does not touch keep their data; nothing is ever read unwritten);
-* per device that gains data, one single-point task pinned to the processor
-  the device is bound to, per contiguous run of rows: it reads exactly those
-  rows from the old state of the devices that send them (all members of its
-  group for AllReduce, ReduceScatter and Reduce; the holder of each chunk for
-  AllGather; the root for Broadcast) and writes them into its own row of the
-  new state (an AllGather device gets one task for all it gains). Sums add
-  the members in group order, root first, so every device of a group
-  computes bit-identical values.
+* per device that gains data, one task per contiguous run of rows: it reads
+  exactly those rows from the old state of the devices that send them (all
+  members of its group for AllReduce, ReduceScatter and Reduce; the holder of
+  each chunk for AllGather; the root for Broadcast) and writes them into its
+  own row of the new state (an AllGather device gets one task for all it
+  gains). Sums add the members in group order, root first, so every device
+  of a group computes bit-identical values.
+* a group whose tasks are regular (devices ``d0 + stride * i``, rows of one
+  length, the same or consecutive for consecutive devices, the same sources)
+  runs as one index launch over i; the affine projections of `Arg` express
+  it. Otherwise (uneven chunks, several runs) each task is a single-point
+  launch pinned to the processor its device is bound to.
 
 Reading the old state and writing a new one keeps the step's semantics
 (every member reads what the others held before the step) although Legate
@@ -48,7 +52,7 @@ from distal.reduction.lowering import LoweredStep
 from distal.reduction.plan import ReductionPlan
 from distal.reduction.program import Collective
 
-from ._launch import Privilege, point_launch
+from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import from_numpy
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
@@ -64,10 +68,12 @@ _keys: dict[tuple[str, tuple[int, ...]], int] = {}
 
 @dataclass(frozen=True, slots=True)
 class ReduceRecord:
-    """One executed step: the collective over its groups, tasks launched, most elements one task read."""
+    """One executed step: the collective over its groups, tasks run, launches issued
+    (index launches count once), and the most elements one task read."""
 
     step: str
     tasks: int
+    launches: int
     max_elements_read: int
 
 
@@ -146,43 +152,124 @@ def _copy_of(store: Store) -> Store:
     return wrap(handle, store.dtype)
 
 
+# A task: (kernel, source devices, device, first row, end row).
+_Task = tuple[str, tuple[int, ...], int, int, int]
+
+
+def _family(tasks: Sequence[_Task]) -> tuple[int, int, int] | None:
+    """(device stride, row stride, rows) when the tasks are one affine family, else None.
+
+    An index launch over i in [0, n) can run them when they share kernel and
+    sources, task i's device is ``d0 + stride * i`` and its rows start at
+    ``lo0 + row_stride * i`` with one length (row_stride 0 or that length).
+    """
+    if len(tasks) < 2:
+        return None
+    kernel, sources, d0, lo0, hi0 = tasks[0]
+    rows = hi0 - lo0
+    stride = tasks[1][2] - d0
+    row_stride = tasks[1][3] - lo0
+    if stride <= 0 or row_stride not in (0, rows):
+        return None
+    for i, (k, src, d, lo, hi) in enumerate(tasks):
+        if k != kernel or src != sources or d != d0 + stride * i or lo != lo0 + row_stride * i or hi - lo != rows:
+            return None
+    return stride, row_stride, rows
+
+
 def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]],
               processors: Sequence[int], row_size: int) -> tuple[Store, ReduceRecord]:
     new = _copy_of(state)
     before = dict(step.chunks_before)
     after = dict(step.chunks_after)
-    tasks = elements = 0
+    tasks = launches = elements = 0
 
-    def launch(kernel: str, sources: Sequence[int], device: int, lo: int, hi: int) -> None:
-        nonlocal tasks, elements
+    def point(task: _Task) -> None:
+        nonlocal tasks, launches, elements
+        kernel, sources, device, lo, hi = task
         args: list[tuple[Store, Privilege]] = [(_rows(state, s, lo, hi), Privilege.READ) for s in sources]
         args.append((_rows(new, device, lo, hi), Privilege.WRITE))
         point_launch(_key(kernel), args, (device,), processors[device])
         tasks += 1
+        launches += 1
         elements = max(elements, len(sources) * (hi - lo) * row_size)
+
+    def index(family: Sequence[_Task], stride: int, row_stride: int, rows: int) -> None:
+        # One launch over the family: point i reads rows [lo0 + row_stride*i, +rows)
+        # of every source and writes them into device d0 + stride*i of the new state.
+        nonlocal tasks, launches, elements
+        kernel, sources, d0, lo0, _ = family[0]
+        n = len(family)
+        span = rows * n if row_stride else rows
+        rest = state.shape[2:]
+        if state.ndim > 1:
+            tile: tuple[int, ...] = (1, rows, *rest)
+            inner = (Affine(0) if row_stride else Affine(None, 0, 0), *(Affine(None, 0, 0) for _ in rest))
+            old_view = wrap(state.handle.slice(1, slice(lo0, lo0 + span)), state.dtype)
+            new_view = wrap(new.handle.slice(1, slice(lo0, lo0 + span)), new.dtype)
+        else:
+            tile, inner, old_view, new_view = (1,), (), state, new
+        args = [Arg(old_view, Privilege.READ, tile, (Affine(None, 0, s), *inner)) for s in sources]
+        args.append(Arg(new_view, Privilege.WRITE, tile, (Affine(0, stride, d0), *inner)))
+        index_launch(_key(kernel), (n,), args)
+        tasks += n
+        launches += 1
+        elements = max(elements, len(sources) * rows * row_size)
 
     def gather(pieces: Sequence[tuple[int, int, int]], device: int) -> None:
         # One task: every piece into one span of the device's row; the rows of
         # the span it does not gain keep their data (read-write).
-        nonlocal tasks, elements
+        nonlocal tasks, launches, elements
         start, stop = pieces[0][0], max(hi for _, hi, _ in pieces)
         args: list[tuple[Store, Privilege]] = [(_rows(state, s, lo, hi), Privilege.READ) for lo, hi, s in pieces]
         args.append((_rows(new, device, start, stop), Privilege.READ_WRITE))
         offsets = tuple(lo - start for lo, _, _ in pieces)
         point_launch(_key("place", offsets), args, (device,), processors[device])
         tasks += 1
+        launches += 1
         elements = max(elements, sum(hi - lo for lo, hi, _ in pieces) * row_size)
 
+    def regular_gather(group: tuple[int, ...]) -> bool:
+        # Member i holds rows [lo0 + i*rows, +rows) and gains the whole span: one
+        # index launch where point i places every member's block (its own too).
+        nonlocal tasks, launches, elements
+        n = len(group)
+        stride = group[1] - group[0] if n > 1 else 0
+        held = [_runs(before[d], bounds) for d in group]
+        if (stride <= 0 or state.ndim < 2 or any(d != group[0] + stride * i for i, d in enumerate(group))
+                or any(len(h) != 1 for h in held)):
+            return False
+        lo0, rows = held[0][0][0], held[0][0][1] - held[0][0][0]
+        span = (lo0, lo0 + rows * n)
+        if any(h[0] != (lo0 + rows * i, lo0 + rows * (i + 1)) for i, h in enumerate(held)):
+            return False
+        if any(_runs(after[d], bounds) != [span] for d in group):
+            return False
+        rest = state.shape[2:]
+        consts = tuple(Affine(None, 0, 0) for _ in rest)
+        old_view = wrap(state.handle.slice(1, slice(*span)), state.dtype)
+        new_view = wrap(new.handle.slice(1, slice(*span)), new.dtype)
+        args = [Arg(old_view, Privilege.READ, (1, rows, *rest), (Affine(None, 0, d), Affine(None, 0, j), *consts))
+                for j, d in enumerate(group)]
+        args.append(Arg(new_view, Privilege.WRITE, (1, rows * n, *rest),
+                        (Affine(0, stride, group[0]), Affine(None, 0, 0), *consts)))
+        index_launch(_key("place", tuple(rows * j for j in range(n))), (n,), args)
+        tasks += n
+        launches += 1
+        elements = max(elements, n * rows * row_size)
+        return True
+
     for group in step.groups:
+        planned: list[_Task] = []
         if step.collective in _SUMS:
             for device in group:
-                for lo, hi in _runs(after[device], bounds):
-                    launch("sum", group, device, lo, hi)
+                planned += [("sum", group, device, lo, hi) for lo, hi in _runs(after[device], bounds)]
         elif step.collective is Collective.BROADCAST:
             root = group[0]
             for device in group[1:]:
-                for lo, hi in _runs(after[device], bounds):
-                    launch("copy", (root,), device, lo, hi)
+                planned += [("copy", (root,), device, lo, hi) for lo, hi in _runs(after[device], bounds)]
+        elif step.collective is Collective.ALL_GATHER and regular_gather(group):
+            continue
         elif step.collective is Collective.ALL_GATHER:
             holder = {r: member for member in group for r in before[member]}
             for device in group:
@@ -193,12 +280,18 @@ def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]]
                 pieces = sorted((lo, hi, source) for source, chunks in by_holder.items()
                                 for lo, hi in _runs(chunks, bounds))
                 if len(pieces) == 1:
-                    launch("copy", (pieces[0][2],), device, pieces[0][0], pieces[0][1])
+                    planned.append(("copy", (pieces[0][2],), device, pieces[0][0], pieces[0][1]))
                 elif pieces:
                     gather(pieces, device)
         else:  # pragma: no cover - a new collective must be taught here
             raise ReductionError(f"expected a collective distal can run, but found {step.collective}")
-    return new, ReduceRecord(str(step), tasks, elements)
+        shape = _family(planned)
+        if shape is not None:
+            index(planned, *shape)
+        else:
+            for task in planned:
+                point(task)
+    return new, ReduceRecord(str(step), tasks, launches, elements)
 
 
 def _processors(ndevices: int, processors: Sequence[int] | None) -> list[int]:

@@ -111,6 +111,17 @@ def test_devices_outside_groups_pass_through() -> None:
     assert np.array_equal(rt.to_numpy(partials), np.stack([values[d] for d in range(8)]))
 
 
+@pytest.mark.parametrize(("shape", "launches"), [((16, 2), [2, 4, 2]), ((7, 3), [8, 4, 8]), ((), [2, 1, 2])],
+                         ids=["index-launches", "point-launches", "scalar"])
+def test_regular_groups_use_index_launches(shape: tuple[int, ...], launches: list[int]) -> None:
+    values = _values(8, shape, "int64", seed=17)
+    trace: list[ReduceRecord] = []
+    out, plan = reduce_arrays(M24, values, trace=trace)
+    assert plan.program.shape == "ReduceScatter-AllReduce-AllGather"
+    assert [r.launches for r in trace] == launches
+    _check_groups(out, values, [range(8)], "int64")
+
+
 # -- every synthesized program, not just the best ---------------------------------------------
 
 
@@ -118,12 +129,13 @@ def test_devices_outside_groups_pass_through() -> None:
     (NODES24, [[0, 1, 4, 5], [2, 3, 6, 7]]),
     ([("node", 2, NIC), ("cpu", 2, SHARED_MEMORY)], [[0, 1, 2, 3]]),
 ], ids=["2x4-two-groups", "2x2"])
+@pytest.mark.parametrize("rows", [6, 8], ids=["uneven-chunks", "even-chunks"])
 def test_every_program_matches_oracle(levels: list[tuple[str, int, Interconnect]],
-                                      groups: list[list[int]]) -> None:
+                                      groups: list[list[int]], rows: int) -> None:
     plan = plan_reduction(levels, groups, nbytes=64.0)
     system = plan.layout.system
-    values = _values(system.size, (6, 2), "int64", seed=11)
-    fvalues = _values(system.size, (6, 2), "float64", seed=12)
+    values = _values(system.size, (rows, 2), "int64", seed=11)
+    fvalues = _values(system.size, (rows, 2), "float64", seed=12)
     programs = rank(plan.layout, 64.0)
     assert len(programs) == 93
     ints = rt.from_numpy(np.stack([values[d] for d in range(system.size)]))
