@@ -17,6 +17,7 @@ Guards against LEGATE_NOTES.md's wrong-data behaviours:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,17 @@ def legate_type(dtype: np.dtype[Any]) -> Any:
     return getattr(types, name)
 
 
+# Legate handles kept alive until the next blocking fence. Dropping the last
+# reference to a LogicalStore whose launches are still queued runs its C++
+# destructor on the main thread, which waits for Legion while holding the GIL;
+# the queued Python tasks wait for the GIL: the process hangs (seen with gdb).
+# So no store is freed while work may be queued: `fence()` frees them.
+_KEEP_ALIVE: list[Any] = []
+_KEEP_ALIVE_LIMIT = 512  # to_numpy fences (and frees) once this many are held,
+_KEEP_ALIVE_BYTES = 1 << 30  # or once they hold this many bytes
+_kept_bytes = 0
+
+
 @dataclass(eq=False)
 class Store:
     """A Legate store of `shape` and `dtype` that has been written in full.
@@ -71,6 +83,11 @@ class Store:
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     buffer: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        global _kept_bytes
+        _KEEP_ALIVE.append(self.handle)
+        _kept_bytes += math.prod(self.shape) * self.dtype.itemsize
 
     @property
     def ndim(self) -> int:
@@ -116,11 +133,19 @@ def to_numpy(store: Store) -> np.ndarray:
             result[...] = mapped
         del mapped
         target.detach()
+    if len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES:
+        fence()
     check_failures()
     return result
 
 
 def fence() -> None:
-    """Wait until every launch issued so far has run; raise kernel failures."""
+    """Wait until every launch issued so far has run; raise kernel failures.
+
+    Stores nothing references any more are freed here, when no launch is queued.
+    """
+    global _kept_bytes
     legate_runtime().issue_execution_fence(block=True)
+    _KEEP_ALIVE.clear()
+    _kept_bytes = 0
     check_failures()

@@ -12,6 +12,7 @@ a NumPy executor.
 """
 
 from distal.reduction.execute import execute, execute_lowered
+from distal.reduction.explain import describe_plan, format_seconds, machine_plan
 from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
 from distal.reduction.placement import (
     Layout,
@@ -76,12 +77,15 @@ __all__ = [
     "best_program",
     "candidate_steps",
     "check_program",
+    "describe_plan",
     "enumerate_placements",
     "execute",
     "execute_lowered",
+    "format_seconds",
     "groups",
     "layout_from_groups",
     "lower",
+    "machine_plan",
     "named_system",
     "parse_levels",
     "parse_program",

@@ -173,3 +173,18 @@ def test_from_numpy_keeps_a_private_copy(machine: rt.MachineInfo) -> None:
     rt.index_launch(ADD_ONE, (2, 2), [rt.Arg(store, RW, (2, 2))])
     assert np.array_equal(rt.to_numpy(store), np.full((4, 4), 6.0))
     assert np.array_equal(source, np.zeros((4, 4)))
+
+
+def test_stores_live_until_a_fence(machine: object) -> None:
+    """Dropping a store with queued launches can hang Legate; fence() frees them instead."""
+    import numpy as np
+
+    from distal import runtime as rt
+    from distal.runtime import _store
+
+    store = rt.from_numpy(np.arange(6.0))
+    handle = store.handle
+    del store
+    assert any(h is handle for h in _store._KEEP_ALIVE)
+    rt.fence()
+    assert not any(h is handle for h in _store._KEEP_ALIVE)
