@@ -178,6 +178,7 @@ def describe(plan: Plan) -> str:
         steps = ", ".join(map(str, g.steps)) or "-"
         lines.append(f"  kernel {g.kernel.name}: launch over ({dist}), sequential steps ({steps}), "
                      f"{len(g.launches)} launch(es)")
+        lines.append(f"    leaf: {g.kernel.describe()}")
         for n, launch in enumerate(g.launches):
             lines.append(f"    launch {n}: {_domain_text(g, launch)}")
             for op in launch.operands:

@@ -101,6 +101,24 @@ class TaskBody:
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
             self.timings.append((point, time.perf_counter() - start, threading.get_native_id()))
 
+    def describe(self) -> str:
+        """What the leaf of each assignment runs on the tiles, as text."""
+        from distal.leaf import einsum_pattern
+
+        out = []
+        for a in assignments(self.stmt):
+            leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
+            pattern = einsum_pattern(a.lhs, a.rhs) if _is_product(a.rhs) else None
+            if leaf is not None and leaf.name == "GEMM":
+                how = "numpy.matmul (BLAS)"
+            elif pattern is not None:
+                how = f"numpy.einsum('{pattern}', optimize=True)"
+            else:
+                how = "a broadcast NumPy expression"
+            name = f"{leaf.name} " if leaf is not None else ""
+            out.append(f"{a}: {name}{how} on the tiles")
+        return "; ".join(out)
+
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         for vs, leaf in self.leaves:
             if vs <= set(chain):
@@ -442,6 +460,19 @@ class _Run:
         if isinstance(e, Sub):
             return x - y
         return x + y
+
+
+def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
+    """The loop variables enclosing `target` in `stmt`."""
+    for c in stmt.children():
+        if _contains(c, target):
+            rest = _chain_above(c, target)
+            return [stmt.var, *rest] if isinstance(stmt, Forall) else rest
+    return []
+
+
+def _contains(stmt: Stmt, target: Assign) -> bool:
+    return stmt is target or any(_contains(c, target) for c in stmt.children())
 
 
 def _array_module(tiles: Sequence[Any], default: Any) -> Any:
