@@ -534,7 +534,12 @@ class Schedule:
         """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes."""
         from distal.lower import lower
 
-        return lower(self, bindings)
+        plan = lower(self, bindings)
+        if self.notes:
+            # what happened before scheduling (operands placed or redistributed,
+            # the auto choice) is part of what explain() reports
+            plan = replace(plan, notes=(*self.notes, *plan.notes))
+        return plan
 
     def evaluate(self, backend: str = "legate", **bindings: int) -> Tensor:
         """Run the schedule and return the output tensor, which now holds the result.
