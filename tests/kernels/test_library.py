@@ -100,7 +100,7 @@ def test_build_sets_formats_and_says_so() -> None:
     sched = kernels.build("summa", m, A, B, C)
     assert str(B.format) == "xy -> xy"
     assert any("B" in n and "x*" in n for n in sched.notes)
-    assert "note: B moved from xy -> x* on Machine(Grid(2, 2)) to xy -> xy" in sched.compile().explain()
+    assert "note: B redistributed from xy -> x* to xy -> xy by synthesized collectives" in sched.compile().explain()
 
 
 def test_unknown_name_lists_the_valid_ones() -> None:
