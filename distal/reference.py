@@ -11,7 +11,6 @@ drop the iterations past an extent that does not divide.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -112,26 +111,10 @@ class _Executor:
     # -- one vectorized block -------------------------------------------------
 
     def block(self, a: Assign, env: dict[IndexVar, int], block_vars: list[IndexVar]) -> None:
-        exts = [self.ext[v] for v in block_vars]
-        npts = math.prod(exts)
-        if npts == 0:
+        found = self.prov.block_points(env, block_vars, self.ext)
+        if found is None:
             return
-        values: dict[IndexVar, Any] = dict(env)
-        if block_vars:
-            grid = np.indices(exts).reshape(len(exts), -1)
-            for v, g in zip(block_vars, grid):
-                values[v] = g
-        vals, guards = self.prov.recover(values, self.ext)
-        mask: Any = True
-        for g in guards:
-            mask = mask & g
-        if mask is not True:
-            mask = np.broadcast_to(np.asarray(mask), (npts,))
-            if not mask.any():
-                return
-            if not mask.all():
-                vals = {v: (x[mask] if isinstance(x, np.ndarray) else x) for v, x in vals.items()}
-                npts = int(mask.sum())
+        vals, npts = found
         self.vals = vals
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             value = np.asarray(self.eval(a.rhs, []))

@@ -82,30 +82,26 @@ def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[
     )
 
 
-def _cannon(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _systolic(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], by: list[IndexVar]) -> dt.Schedule:
+    """k in as many steps as the grid has rows, rotated by `by`: Cannon (io, jo), PUMMA (io)."""
     A, B, C = ops
     return (
         _matmul_2d(s, m)
         .divide(k, ko, ki, m.x)
         .reorder([ko, ii, ji, ki])
-        .rotate(ko, [io, jo], kos)
+        .rotate(ko, by, kos)
         .communicate(A, jo)
         .communicate([B, C], kos)
         .substitute([ii, ji, ki], dt.leaf.GEMM)
     )
+
+
+def _cannon(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    return _systolic(s, m, ops, [io, jo])
 
 
 def _pumma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
-    A, B, C = ops
-    return (
-        _matmul_2d(s, m)
-        .divide(k, ko, ki, m.x)
-        .reorder([ko, ii, ji, ki])
-        .rotate(ko, [io], kos)
-        .communicate(A, jo)
-        .communicate([B, C], kos)
-        .substitute([ii, ji, ki], dt.leaf.GEMM)
-    )
+    return _systolic(s, m, ops, [io])
 
 
 def _johnson_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:

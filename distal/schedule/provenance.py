@@ -10,10 +10,12 @@ iterations of divide and split when extents do not divide.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy
 
 from distal.cin.relations import Derivation, Divide, Fuse, Precompute, Rotate, Split
@@ -213,3 +215,35 @@ class Provenance:
         ):
             return None
         return self.extents()
+
+    def block_points(
+        self, env: Mapping[IndexVar, int], block: list[IndexVar], ext: Mapping[IndexVar, int]
+    ) -> tuple[dict[IndexVar, Any], int] | None:
+        """Every point of a block of loops at once, as index arrays.
+
+        `env` fixes the loops outside the block; the block's loops run over
+        their extents. Returns the values of every determined variable (arrays
+        over the points, or integers) with the points past an extent (the
+        guards of divide and split) dropped, and the number of points left;
+        None when no point is left.
+        """
+        exts = [ext[v] for v in block]
+        npts = math.prod(exts)
+        if npts == 0:
+            return None
+        values: dict[IndexVar, Any] = dict(env)
+        if block:
+            grid = np.indices(exts).reshape(len(exts), -1)
+            values.update(zip(block, grid))
+        vals, guards = self.recover(values, ext)
+        mask: Any = True
+        for g in guards:
+            mask = mask & g
+        if mask is not True:
+            mask = np.broadcast_to(np.asarray(mask), (npts,))
+            if not mask.any():
+                return None
+            if not mask.all():
+                vals = {v: (x[mask] if isinstance(x, np.ndarray) else x) for v, x in vals.items()}
+                npts = int(mask.sum())
+        return vals, npts

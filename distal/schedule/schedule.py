@@ -200,24 +200,21 @@ class Schedule:
         return self._divide(i, io, ii, parts)._traced("divide", i, io, ii, parts)
 
     def _divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Schedule:
-        path = self._loop(i, "divide")
-        self._fresh([io, ii], "divide")
-        size = self._size(parts, "divide")
-        node = tree.node_at(self.stmt, path)
-        assert isinstance(node, Forall)
-        new = Forall(io, Forall(ii, node.body))
-        return self._with(tree.replace(self.stmt, path, new), Divide(i, io, ii, size))
+        return self._strip_mine("divide", i, io, ii, parts)
 
     def split(self, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Schedule:
         """Split loop i into chunks of `size`: io counts chunks, ii runs inside one."""
-        path = self._loop(i, "split")
-        self._fresh([io, ii], "split")
-        n = self._size(size, "split")
+        return self._strip_mine("split", i, io, ii, size)._traced("split", i, io, ii, size)
+
+    def _strip_mine(self, cmd: str, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Schedule:
+        """∀i S -> ∀io ∀ii S with a divide or split relation (they differ only in their bounds)."""
+        path = self._loop(i, cmd)
+        self._fresh([io, ii], cmd)
+        n = self._size(size, cmd)
         node = tree.node_at(self.stmt, path)
         assert isinstance(node, Forall)
-        new = Forall(io, Forall(ii, node.body))
-        out = self._with(tree.replace(self.stmt, path, new), Split(i, io, ii, n))
-        return out._traced("split", i, io, ii, size)
+        rel = Divide(i, io, ii, n) if cmd == "divide" else Split(i, io, ii, n)
+        return self._with(tree.replace(self.stmt, path, Forall(io, Forall(ii, node.body))), rel)
 
     def fuse(self, i: IndexVar, j: IndexVar, f: IndexVar) -> Schedule:
         """Fuse loop j, directly inside loop i, with i into one loop f."""
