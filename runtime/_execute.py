@@ -12,24 +12,40 @@ Tensor data lives on `tensor.storage` as a `TensorStore`: an input gets one
 from its NumPy data on first use and keeps it; the output gets the store the
 plan wrote, so `tensor.to_numpy()` reads the result. A 0-d tensor is a store
 of shape (1,).
+
+A plan with a synthesized reduction (`Plan.reduction`, `distal.lower.reductions`)
+runs its REDUCE_ADD launches differently: the output's argument becomes the
+launch point's processor block of a partials store of shape
+``(*machine.full_shape, *row)`` (read-write, projected by the processor
+coordinate, so launches stay index launches), and the kernel adds its
+contribution (computed into a zero buffer, as Legate's reduction would hand
+it) into that block. After the launches, one pinned copy per grouped
+processor moves its block into row ``device`` of a ``(machine.size, *row)``
+store (Legate cannot partition a delinearized store, so the flat device
+dimension the reduction runtime wants cannot be projected directly),
+`reduce_on_machine` runs the program (and waits for it), and one pinned task
+per group adds the first member's sum, cropped to the group's box, into the
+output tile.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, TensorInfo
+from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 
 from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
 from ._make import from_numpy, zeros
+from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
 from ._start import ensure_started, legate_runtime, processor_count
-from ._store import Store, fence, tile_of, to_numpy
+from ._store import Store, fence, tile_of, to_numpy, wrap
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 
@@ -114,39 +130,172 @@ def _pinned_arg(store: Store, op: Operand, point: tuple[int, ...]) -> tuple[Stor
     return tile_of(store, op.tile, tuple(min(c, m) for c, m in zip(color, last))), privilege
 
 
-def run_plan(plan: Plan, *, wait: bool = False) -> None:
+def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:
     """Run every launch of `plan` on Legate; the output tensor's storage then holds the result.
 
     Launches are asynchronous; reading the output (`tensor.to_numpy()`)
-    waits for them, as does `wait=True`.
+    waits for them, as does `wait=True`. A synthesized reduction waits for
+    its program (see the module docstring); `trace` (if given) receives one
+    `ReduceRecord` per step of its program.
     """
     ensure_started()
     stores = []
     for info in plan.tensors:
         stores.append(_output_store(plan, info) if info.output else store_of(info))
     binding: dict[tuple[int, ...], int] | None = None
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    launch_stores = stores
+    if red is not None:
+        # every launch reduces into the output (distal.lower.reductions checks it)
+        launch_stores = list(stores)
+        launch_stores[red.tensor] = _partials_store(plan, red)
     for g, group in enumerate(plan.groups):
         if not group.launches:
             continue
-        key = _key(plan, g)
+        key = _key(plan, g) if red is None else _partial_key(plan, g, red)
         for launch in group.launches:
+            if red is not None:
+                launch = _into_partials(plan, red, launch)
             if launch.pinned:
                 if binding is None:
                     binding = _binding(plan)
-                _run_pinned(plan, group, key, launch, stores, binding)
+                _run_pinned(plan, group, key, launch, launch_stores, binding)
             elif group.covers_domain(launch) or plan.machine is None:
                 # Legate maps the points of a launch over the whole domain block-wise in
                 # row-major order, as Machine.bind does (measured), so no pinning is needed.
-                index_launch(key, launch.shape, [_arg(stores[op.tensor], op) for op in launch.operands],
+                index_launch(key, launch.shape, [_arg(launch_stores[op.tensor], op) for op in launch.operands],
                              lower=launch.lower)
             else:
                 if binding is None:
                     binding = _binding(plan)
-                _run_part(plan, group, key, launch, stores, binding)
+                _run_part(plan, group, key, launch, launch_stores, binding)
+    if red is not None:
+        _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace)
     out = plan.output
     out.tensor.storage = TensorStore(stores[plan.tensors.index(out)], out.shape)
     if wait:
         fence()
+
+
+# -- synthesized reductions ----------------------------------------------------------------
+
+
+def _partials_store(plan: Plan, red: Reduction) -> Store:
+    """Zeros of shape (*machine.full_shape, *row): one `row` block per abstract processor."""
+    assert plan.machine is not None
+    lead = plan.machine.full_shape
+    return zeros((*lead, *red.row), plan.tensors[red.tensor].dtype, tile=(*(1 for _ in lead), *red.row))
+
+
+def _into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
+    """`launch` with the output's operand replaced by the points' processor blocks of the partials."""
+    assert plan.machine is not None
+    lead = plan.machine.full_shape
+    by_slot = {slot: d for d, slot in enumerate(plan.processor_slots) if slot >= 0}
+    projection = tuple(Proj(by_slot[s]) if s in by_slot else Proj(None, 0, 0) for s in range(len(lead)))
+    operand = Operand(red.tensor, Privilege.READ_WRITE, (*(1 for _ in lead), *red.row),
+                      (*projection, *(Proj(None, 0, 0) for _ in red.row)), (*lead, *(1 for _ in red.row)))
+    operands = tuple(operand if op.tensor == red.tensor else op for op in launch.operands)
+    return replace(launch, operands=operands)
+
+
+@dataclass(eq=False)
+class _IntoPartials:
+    """A group's kernel whose output tile is a point's processor block of the partials store.
+
+    The kernel gets a zero buffer of the point's real output box (what
+    Legate's reduction hands it) and the buffer is added into the block.
+    """
+
+    kernel: Any
+    index: int
+    lead: int  # leading processor dimensions of the block
+    boxes: dict[tuple[int, ...], Box]
+
+    def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
+        from distal.lower.numpy_exec import partial_view
+
+        args = list(tiles)
+        block = args[self.index][(0,) * self.lead]
+        real = partial_view(block, self.boxes[tuple(int(x) for x in point)])
+        buffer = real.copy()
+        buffer[...] = 0
+        args[self.index] = buffer
+        self.kernel(point, *args)
+        real += buffer
+
+
+_partial_keys: dict[int, tuple[_IntoPartials, int]] = {}
+
+
+def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
+    group = plan.groups[group_index]
+    kernel = group.kernel
+    with _lock:
+        found = _partial_keys.get(id(kernel))
+        if found is not None and found[0].kernel is kernel:
+            return found[1]
+        info = plan.tensors[red.tensor]
+        boxes = {p: launch.operands[red.tensor].box(p, info.shape)
+                 for launch in group.launches for p in launch.points()}
+        assert plan.machine is not None
+        wrapper = _IntoPartials(kernel, red.tensor, len(plan.machine.full_shape), boxes)
+        key = register_kernel(wrapper, f"{kernel.name}_partials")
+        _partial_keys[id(kernel)] = (wrapper, key)
+        return key
+
+
+def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
+    out[...] = source.reshape(out.shape)
+
+
+def _add_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
+    out += source.reshape(out.shape)
+
+
+_helper_keys: dict[str, int] = {}
+
+
+def _helper(name: str) -> int:
+    with _lock:
+        key = _helper_keys.get(name)
+        if key is None:
+            key = register_kernel(_copy_kernel if name == "copy" else _add_kernel, f"distal_reduction_{name}")
+            _helper_keys[name] = key
+        return key
+
+
+def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Store,
+                        trace: list[ReduceRecord] | None) -> None:
+    """Flatten the grouped processors' blocks, run the program, add each group's sum into its tile."""
+    machine = plan.machine
+    assert machine is not None and red.plan is not None
+    binding = _binding(plan)
+    coords = list(machine.coords())
+    lead = len(machine.full_shape)
+    flat = zeros((machine.size, *red.row), partials.dtype, tile=(1, *red.row))
+    copy = _helper("copy")
+    for device in sorted(d for g in red.groups for d in g):
+        block = tile_of(partials, (*(1 for _ in range(lead)), *red.row), (*coords[device], *(0 for _ in red.row)))
+        row = wrap(flat.handle.slice(0, slice(device, device + 1)), flat.dtype)
+        point_launch(copy, [(block, RtPrivilege.READ), (row, RtPrivilege.WRITE)], (device,),
+                     binding.get(coords[device], 0))
+    result = reduce_on_machine(machine, flat, red.groups, red.plan, trace)
+    add = _helper("add")
+    out_op = next(launch.operands[red.tensor] for _, launch in plan.launches())
+    for devices, box in zip(red.groups, red.boxes):
+        root = devices[0]
+        handle = result.handle.slice(0, slice(root, root + 1))
+        for d, (lo, hi) in enumerate(box):
+            handle = handle.slice(d + 1, slice(0, hi - lo))
+        source = wrap(handle, result.dtype)
+        if out_op.tile is None or not box:
+            target = output
+        else:
+            color = tuple(lo // t for (lo, _), t in zip(box, out_op.tile))
+            target = tile_of(output, out_op.tile, color)
+        point_launch(add, [(source, RtPrivilege.READ), (target, RtPrivilege.READ_WRITE)], (root,),
+                     binding.get(coords[root], 0))
 
 
 def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],

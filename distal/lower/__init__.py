@@ -9,6 +9,9 @@ is logged to stderr (logger `distal.lower`):
 3. tiling    -- bounds analysis per launch point, tilings, projections, privileges
                 (`distal.lower.bounds`, `distal.lower.tiling`)
 4. kernel    -- the leaf kernel run by every task (`distal.lower.kernel`)
+5. reduction -- how a distributed reduction into the output runs: Legate's
+                reduction, or a synthesized program of collectives on a
+                hierarchical machine (`distal.lower.reductions`)
 
 >>> import distal as dt
 >>> i, j, k = dt.index_vars("i j k")
@@ -24,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,14 +37,15 @@ from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
 from distal.lower.kernel import TaskBody
 from distal.lower.nest import Nest, find_nest
-from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, TensorInfo
+from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
+from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.tiling import ROTATIONS, build_launches
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
     from distal.schedule.schedule import Schedule
 
-__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "TensorInfo", "lower"]
+__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo", "lower"]
 
 log = logging.getLogger("distal.lower")
 
@@ -61,7 +66,8 @@ def _log(name: str, ir: object) -> None:
         log.debug("after %s:\n%s", name, ir)
 
 
-def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None) -> Plan:
+def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None,
+          reduction: str | None = None) -> Plan:
     """Lower a schedule to a `Plan`; `bindings` give the values of `dt.Param` sizes.
 
     `rotation` chooses how launches whose projections are not affine (rotate)
@@ -71,11 +77,21 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     within noise for large tiles, boxes up to 10% faster for small ones, and
     boxes issue fewer launches (at most 2g per step on a g x g grid instead
     of g*g). The environment variable DISTAL_ROTATION sets the default.
+
+    `reduction` chooses how a distributed reduction into the output runs
+    (`distal.lower.reductions`): "auto" (the default: on a hierarchical
+    machine the simulated-best synthesized program of collectives, unless
+    that is the single AllReduce; on a flat machine Legate's one
+    reduction), "synthesized" (the synthesized program on any machine) or
+    "legate". The environment variable DISTAL_REDUCTION sets the default.
     """
     _debug()
     how = rotation or os.environ.get("DISTAL_ROTATION", "boxes")
     if how not in ROTATIONS:
         raise DistalError(f"expected a rotation strategy in {ROTATIONS}, but found {how!r}")
+    reduce_how = reduction or os.environ.get("DISTAL_REDUCTION", "auto")
+    if reduce_how not in STRATEGIES:
+        raise DistalError(f"expected a reduction strategy in {STRATEGIES}, but found {reduce_how!r}")
     binds = dict(bindings or {})
     _log("schedule", sched)
 
@@ -128,6 +144,13 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
                   tuple(ext[v] for v in nest.dist))
     plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
                 nest.slots, nest.notes, symbolic)
+
+    # 5. reduction
+    strategy = choose_reduction(plan, reduce_how)
+    if strategy is not None:
+        plan = replace(plan, reduction=strategy)
+        _log("reduction", f"{infos[strategy.tensor].name}: {strategy.summary()}"
+                          + (f"\n{strategy.description}" if strategy.description else ""))
     _log("plan", plan)
     return plan
 

@@ -9,6 +9,11 @@ tensor without a format lives on processor 0. A tile reduced into
 (counted as `reduced` bytes). Memory per processor is its share of every
 tensor under its format, plus at each step the tiles it received and its
 reduction buffers; the peak is the largest over steps.
+
+A distributed reduction into the output (`Plan.reduction`) is reported with
+its strategy: Legate's one reduction (and why), or the synthesized program
+of collectives with its lowered steps, its predicted time and the predicted
+time of a single AllReduce (`distal.reduction.describe_plan`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, TensorInfo
+from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
 
 __all__ = ["describe", "explain", "stats"]
 
@@ -72,7 +77,10 @@ def stats(plan: Plan) -> dict[str, Any]:
     Keys: `launches` (one dict per launch: step, domain, points, pinned,
     operands with tile shapes, projections and privileges, `received` bytes
     per processor), `received_bytes` and `reduced_bytes` per processor and in
-    total, `peak_bytes` per processor, `launch_count`, `notes`.
+    total, `peak_bytes` per processor, `launch_count`, `notes`, and
+    `reduction` (None without a distributed reduction into the output; else
+    its strategy, reason, groups of device ids, program, steps, predicted
+    seconds and single-AllReduce seconds).
     """
     owners = _Owners(plan)
     received: dict[str, int] = {}
@@ -123,6 +131,25 @@ def stats(plan: Plan) -> dict[str, Any]:
         "total_reduced_bytes": sum(reduced.values()),
         "peak_bytes": peak,
         "notes": [*plan.notes, *(n for g in plan.groups for n in g.notes)],
+        "reduction": _reduction_data(plan, plan.reduction),
+    }
+
+
+def _reduction_data(plan: Plan, red: Reduction | None) -> dict[str, Any] | None:
+    if red is None:
+        return None
+    return {
+        "tensor": plan.tensors[red.tensor].name,
+        "strategy": red.strategy,
+        "reason": red.reason,
+        "groups": [list(g) for g in red.groups],
+        "partial_shape": list(red.row),
+        "partial_bytes": red.nbytes,
+        "program": red.program or None,
+        "program_shape": red.shape or None,
+        "steps": list(red.steps),
+        "predicted_seconds": red.seconds if red.program else None,
+        "allreduce_seconds": red.allreduce_seconds if red.program else None,
     }
 
 
@@ -184,6 +211,8 @@ def describe(plan: Plan) -> str:
             for op in launch.operands:
                 lines.append("      " + _operand_text(plan, op))
         lines.extend(f"  note: {x}" for x in g.notes)
+    if plan.reduction is not None:
+        lines.append(f"  reduction into {plan.tensors[plan.reduction.tensor].name}: {plan.reduction.summary()}")
     lines.extend(f"  note: {x}" for x in plan.notes)
     return "\n".join(lines)
 
@@ -219,4 +248,18 @@ def explain(plan: Plan) -> str:
     for p, b in data["peak_bytes"].items():
         lines.append(f"    processor {p}: received {_bytes(data['received_bytes'].get(p, 0))}, "
                      f"reduced {_bytes(data['reduced_bytes'].get(p, 0))}, peak memory {_bytes(b)}")
+    red = plan.reduction
+    if red is not None:
+        name = plan.tensors[red.tensor].name
+        if red.synthesized:
+            head = f"synthesized program of collectives over per-processor partials ({red.reason})"
+        else:
+            head = red.reason
+        lines.append(f"  distributed reduction into {name}: {head}")
+        if red.groups:
+            lines.append(f"    processors (device ids) per output tile: {[list(g) for g in red.groups]}")
+        if red.description:
+            label = "chosen program" if red.synthesized else "the program it would run"
+            lines.append(f"    {label}:")
+            lines.extend("      " + x for x in red.description.splitlines())
     return "\n".join(lines)

@@ -4,6 +4,12 @@ It follows the plan's data exactly as Legate would: each point gets views of
 its tiles (`Operand.box`), a REDUCE_ADD operand gets a zero buffer that is
 added into the tensor after the point ran, and launches run in order. It
 tests the lowering without Legate.
+
+With a synthesized reduction (`Plan.reduction`), the buffer of a point is
+added into its processor's partial result instead; after the last launch
+the plan's program sums the partials (`distal.reduction.execute_lowered`,
+the collectives step by step) and the first device of each group adds its
+sum into the group's output box, as on Legate.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
-from distal.lower.plan import Plan, Privilege
+from distal.lower.plan import Box, Plan, Privilege, Reduction
 
 __all__ = ["run_numpy"]
 
@@ -34,9 +40,32 @@ def initial_data(plan: Plan) -> list[np.ndarray]:
     return arrays
 
 
+def partial_view(row: np.ndarray, box: Box) -> np.ndarray:
+    """The part of a processor's partial result (`row`, of `Reduction.row`'s shape) that holds `box`."""
+    if not box:  # a 0-d output: its partial has shape (1,)
+        return row.reshape(())
+    return row[tuple(slice(0, max(hi - lo, 0)) for lo, hi in box)]
+
+
+def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray) -> None:
+    """Run the reduction program on the partials; add each group's sum into its output box."""
+    from distal.reduction.execute import execute_lowered
+
+    assert red.plan is not None
+    values = execute_lowered(red.plan.best.lowered, dict(enumerate(partials)))
+    for devices, box in zip(red.groups, red.boxes):
+        index: tuple[Any, ...] = (*(slice(lo, hi) for lo, hi in box), Ellipsis)
+        output[index] += partial_view(values[devices[0]], box)
+
+
 def run_numpy(plan: Plan) -> None:
     """Run `plan` with NumPy; the output tensor receives the result."""
     arrays = initial_data(plan)
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    partials = None
+    if red is not None:
+        assert plan.machine is not None
+        partials = np.zeros((plan.machine.size, *red.row), dtype=plan.tensors[red.tensor].dtype)
     for group, launch in plan.launches():
         for point in launch.points():
             tiles: list[Any] = []
@@ -48,6 +77,8 @@ def run_numpy(plan: Plan) -> None:
                 view = arrays[op.tensor][index]
                 if op.privilege is Privilege.REDUCE_ADD:
                     buffer = np.zeros_like(view)
+                    if red is not None and partials is not None and op.tensor == red.tensor:
+                        view = partial_view(partials[plan.device_of(group, point)], box)
                     folds.append((view, buffer))
                     tiles.append(buffer)
                 elif op.privilege is Privilege.READ:
@@ -57,5 +88,7 @@ def run_numpy(plan: Plan) -> None:
             group.kernel(point, *tiles)
             for view, buffer in folds:
                 view += buffer
+    if red is not None and partials is not None:
+        _finish(plan, red, partials, arrays[red.tensor])
     out = plan.output
     out.tensor.set_array(arrays[plan.tensors.index(out)])

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from distal.format.machine import Machine
     from distal.lower.kernel import TaskBody
     from distal.notation.tensor import Tensor
+    from distal.reduction.plan import ReductionPlan
 
-__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "TensorInfo"]
+__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo"]
 
 Box = tuple[tuple[int, int], ...]  # per dimension [lo, hi)
 
@@ -171,6 +172,57 @@ class Group:
 
 
 @dataclass(frozen=True, slots=True)
+class Reduction:
+    """How the launches that reduce into the output (REDUCE_ADD) are carried out.
+
+    `strategy` is "legate" (Legate folds every point's buffer into the output
+    tile: one reduction) or "synthesized": every launch point adds its
+    contribution into the partial result of its processor, a `row`-shaped
+    block of a per-processor store (device id: the processor's row-major
+    index in `machine.coords()`); once every launch ran, the chosen program of
+    collectives (`plan`, from `distal.reduction.explain.machine_plan`) sums
+    the partials of each of `groups` (the processors whose points reduce into
+    one output tile, box `boxes[g]`), and the first device of each group adds
+    its sum, cropped to the box, into the output. `reason` says why the
+    strategy was chosen. The program fields are filled whenever a program was
+    planned, for `explain()`; `seconds` and `allreduce_seconds` are the
+    simulated times of the chosen program and of a single AllReduce.
+    """
+
+    tensor: int  # the output's index in `Plan.tensors`
+    strategy: str  # "legate" or "synthesized"
+    reason: str
+    row: tuple[int, ...] = ()  # one processor's partial: the output tile (whole shape untiled, (1,) if 0-d)
+    groups: tuple[tuple[int, ...], ...] = ()  # device ids per output tile, ascending
+    boxes: tuple[Box, ...] = ()  # the output box each group sums into
+    nbytes: float = 0.0  # bytes of one partial (what programs were ranked for)
+    program: str = ""  # the chosen program, as `distal.reduction` prints it
+    shape: str = ""  # its collectives joined by "-"
+    steps: tuple[str, ...] = ()  # its lowered steps (collective over device groups)
+    seconds: float = 0.0
+    allreduce_seconds: float = 0.0
+    description: str = ""  # `distal.reduction.describe_plan` of the plan
+    plan: ReductionPlan | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def synthesized(self) -> bool:
+        return self.strategy == "synthesized"
+
+    def summary(self) -> str:
+        """One line: strategy, program and predicted times."""
+        if not self.program:
+            return f"{self.strategy}: {self.reason}"
+        times = f"predicted {_seconds(self.seconds)}, single AllReduce {_seconds(self.allreduce_seconds)}"
+        return f"{self.strategy}: {self.reason}; program {self.shape} in {len(self.steps)} step(s) ({times})"
+
+
+def _seconds(s: float) -> str:
+    from distal.reduction.explain import format_seconds
+
+    return format_seconds(s)
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """A lowered schedule: tensors, launch groups, and how the output starts.
 
@@ -178,7 +230,8 @@ class Plan:
     false for `+=` (it keeps its values). `machine` is the abstract machine
     the distributed loops map onto (None without distributed loops);
     `processor_slots[d]` is the position, in an abstract processor
-    coordinate, of distributed launch dimension d (-1: none).
+    coordinate, of distributed launch dimension d (-1: none). `reduction`
+    says how a distributed reduction into the output runs.
     """
 
     statement: str
@@ -189,6 +242,7 @@ class Plan:
     processor_slots: tuple[int, ...]  # per distributed launch dim: its index in a processor coordinate
     notes: tuple[str, ...] = ()
     symbolic: tuple[tuple[str, str, int], ...] = ()  # (variable, sympy extent, bound value) with dt.Param
+    reduction: Reduction | None = None  # how REDUCE_ADD launches into the output run (None: there are none)
 
     @property
     def output(self) -> TensorInfo:
@@ -201,6 +255,16 @@ class Plan:
 
     def launch_count(self) -> int:
         return sum(len(g.launches) for g in self.groups)
+
+    def device_of(self, group: Group, point: Sequence[int]) -> int:
+        """The row-major index of a launch point's abstract processor in `machine.coords()`."""
+        coord = self.processor_of(group, point)
+        if self.machine is None:
+            return 0
+        index = 0
+        for c, n in zip(coord, self.machine.full_shape):
+            index = index * n + c
+        return index
 
     def processor_of(self, group: Group, point: Sequence[int]) -> tuple[int, ...]:
         """The abstract processor coordinate of a launch point (all levels concatenated)."""
