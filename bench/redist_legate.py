@@ -102,7 +102,7 @@ def run(problems: int, repeats: int, elements: tuple[int, int]) -> dict[str, Any
             "speedup": round(ms["naive"] / ms["synthesized"], 3) if ms["synthesized"] > 0 else None,
         }
         results.append(row)
-        print(f"{k + 1:2d} {str(src):>40} -> {str(dst):<40} synth {ms['synthesized']:8.2f} ms "
+        print(f"{k + 1:2d} {src!s:>40} -> {dst!s:<40} synth {ms['synthesized']:8.2f} ms "
               f"naive {ms['naive']:8.2f} ms  x{row['speedup']}", flush=True)
     speedups = [r["speedup"] for r in results if r["speedup"]]
     return {
