@@ -16,16 +16,16 @@ of shape (1,).
 A plan with a synthesized reduction (`Plan.reduction`, `distal.lower.reductions`)
 runs its REDUCE_ADD launches differently: the output's argument becomes the
 launch point's processor block of a partials store of shape
-``(*machine.full_shape, *row)`` (read-write, projected by the processor
+``(*machine.full_shape, prod(row))`` (read-write, projected by the processor
 coordinate, so launches stay index launches), and the kernel adds its
 contribution (computed into a zero buffer, as Legate's reduction would hand
-it) into that block. After the launches, one pinned copy per grouped
-processor moves its block into row ``device`` of a ``(machine.size, *row)``
-store (Legate cannot partition a delinearized store, so the flat device
-dimension the reduction runtime wants cannot be projected directly),
-`reduce_on_machine` runs the program (and waits for it), and one pinned task
-per group adds the first member's sum, cropped to the group's box, into the
-output tile.
+it) into that block, seen as `row`. After the launches, one pinned copy per
+grouped processor moves its block into row ``device`` of a
+``(machine.size, prod(row))`` store (Legate cannot partition a delinearized
+store, so the flat device dimension the reduction runtime wants cannot be
+projected directly), `reduce_on_machine` runs the program (and waits for
+it), and one pinned task per group adds the first member's sum, cropped to
+the group's box, into that box of the output.
 """
 
 from __future__ import annotations
@@ -181,10 +181,11 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
 
 
 def _partials_store(plan: Plan, red: Reduction) -> Store:
-    """Zeros of shape (*machine.full_shape, *row): one `row` block per abstract processor."""
+    """Zeros of shape (*machine.full_shape, prod(row)): one flat `row` block per abstract processor."""
     assert plan.machine is not None
     lead = plan.machine.full_shape
-    return zeros((*lead, *red.row), plan.tensors[red.tensor].dtype, tile=(*(1 for _ in lead), *red.row))
+    size = math.prod(red.row)
+    return zeros((*lead, size), plan.tensors[red.tensor].dtype, tile=(*(1 for _ in lead), size))
 
 
 def _into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
@@ -193,8 +194,8 @@ def _into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
     lead = plan.machine.full_shape
     by_slot = {slot: d for d, slot in enumerate(plan.processor_slots) if slot >= 0}
     projection = tuple(Proj(by_slot[s]) if s in by_slot else Proj(None, 0, 0) for s in range(len(lead)))
-    operand = Operand(red.tensor, Privilege.READ_WRITE, (*(1 for _ in lead), *red.row),
-                      (*projection, *(Proj(None, 0, 0) for _ in red.row)), (*lead, *(1 for _ in red.row)))
+    operand = Operand(red.tensor, Privilege.READ_WRITE, (*(1 for _ in lead), math.prod(red.row)),
+                      (*projection, Proj(None, 0, 0)), (*lead, 1))
     operands = tuple(operand if op.tensor == red.tensor else op for op in launch.operands)
     return replace(launch, operands=operands)
 
@@ -208,6 +209,7 @@ class _IntoPartials:
     """
 
     kernel: Any
+    reduction: Reduction
     index: int
     lead: int  # leading processor dimensions of the block
     boxes: dict[tuple[int, ...], Box]
@@ -217,7 +219,7 @@ class _IntoPartials:
 
         args = list(tiles)
         block = args[self.index][(0,) * self.lead]
-        real = partial_view(block, self.boxes[tuple(int(x) for x in point)])
+        real = partial_view(self.reduction, block, self.boxes[tuple(int(x) for x in point)])
         buffer = real.copy()
         buffer[...] = 0
         args[self.index] = buffer
@@ -239,7 +241,7 @@ def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
         boxes = {p: launch.operands[red.tensor].box(p, info.shape)
                  for launch in group.launches for p in launch.points()}
         assert plan.machine is not None
-        wrapper = _IntoPartials(kernel, red.tensor, len(plan.machine.full_shape), boxes)
+        wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
         key = register_kernel(wrapper, f"{kernel.name}_partials")
         _partial_keys[id(kernel)] = (wrapper, key)
         return key
@@ -249,19 +251,29 @@ def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) ->
     out[...] = source.reshape(out.shape)
 
 
-def _add_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
-    out += source.reshape(out.shape)
+@dataclass(frozen=True)
+class _AddBox:
+    """Add the `local` box of a flat partial, seen as `row`, into the output's box."""
+
+    row: tuple[int, ...]
+    local: Box
+
+    def __call__(self, point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
+        block = source.reshape(self.row)[tuple(slice(lo, hi) for lo, hi in self.local)]
+        out += block.reshape(out.shape)
 
 
-_helper_keys: dict[str, int] = {}
+_helper_keys: dict[Any, int] = {}
 
 
-def _helper(name: str) -> int:
+def _helper(what: Any) -> int:
+    """The key of the copy kernel ("copy") or of an `_AddBox`."""
     with _lock:
-        key = _helper_keys.get(name)
+        key = _helper_keys.get(what)
         if key is None:
-            key = register_kernel(_copy_kernel if name == "copy" else _add_kernel, f"distal_reduction_{name}")
-            _helper_keys[name] = key
+            fn = _copy_kernel if what == "copy" else what
+            key = register_kernel(fn, f"distal_reduction_{'copy' if what == 'copy' else 'add'}")
+            _helper_keys[what] = key
         return key
 
 
@@ -273,27 +285,22 @@ def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Sto
     binding = _binding(plan)
     coords = list(machine.coords())
     lead = len(machine.full_shape)
-    flat = zeros((machine.size, *red.row), partials.dtype, tile=(1, *red.row))
+    size = math.prod(red.row)
+    flat = zeros((machine.size, size), partials.dtype, tile=(1, size))
     copy = _helper("copy")
     for device in sorted(d for g in red.groups for d in g):
-        block = tile_of(partials, (*(1 for _ in range(lead)), *red.row), (*coords[device], *(0 for _ in red.row)))
+        block = tile_of(partials, (*(1 for _ in range(lead)), size), (*coords[device], 0))
         row = wrap(flat.handle.slice(0, slice(device, device + 1)), flat.dtype)
         point_launch(copy, [(block, RtPrivilege.READ), (row, RtPrivilege.WRITE)], (device,),
                      binding.get(coords[device], 0))
     result = reduce_on_machine(machine, flat, red.groups, red.plan, trace)
-    add = _helper("add")
-    out_op = next(launch.operands[red.tensor] for _, launch in plan.launches())
     for devices, box in zip(red.groups, red.boxes):
         root = devices[0]
-        handle = result.handle.slice(0, slice(root, root + 1))
+        add = _helper(_AddBox(red.row, red.local(box)))
+        source = wrap(result.handle.slice(0, slice(root, root + 1)), result.dtype)
+        target = output
         for d, (lo, hi) in enumerate(box):
-            handle = handle.slice(d + 1, slice(0, hi - lo))
-        source = wrap(handle, result.dtype)
-        if out_op.tile is None or not box:
-            target = output
-        else:
-            color = tuple(lo // t for (lo, _), t in zip(box, out_op.tile))
-            target = tile_of(output, out_op.tile, color)
+            target = wrap(target.handle.slice(d, slice(lo, hi)), output.dtype)
         point_launch(add, [(source, RtPrivilege.READ), (target, RtPrivilege.READ_WRITE)], (root,),
                      binding.get(coords[root], 0))
 

@@ -144,6 +144,7 @@ def _reduction_data(plan: Plan, red: Reduction | None) -> dict[str, Any] | None:
         "reason": red.reason,
         "groups": [list(g) for g in red.groups],
         "partial_shape": list(red.row),
+        "partial_is_whole_output": red.whole,
         "partial_bytes": red.nbytes,
         "program": red.program or None,
         "program_shape": red.shape or None,
@@ -257,7 +258,9 @@ def explain(plan: Plan) -> str:
             head = red.reason
         lines.append(f"  distributed reduction into {name}: {head}")
         if red.groups:
-            lines.append(f"    processors (device ids) per output tile: {[list(g) for g in red.groups]}")
+            what = "the whole output" if red.whole else "its output tile"
+            lines.append(f"    partial per processor: {list(red.row)} ({what}); processors (device ids) "
+                         f"reduced together: {[list(g) for g in red.groups]}")
         if red.description:
             label = "chosen program" if red.synthesized else "the program it would run"
             lines.append(f"    {label}:")

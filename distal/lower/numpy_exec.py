@@ -14,6 +14,7 @@ sum into the group's output box, as on Legate.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,10 @@ def initial_data(plan: Plan) -> list[np.ndarray]:
     return arrays
 
 
-def partial_view(row: np.ndarray, box: Box) -> np.ndarray:
-    """The part of a processor's partial result (`row`, of `Reduction.row`'s shape) that holds `box`."""
-    if not box:  # a 0-d output: its partial has shape (1,)
-        return row.reshape(())
-    return row[tuple(slice(0, max(hi - lo, 0)) for lo, hi in box)]
+def partial_view(red: Reduction, flat: np.ndarray, box: Box) -> np.ndarray:
+    """The part of a processor's partial result (`flat`: `red.row` stored flat) that holds output `box`."""
+    view = flat.reshape(red.row)[tuple(slice(lo, hi) for lo, hi in red.local(box))]
+    return view.reshape(()) if not box else view
 
 
 def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray) -> None:
@@ -55,7 +55,7 @@ def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray
     values = execute_lowered(red.plan.best.lowered, dict(enumerate(partials)))
     for devices, box in zip(red.groups, red.boxes):
         index: tuple[Any, ...] = (*(slice(lo, hi) for lo, hi in box), Ellipsis)
-        output[index] += partial_view(values[devices[0]], box)
+        output[index] += partial_view(red, values[devices[0]], box)
 
 
 def run_numpy(plan: Plan) -> None:
@@ -65,7 +65,7 @@ def run_numpy(plan: Plan) -> None:
     partials = None
     if red is not None:
         assert plan.machine is not None
-        partials = np.zeros((plan.machine.size, *red.row), dtype=plan.tensors[red.tensor].dtype)
+        partials = np.zeros((plan.machine.size, math.prod(red.row)), dtype=plan.tensors[red.tensor].dtype)
     for group, launch in plan.launches():
         for point in launch.points():
             tiles: list[Any] = []
@@ -78,7 +78,7 @@ def run_numpy(plan: Plan) -> None:
                 if op.privilege is Privilege.REDUCE_ADD:
                     buffer = np.zeros_like(view)
                     if red is not None and partials is not None and op.tensor == red.tensor:
-                        view = partial_view(partials[plan.device_of(group, point)], box)
+                        view = partial_view(red, partials[plan.device_of(group, point)], box)
                     folds.append((view, buffer))
                     tiles.append(buffer)
                 elif op.privilege is Privilege.READ:

@@ -178,13 +178,17 @@ class Reduction:
     `strategy` is "legate" (Legate folds every point's buffer into the output
     tile: one reduction) or "synthesized": every launch point adds its
     contribution into the partial result of its processor, a `row`-shaped
-    block of a per-processor store (device id: the processor's row-major
-    index in `machine.coords()`); once every launch ran, the chosen program of
+    block (stored flat: `math.prod(row)` elements, so the program's chunks
+    cut the flat values) of a per-processor store (device id: the processor's
+    row-major index in `machine.coords()`); once every launch ran, the chosen program of
     collectives (`plan`, from `distal.reduction.explain.machine_plan`) sums
     the partials of each of `groups` (the processors whose points reduce into
-    one output tile, box `boxes[g]`), and the first device of each group adds
+    the same output tiles, within box `boxes[g]`), and the first device of each group adds
     its sum, cropped to the box, into the output. `reason` says why the
-    strategy was chosen. The program fields are filled whenever a program was
+    strategy was chosen. With `whole`, a partial is the whole output and a
+    processor's contributions sit at their global place (its points reduce
+    into several tiles); otherwise a partial is one tile, its contribution at
+    offset 0, and a group's box is that tile. The program fields are filled whenever a program was
     planned, for `explain()`; `seconds` and `allreduce_seconds` are the
     simulated times of the chosen program and of a single AllReduce.
     """
@@ -193,6 +197,7 @@ class Reduction:
     strategy: str  # "legate" or "synthesized"
     reason: str
     row: tuple[int, ...] = ()  # one processor's partial: the output tile (whole shape untiled, (1,) if 0-d)
+    whole: bool = False  # the partial is the whole output (processors reduce into several tiles)
     groups: tuple[tuple[int, ...], ...] = ()  # device ids per output tile, ascending
     boxes: tuple[Box, ...] = ()  # the output box each group sums into
     nbytes: float = 0.0  # bytes of one partial (what programs were ranked for)
@@ -207,6 +212,14 @@ class Reduction:
     @property
     def synthesized(self) -> bool:
         return self.strategy == "synthesized"
+
+    def local(self, box: Box) -> Box:
+        """Where `box` of the output sits in a processor's partial (a box of `row`)."""
+        if not box:
+            return ((0, 1),)  # a 0-d output: its partial has shape (1,)
+        if self.whole:
+            return box
+        return tuple((0, max(hi - lo, 0)) for lo, hi in box)
 
     def summary(self) -> str:
         """One line: strategy, program and predicted times."""

@@ -26,9 +26,15 @@ Strategies (`lower(..., reduction=...)`, default from DISTAL_REDUCTION):
 
 The synthesized program needs a regular structure; when it is missing the
 plan keeps Legate's reduction and `reason` says why: another launch writes
-the output directly, two points of one launch run on one processor, a
-processor reduces into two different tiles, or the groups cannot be planned
-(groups of different sizes).
+the output directly, two points of one launch run on one processor, or the
+groups cannot be planned (groups of different sizes).
+
+Processors are grouped by the set of output boxes their points reduce
+into. When each reduces into one tile (Johnson's `ko`, an inner product),
+a processor's partial result is that tile. When some reduce into several
+(sequential steps that walk along the output), a processor's partial is the
+whole output (`Reduction.whole`), its contributions at their global place,
+and a group's sum is added into the hull of the group's boxes.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from __future__ import annotations
 import math
 
 from distal.errors import DistalError
+from distal.lower.nest import MAX_LAUNCH_DIMS
 from distal.lower.plan import Box, Plan, Privilege, Reduction
 
 __all__ = ["STRATEGIES", "choose_reduction"]
@@ -45,6 +52,12 @@ STRATEGIES = ("auto", "synthesized", "legate")
 
 def _empty(box: Box) -> bool:
     return any(hi <= lo for lo, hi in box)
+
+
+def _hull(boxes: frozenset[Box]) -> Box:
+    """The smallest box holding every box of a non-empty set."""
+    dims = zip(*boxes)
+    return tuple((min(lo for lo, _ in d), max(hi for _, hi in d)) for d in dims)
 
 
 def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
@@ -68,12 +81,15 @@ def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
         return legate("no machine: one Legate reduction")
     if how == "auto" and machine.levels == 1:
         return legate("flat machine: one Legate reduction")
+    if len(machine.full_shape) + 1 > MAX_LAUNCH_DIMS:
+        return legate(f"a store of partials (processor coordinate, values) would have more than "
+                      f"{MAX_LAUNCH_DIMS} dimensions: one Legate reduction")
     direct = [k for k in range(len(launches)) if k not in reducing]
     if direct:
         return legate(f"launch {direct[0]} writes {out.name} directly: one Legate reduction")
 
-    # Which output box each processor reduces into.
-    box_of: dict[int, Box] = {}
+    # Which output boxes each processor reduces into.
+    boxes_of: dict[int, set[Box]] = {}
     row: tuple[int, ...] = ()
     for k in reducing:
         group, launch = launches[k]
@@ -87,18 +103,20 @@ def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
                               f"{plan.processor_of(group, point)}: one Legate reduction")
             seen[device] = point
             box = op.box(point, out.shape)
-            if _empty(box):
-                continue
-            if box_of.setdefault(device, box) != box:
-                return legate(f"processor {plan.processor_of(group, point)} reduces into two tiles of "
-                              f"{out.name} ({list(box_of[device])} and {list(box)}): one Legate reduction")
+            if not _empty(box):
+                boxes_of.setdefault(device, set()).add(box)
+    # One tile per processor: its partial is that tile. Several (sequential steps
+    # that move along the output): its partial is the whole output.
+    whole = any(len(b) > 1 for b in boxes_of.values())
+    if whole:
+        row = out.shape
     row = row or (1,)  # a 0-d output is a store of shape (1,)
-    members: dict[Box, list[int]] = {}
-    for device in sorted(box_of):
-        members.setdefault(box_of[device], []).append(device)
+    members: dict[frozenset[Box], list[int]] = {}
+    for device in sorted(boxes_of):
+        members.setdefault(frozenset(boxes_of[device]), []).append(device)
     ordered = sorted(members.items(), key=lambda item: item[1][0])
     groups = tuple(tuple(devices) for _, devices in ordered)
-    boxes = tuple(box for box, _ in ordered)
+    boxes = tuple(_hull(box_set) for box_set, _ in ordered)
     nbytes = float(out.itemsize * math.prod(row))
 
     from distal.reduction.explain import describe_plan, machine_plan
@@ -122,6 +140,7 @@ def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
         strategy=strategy,
         reason=reason,
         row=row,
+        whole=whole,
         groups=groups,
         boxes=boxes,
         nbytes=nbytes,
