@@ -227,14 +227,14 @@ class _IntoPartials:
         real += buffer
 
 
-_partial_keys: dict[int, tuple[_IntoPartials, int]] = {}
+_partial_keys: dict[tuple[int, Reduction], tuple[_IntoPartials, int]] = {}
 
 
 def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
     group = plan.groups[group_index]
     kernel = group.kernel
     with _lock:
-        found = _partial_keys.get(id(kernel))
+        found = _partial_keys.get((id(kernel), red))
         if found is not None and found[0].kernel is kernel:
             return found[1]
         info = plan.tensors[red.tensor]
@@ -243,7 +243,7 @@ def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
         assert plan.machine is not None
         wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
         key = register_kernel(wrapper, f"{kernel.name}_partials")
-        _partial_keys[id(kernel)] = (wrapper, key)
+        _partial_keys[(id(kernel), red)] = (wrapper, key)
         return key
 
 

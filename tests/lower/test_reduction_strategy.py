@@ -227,7 +227,7 @@ def test_flat_machines_keep_legates_reduction_unless_asked(legate: object) -> No
     assert plan.reduction.reason == "flat machine: one Legate reduction"
     assert "distributed reduction into A: flat machine: one Legate reduction" in plan.explain()
     assert plan.stats()["reduction"]["program"] is None
-    forced = lower(sched, reduction="synthesized")
+    forced = sched.compile(reduction="synthesized")  # type: ignore[arg-type]
     assert forced.reduction is not None and forced.reduction.synthesized
     assert forced.reduction.groups == ((0, 1), (2, 3), (4, 5), (6, 7))
     for p in (plan, forced):
