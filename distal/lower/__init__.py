@@ -84,17 +84,9 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     that is the single AllReduce; on a flat machine Legate's one
     reduction), "synthesized" (the synthesized program on any machine) or
     "legate". The environment variable DISTAL_REDUCTION sets the default.
-    Both can also be given as string-valued `bindings` (what
-    `sched.compile(reduction="synthesized")` passes).
     """
     _debug()
     binds: dict[str, Any] = dict(bindings or {})
-    # `sched.compile(rotation=..., reduction=...)` arrives here among the bindings
-    # (Schedule.compile passes its keywords on): string values are these options.
-    options: dict[str, str] = {name: binds.pop(name) for name in ("rotation", "reduction")
-                               if isinstance(binds.get(name), str)}
-    rotation = rotation or options.get("rotation")
-    reduction = reduction or options.get("reduction")
     how = rotation or os.environ.get("DISTAL_ROTATION", "boxes")
     if how not in ROTATIONS:
         raise DistalError(f"expected a rotation strategy in {ROTATIONS}, but found {how!r}")

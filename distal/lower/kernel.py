@@ -387,25 +387,10 @@ class _Run:
     def index_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar]) -> None:
         """The block's points as index arrays, mapped through the provenance graph (any schedule)."""
         xp = np
-        exts = [self.ext[v] for v in block]
-        npts = math.prod(exts)
-        if npts == 0:
+        found = self.prov.block_points(env, block, self.ext)
+        if found is None:
             return
-        values: dict[IndexVar, Any] = dict(env)
-        if block:
-            grid = np.indices(exts).reshape(len(exts), -1)
-            values.update(zip(block, grid))
-        vals, guards = self.prov.recover(values, self.ext)
-        mask: Any = True
-        for g in guards:
-            mask = mask & g
-        if mask is not True:
-            mask = np.broadcast_to(np.asarray(mask), (npts,))
-            if not mask.any():
-                return
-            if not mask.all():
-                vals = {v: (x[mask] if isinstance(x, np.ndarray) else x) for v, x in vals.items()}
-                npts = int(mask.sum())
+        vals, npts = found
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             value = np.asarray(self._ieval(a.rhs, vals, []))
         arr, origin = self.arrays[a.lhs.tensor]

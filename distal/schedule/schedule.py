@@ -527,18 +527,25 @@ class Schedule:
 
     # -- running -----------------------------------------------------------------
 
-    def compile(self, **bindings: int) -> Any:
-        """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes."""
+    def compile(self, *, rotation: str | None = None, reduction: str | None = None, **bindings: int) -> Any:
+        """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes.
+
+        `rotation` ("boxes" or "points") says how rotated loops launch;
+        `reduction` ("auto", "synthesized" or "legate") how distributed
+        reductions run (see docs/lowering.md).
+        """
         from distal.lower import lower
 
-        plan = lower(self, bindings)
+        plan = lower(self, bindings, rotation=rotation, reduction=reduction)
         if self.notes:
             # what happened before scheduling (operands placed or redistributed,
             # the auto choice) is part of what explain() reports
             plan = replace(plan, notes=(*self.notes, *plan.notes))
         return plan
 
-    def evaluate(self, backend: str = "legate", **bindings: int) -> Tensor:
+    def evaluate(
+        self, backend: str = "legate", *, rotation: str | None = None, reduction: str | None = None, **bindings: int
+    ) -> Tensor:
         """Run the schedule and return the output tensor, which now holds the result.
 
         backend="legate" compiles and runs on Legate; backend="reference" runs
@@ -550,7 +557,7 @@ class Schedule:
             run_reference(self, bindings)
             return self.output
         if backend == "legate":
-            self.compile(**bindings).run()
+            self.compile(rotation=rotation, reduction=reduction, **bindings).run()
             return self.output
         raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
 
