@@ -49,7 +49,7 @@ class MachineDim:
     level: int = 0
 
     def __str__(self) -> str:
-        return f"m.{self.name}"
+        return f"m.{self.name}" if self.level == 0 else f"m.{self.name}@{self.level}"
 
     def __int__(self) -> int:
         return self.size

@@ -94,7 +94,14 @@ def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Sche
     if not isinstance(machine, Machine):
         raise MachineError(f"expected a Machine for {alg.name}, but found {machine!r}")
     want = alg.machine(max(machine.size, 1), None, params).ndim
-    if machine.ndim != want:
+    if machine.levels > 1:
+        hier = [a.name for a in ALGORITHMS.values() if a.hierarchical]
+        if not alg.hierarchical or machine.levels > 2:
+            raise MachineError(
+                f"expected a one-level machine for {alg.name} (two-level variants: {', '.join(hier)}), "
+                f"but found {machine!r}"
+            )
+    if any(g.ndim != want for g in machine.grids):
         raise MachineError(f"expected a {want}-dimensional machine for {alg.name}, but found {machine!r}")
     if len(operands) != alg.arity:
         raise NotationError(f"expected {alg.arity} operands (output first) for {alg.name}, but found {len(operands)}")

@@ -25,6 +25,7 @@ __all__ = ["ALGORITHMS", "Algorithm"]
 i, j, k, l = dt.index_vars("i j k l")
 io, jo, ko, ii, ji, ki = dt.index_vars("io jo ko ii ji ki")
 kos, kio, kii, kios = dt.index_vars("kos kio kii kios")
+iio, jio, iii, jii = dt.index_vars("iio jio iii jii")
 
 MachineFn = Callable[[int, Sequence[int] | None, dict[str, Any]], dt.Machine]
 ScheduleFn = Callable[[dt.Schedule, dt.Machine, tuple[Tensor, ...], dict[str, Any]], dt.Schedule]
@@ -42,6 +43,7 @@ class Algorithm:
     formats: tuple[str | None, ...]  # one distribution per operand (None: not distributed)
     schedule: ScheduleFn
     matmul: bool = False
+    hierarchical: bool = False  # also runs on two-level machines (a grid of nodes of processor grids)
 
     @property
     def arity(self) -> int:
@@ -56,43 +58,57 @@ class Algorithm:
         out[self.indices[0]] = rhs
 
     def format_of(self, n: int, machine: dt.Machine) -> Format | None:
+        """Operand n's format on `machine`: the same distribution at every level."""
         spec = self.formats[n]
-        return None if spec is None else Format(spec, machine)
+        if spec is None:
+            return None
+        return Format(spec if machine.levels == 1 else [spec] * machine.levels, machine)
 
 
 def _grid2(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
     return dt.Machine(dt.Grid(*factor2(p)))
 
 
-def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> dt.Schedule:
-    return s.distribute([i, j], [io, jo], [ii, ji], m)
+def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> tuple[dt.Schedule, IndexVar, IndexVar, IndexVar]:
+    """i and j tiled over the grid (and, on a two-level machine, over each node's processors).
+
+    Returns the schedule, the local i and j loops, and the innermost distributed j loop.
+    """
+    s = s.distribute([i, j], [io, jo], [ii, ji], m)
+    if m.levels == 1:
+        return s, ii, ji, jo
+    return s.distribute([ii, ji], [iio, jio], [iii, jii], m, level=1), iii, jii, jio
 
 
 def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
     A, B, C = ops
     kdim = B.concrete_shape()[1]
     chunk = params.get("chunk") or max(1, math.ceil(kdim / max(m.shape)))
+    s, li, lj, dj = _matmul_2d(s, m)
     return (
-        _matmul_2d(s, m)
-        .split(k, ko, ki, chunk)
-        .reorder([ko, ii, ji, ki])
-        .communicate(A, jo)
+        s.split(k, ko, ki, chunk)
+        .reorder([ko, li, lj, ki])
+        .communicate(A, dj)
         .communicate([B, C], ko)
-        .substitute([ii, ji, ki], dt.leaf.GEMM)
+        .substitute([li, lj, ki], dt.leaf.GEMM)
     )
 
 
 def _systolic(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], by: list[IndexVar]) -> dt.Schedule:
-    """k in as many steps as the grid has rows, rotated by `by`: Cannon (io, jo), PUMMA (io)."""
+    """k in as many steps as the grid has rows, rotated by `by`: Cannon (io, jo), PUMMA (io).
+
+    On a two-level machine the rotation is between nodes; inside a node the
+    node's tiles are spread over its processors.
+    """
     A, B, C = ops
+    s, li, lj, dj = _matmul_2d(s, m)
     return (
-        _matmul_2d(s, m)
-        .divide(k, ko, ki, m.x)
-        .reorder([ko, ii, ji, ki])
+        s.divide(k, ko, ki, m.x)
+        .reorder([ko, li, lj, ki])
         .rotate(ko, by, kos)
-        .communicate(A, jo)
+        .communicate(A, dj)
         .communicate([B, C], kos)
-        .substitute([ii, ji, ki], dt.leaf.GEMM)
+        .substitute([li, lj, ki], dt.leaf.GEMM)
     )
 
 
@@ -200,11 +216,11 @@ ALGORITHMS: dict[str, Algorithm] = {
     a.name: a
     for a in (
         Algorithm("summa", "SUMMA (1995): 2D, broadcasts chunks of B and C along rows and columns",
-                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _summa, matmul=True),
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _summa, matmul=True, hierarchical=True),
         Algorithm("cannon", "Cannon (1969): 2D, systolic shifts of B and C",
-                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _cannon, matmul=True),
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _cannon, matmul=True, hierarchical=True),
         Algorithm("pumma", "PUMMA (1994): 2D, broadcasts one matrix and shifts the other",
-                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _pumma, matmul=True),
+                  _MM, _grid2, ("xy -> xy", "xy -> xy", "xy -> xy"), _pumma, matmul=True, hierarchical=True),
         Algorithm("johnson", "Johnson (1995): 3D, inputs on faces of a processor cube, reduces A",
                   _MM, _johnson_machine, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), _johnson, matmul=True),
         Algorithm("solomonik", "Solomonik 2.5D (2011): c layers each running Cannon on a slab of k",

@@ -43,11 +43,11 @@ T2 = dt.Tensor("T", (4, 4))
          "∀x1 ∀x ∀y T(x,y) s.t. distribute({x1}, Grid(3)), communicate(T, x1)"),
         (["xy -> xy", "xy -> x"], Machine(Grid(2, 2), Grid(4)),
          "∀xo ∀yo ∀xio ∀xii ∀yi T(x,y) s.t. divide(x, xo, xi, m.x), divide(y, yo, yi, m.y), "
-         "distribute({xo, yo}, Grid(2, 2)), divide(xi, xio, xii, m.x), distribute({xio}, Grid(4)), "
+         "distribute({xo, yo}, Grid(2, 2)), divide(xi, xio, xii, m.x@1), distribute({xio}, Grid(4)), "
          "communicate(T, xio)"),
         (["xy -> x*", "ab -> b0"], Machine(Grid(2, 2), Grid(2, 2)),
          "∀xo ∀y1 ∀yo ∀y2=0 ∀xi ∀yi T(x,y) s.t. divide(x, xo, xi, m.x), distribute({xo, y1}, Grid(2, 2)), "
-         "divide(y, yo, yi, m.x), distribute({yo, y2}, Grid(2, 2)), communicate(T, y2)"),
+         "divide(y, yo, yi, m.x@1), distribute({yo, y2}, Grid(2, 2)), communicate(T, y2)"),
     ],
 )
 def test_placement_text(spec: str | list[str], machine: Machine, text: str) -> None:

@@ -119,3 +119,23 @@ def test_wrong_machine_and_operands_are_refused() -> None:
     bad = dt.Tensor.from_array("B", np.zeros((5, 4)))
     with pytest.raises(dt.NotationError, match="one extent"):
         kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A, bad, C)
+
+
+HIERARCHICAL = [dt.Machine(dt.Grid(2, 2), dt.Grid(2, 1)), dt.Machine(dt.Grid(2, 1), dt.Grid(2, 2)),
+                dt.Machine(dt.Grid(2, 2), dt.Grid(2, 2))]
+
+
+@pytest.mark.parametrize("name", ["summa", "cannon", "pumma"])
+@pytest.mark.parametrize("machine", HIERARCHICAL, ids=repr)
+def test_two_level_variants(name: str, machine: dt.Machine) -> None:
+    A, B, C = matmul_operands(13, 11, 9)
+    sched = kernels.build(name, machine, A, B, C)
+    assert str(A.format) == "[xy -> xy, xy -> xy]"
+    assert "distribute({iio, jio}" in str(sched) and "m.x@1" in str(sched)
+    check_matmul(sched, A, B, C)
+
+
+def test_two_level_machines_only_for_the_2d_algorithms() -> None:
+    A, B, C = matmul_operands(4, 4, 4)
+    with pytest.raises(dt.MachineError, match="expected a one-level machine for johnson \\(two-level variants: summa, cannon, pumma\\)"):
+        kernels.build("johnson", dt.Machine(dt.Grid(2, 2, 2), dt.Grid(2, 1, 1)), A, B, C)
