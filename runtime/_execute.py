@@ -56,7 +56,6 @@ _PRIVILEGES = {
     Privilege.REDUCE_ADD: RtPrivilege.REDUCE_ADD,
 }
 _lock = threading.Lock()
-_keys: dict[int, int] = {}
 
 
 @dataclass(eq=False)
@@ -101,13 +100,10 @@ def _output_store(plan: Plan, info: TensorInfo) -> Store:
 
 
 def _key(plan: Plan, group_index: int) -> int:
+    # Transient: released at the next fence so that the task body (and the
+    # tensors it holds) can be freed; running the plan again registers it again.
     kernel = plan.groups[group_index].kernel
-    with _lock:
-        key = _keys.get(id(kernel))
-        if key is None:
-            key = register_kernel(kernel, kernel.name)
-            _keys[id(kernel)] = key
-        return key
+    return register_kernel(kernel, kernel.name, transient=True)
 
 
 def _arg(store: Store, op: Operand) -> Arg:
@@ -227,24 +223,15 @@ class _IntoPartials:
         real += buffer
 
 
-_partial_keys: dict[tuple[int, Reduction], tuple[_IntoPartials, int]] = {}
-
-
 def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
+    # Transient, like the plan's own kernel: the wrapper holds the task body.
     group = plan.groups[group_index]
-    kernel = group.kernel
-    with _lock:
-        found = _partial_keys.get((id(kernel), red))
-        if found is not None and found[0].kernel is kernel:
-            return found[1]
-        info = plan.tensors[red.tensor]
-        boxes = {p: launch.operands[red.tensor].box(p, info.shape)
-                 for launch in group.launches for p in launch.points()}
-        assert plan.machine is not None
-        wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
-        key = register_kernel(wrapper, f"{kernel.name}_partials")
-        _partial_keys[(id(kernel), red)] = (wrapper, key)
-        return key
+    info = plan.tensors[red.tensor]
+    boxes = {p: launch.operands[red.tensor].box(p, info.shape)
+             for launch in group.launches for p in launch.points()}
+    assert plan.machine is not None
+    wrapper = _IntoPartials(group.kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
+    return register_kernel(wrapper, f"{group.kernel.name}_partials", transient=True)
 
 
 def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:

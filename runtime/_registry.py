@@ -37,15 +37,20 @@ class KernelFailure:
 
 
 _lock = threading.Lock()
-_kernels: list[tuple[str, Kernel]] = []
+_kernels: list[tuple[str, Kernel | None]] = []
 _keys: dict[int, int] = {}
+_transient: list[int] = []
 _failures: list[KernelFailure] = []
 
 
-def register_kernel(fn: Kernel, name: str | None = None) -> int:
+def register_kernel(fn: Kernel, name: str | None = None, *, transient: bool = False) -> int:
     """Make `fn(point, *tiles)` callable from Legate tasks and return its key.
 
-    Registering the same function object again returns the same key.
+    Registering the same function object again returns the same key. A
+    `transient` kernel (a compiled plan's task body, which holds the plan's
+    tensors and so their data) is released at the next blocking fence, when
+    no queued task can still call it; registering it again after that gives
+    a new key.
 
     >>> key = register_kernel(lambda point, out: None, "noop")
     >>> kernel(key)[0]
@@ -59,12 +64,30 @@ def register_kernel(fn: Kernel, name: str | None = None) -> int:
         label = name if name is not None else str(getattr(fn, "__name__", "kernel"))
         _kernels.append((label, fn))
         _keys[id(fn)] = key
+        if transient:
+            _transient.append(key)
         return key
+
+
+def release_transient() -> int:
+    """Drop every transient kernel (call only when no launch is queued); returns how many."""
+    with _lock:
+        for key in _transient:
+            label, fn = _kernels[key]
+            if fn is not None and _keys.get(id(fn)) == key:
+                del _keys[id(fn)]
+            _kernels[key] = (label, None)
+        count = len(_transient)
+        _transient.clear()
+        return count
 
 
 def kernel(key: int) -> tuple[str, Kernel]:
     """The name and callable registered under `key`."""
-    return _kernels[key]
+    label, fn = _kernels[key]
+    if fn is None:
+        raise RuntimeFailure(f"kernel {label} (key {key}) was released at a fence before its task ran")
+    return label, fn
 
 
 def record_failure(key: int, point: tuple[int, ...], error: BaseException) -> None:

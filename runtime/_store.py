@@ -25,7 +25,7 @@ import numpy as np
 
 from distal.errors import DistalError, NotSupportedYet
 
-from ._registry import check_failures
+from ._registry import check_failures, release_transient
 from ._start import legate_runtime
 
 __all__ = ["Store", "fence", "legate_type", "tile_of", "to_numpy", "wrap"]
@@ -148,4 +148,5 @@ def fence() -> None:
     legate_runtime().issue_execution_fence(block=True)
     _KEEP_ALIVE.clear()
     _kept_bytes = 0
+    release_transient()  # plans' task bodies (and, through them, their tensors' data)
     check_failures()

@@ -202,3 +202,26 @@ def test_ttv_ttm_mttkrp_and_innerprod_leaves(legate: object) -> None:
     for sched, out, want in cases:
         sched.evaluate()
         np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_dropped_plan_frees_its_tensors_at_the_next_fence(legate: object) -> None:
+    """The kernel registry must not pin a plan's tensors (and their Legate data) forever."""
+    import gc
+    import weakref
+
+    from distal import runtime as rt
+
+    rng = np.random.default_rng(0)
+    A = dt.Tensor("A", (40, 40))
+    B = dt.Tensor.from_array("B", rng.standard_normal((40, 40)))
+    C = dt.Tensor.from_array("C", rng.standard_normal((40, 40)))
+    A[i, j] = B[i, k] * C[k, j]
+    m = dt.Machine(dt.Grid(2, 2))
+    A.schedule().distribute([i, j], [io, jo], [ii, ji], m).evaluate()
+    expected = B.to_numpy() @ C.to_numpy()
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-10)
+    gone = weakref.ref(B)
+    del A, B, C
+    rt.fence()
+    gc.collect()
+    assert gone() is None
