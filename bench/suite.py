@@ -213,15 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--numpy", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
+    parser.add_argument("--no-higher", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    sizes = args.sizes or ([256, 512] if args.quick else [2048, 4096])
+    sizes = args.sizes if args.sizes is not None else ([256, 512] if args.quick else [2048, 4096])
     repeats = 3 if args.quick else 5
     higher = {k: (max(8, n // 6), max(1, l // 6)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
     if args.numpy:
         print(json.dumps(numpy_child(sizes, repeats, higher)))
         return 0
     if args.child is not None:
-        print(json.dumps(legate_child(args.child, sizes, repeats, higher)))
+        print(json.dumps(legate_child(args.child, sizes, repeats, {} if args.no_higher else higher)))
         return 0
     progress = Progress(1 + len(PROCS))
     results: dict[str, Any] = {"sizes": sizes, "repeats": repeats, "procs": list(PROCS),
@@ -230,11 +231,21 @@ def main(argv: list[str] | None = None) -> int:
     results["numpy"] = _child(["--numpy", *(["--quick"] if args.quick else []), "--sizes", *map(str, sizes)],
                               {"OPENBLAS_NUM_THREADS": "2"})
     progress.step("numpy (2 BLAS threads)")
+    # One child per processor count and size: Legate starts once per process,
+    # and a process that ran n = 2048 still held those stores' instances when
+    # n = 4096 ran out of its system memory (seen here; see docs/benchmarks.md).
+    quick = ["--quick"] if args.quick else []
     for p in PROCS:
         sysmem = 12000 if not args.quick else 2000
-        results["legate"][str(p)] = _child(
-            [*map(str, ["--child", p]), *(["--quick"] if args.quick else []), "--sizes", *map(str, sizes)],
-            {"LEGATE_CONFIG": f"--cpus {p} --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"})
+        env = {"LEGATE_CONFIG": f"--cpus {p} --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+        merged: dict[str, Any] = {"matmul": {}, "higher": {}}
+        for n in sizes:
+            part = _child([*map(str, ["--child", p]), *quick, "--sizes", str(n), "--no-higher"], env)
+            merged["matmul"].update(part["matmul"])
+        if p == 2:
+            part = _child([*map(str, ["--child", p]), *quick, "--sizes"], env)
+            merged["higher"] = part["higher"]
+        results["legate"][str(p)] = merged
         progress.step(f"Legate with {p} CPU processor(s)")
     results["seconds"] = time.perf_counter() - start
     summary = {}
