@@ -5,7 +5,7 @@
     distal run script.py [args...]
     distal redistribute "[32{x,y}512, 128]" "[128{x}512, 32{y}128]" --mesh x=4,y=4
     distal reduce --system a100x2 ...
-    distal bench [matmul|higher|redist|reduction|launch]
+    distal bench [matmul|suite|redist|redist-legate|reduction|launch]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ BENCHES = {
     "suite": "bench/suite.py",
     "redist": "bench/redist_synthesis.py",
     "reduction": "bench/reduction_synthesis.py",
+    "redist-legate": "bench/redist_legate.py",
     "launch": "bench/launch_overhead.py",
 }
 
