@@ -9,6 +9,7 @@ driver stand-in is loaded first where no real driver exists.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import threading
@@ -122,6 +123,12 @@ def ensure_started() -> MachineInfo:
             return _machine
         config, user_config, driver = _prepare_environment()
         legate, core = _import_legate()
+        # Python's cyclic garbage collector runs in whatever thread allocates
+        # when it triggers, including Legate's task threads; freeing Legate
+        # objects there crashed the process (seen in a Python task's stack).
+        # With Legate running, cycles are collected at blocking fences instead,
+        # on the main thread with nothing queued (`distal.runtime.fence`).
+        gc.disable()
         machine = core.get_legate_runtime().machine
         target = core.TaskTarget
         host = host_info()

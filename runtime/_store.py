@@ -17,6 +17,7 @@ Guards against LEGATE_NOTES.md's wrong-data behaviours:
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,7 @@ _KEEP_ALIVE: list[Any] = []
 _KEEP_ALIVE_LIMIT = 512  # to_numpy fences (and frees) once this many are held,
 _KEEP_ALIVE_BYTES = 1 << 30  # or once they hold this many bytes
 _kept_bytes = 0
+_GC_ALLOCATIONS = 100_000  # or once this many objects were allocated since the last collection
 
 
 @dataclass(eq=False)
@@ -133,7 +135,8 @@ def to_numpy(store: Store) -> np.ndarray:
             result[...] = mapped
         del mapped
         target.detach()
-    if len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES:
+    if (len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES
+            or gc.get_count()[0] > _GC_ALLOCATIONS):
         fence()
     check_failures()
     return result
@@ -149,4 +152,5 @@ def fence() -> None:
     _KEEP_ALIVE.clear()
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
+    gc.collect()  # cycles: automatic collection is off while Legate runs (see _start.py)
     check_failures()

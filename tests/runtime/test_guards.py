@@ -188,3 +188,24 @@ def test_stores_live_until_a_fence(machine: object) -> None:
     assert any(h is handle for h in _store._KEEP_ALIVE)
     rt.fence()
     assert not any(h is handle for h in _store._KEEP_ALIVE)
+
+
+def test_cycles_are_collected_at_fences_not_in_task_threads(machine: object) -> None:
+    """Automatic GC could free Legate objects inside a task thread (a crash); fences collect instead."""
+    import gc
+    import weakref
+
+    from distal import runtime as rt
+
+    assert not gc.isenabled()
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # type: ignore[attr-defined]
+    gone = weakref.ref(a)
+    del a, b
+    assert gone() is not None  # a cycle: nothing frees it before a collection
+    rt.fence()
+    assert gone() is None
