@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
 PROCS = (1, 2, 4)
 # higher-order sizes: (B's extent per mode, the extra mode's extent)
-HIGHER = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 300), "mttkrp": (400, 64)}
+HIGHER = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
 SPECS = {
     "ttv": ("ijk,k->ij", lambda n, l: [(n, n, n), (n,)]),
     "innerprod": ("ijk,ijk->", lambda n, l: [(n, n, n), (n, n, n)]),
