@@ -152,5 +152,19 @@ def fence() -> None:
     _KEEP_ALIVE.clear()
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
-    gc.collect()  # cycles: automatic collection is off while Legate runs (see _start.py)
+    collect_garbage()
+
+
+def collect_garbage(force: bool = False) -> None:
+    """Collect cycles as Python's automatic collector would at this point (it is off while
+    Legate runs, see _start.py): the youngest generation past its threshold, and an older
+    one when enough younger collections happened. Call only with nothing queued."""
+    if force:
+        gc.collect()
+        return
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in (2, 1, 0):
+        if counts[generation] >= max(thresholds[generation], 1):
+            gc.collect(generation)
+            return
     check_failures()

@@ -207,5 +207,7 @@ def test_cycles_are_collected_at_fences_not_in_task_threads(machine: object) -> 
     gone = weakref.ref(a)
     del a, b
     assert gone() is not None  # a cycle: nothing frees it before a collection
+    live = [Node() for _ in range(1000)]  # past the youngest generation's threshold, as Python's own
     rt.fence()
     assert gone() is None
+    del live
