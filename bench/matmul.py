@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import median_seconds  # bench/ is on sys.path when run as a script
 
 import distal as dt
 from distal.format.format import Format
@@ -65,16 +66,6 @@ def _openblas(threads: int | None = None) -> int | None:
                 continue
             break
     return found
-
-
-def _median(run: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), [round(t, 4) for t in times]
 
 
 def _schedules(n: int, b: np.ndarray, c: np.ndarray) -> dict[str, tuple[dt.Schedule, dict[str, Any], dt.Tensor]]:
@@ -147,7 +138,7 @@ def _launch_overhead(repeats: int) -> dict[str, Any]:
                 plan.run()
             rt.fence()
 
-        seconds, _ = _median(run, repeats)
+        seconds, _ = median_seconds(run, repeats)
         launches = plan.launch_count()
         points = sum(launch.volume for _, launch in plan.launches())
         out[name] = {"launches_per_run": launches, "points_per_run": points,
