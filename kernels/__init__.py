@@ -45,8 +45,10 @@ def describe(name: str) -> str:
 def machine(name: str, nprocs: int, shape: Sequence[int] | None = None, **params: Any) -> Machine:
     """A machine suited to the algorithm on `nprocs` processors.
 
-    `shape` (m, n, k) matters to COSMA, whose grid is chosen from it; `c=`
-    sets the number of layers of Solomonik's 2.5D algorithm.
+    `shape` (m, n, k) matters to COSMA, whose grid is chosen from it (its
+    sequential steps over k come from `build("cosma", ..., memory=bytes per
+    processor)`: the fewest whose chunks fit); `c=` sets the number of layers
+    of Solomonik's 2.5D algorithm.
     """
     alg = _lookup(name)
     if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:

@@ -17,7 +17,7 @@ from distal.format import Format
 from distal.notation.ast import Access, Expr, IndexVar
 from distal.notation.tensor import Tensor
 
-from ._machines import cosma_grid, cube_side, factor2, factor3, solomonik_grid
+from ._machines import cosma_grid, cosma_steps, cube_side, factor2, factor3, solomonik_grid
 
 __all__ = ["ALGORITHMS", "Algorithm"]
 
@@ -156,8 +156,10 @@ def _cosma_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) 
 
 def _cosma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
     A, B, C = ops
-    steps = int(params.get("steps") or 1)
     kdim = B.concrete_shape()[1]
+    mdim, ndim_ = A.concrete_shape()
+    steps = int(params.get("steps") or cosma_steps(m.shape, (mdim, ndim_, kdim), params.get("memory"),
+                                                   A.dtype.itemsize))
     chunk = max(1, math.ceil(math.ceil(kdim / m.shape[2]) / steps))
     return (
         _matmul_3d(s, m)

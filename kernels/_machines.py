@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["cosma_grid", "cube_side", "factor2", "factor3", "solomonik_grid"]
+__all__ = ["cosma_grid", "cosma_steps", "cube_side", "factor2", "factor3", "solomonik_grid"]
 
 
 def _divisors(n: int) -> list[int]:
@@ -70,3 +70,28 @@ def cosma_grid(p: int, shape: Sequence[int] | None) -> tuple[int, int, int]:
                 best = key
     assert best is not None
     return best[1]
+
+
+def cosma_steps(grid: Sequence[int], shape: Sequence[int], memory: int | None, itemsize: int = 8) -> int:
+    """COSMA's sequential steps over k: the fewest whose chunks fit in `memory` bytes per processor.
+
+    A processor holds its tile of A (m/gx x n/gy) throughout and, at each step,
+    a chunk of its B tile (m/gx x k/gz/steps) and of its C tile. Without a
+    memory bound COSMA takes one step (it splits k sequentially only when memory
+    requires it).
+    """
+    if memory is None:
+        return 1
+    gx, gy, gz = grid
+    m, n, k = shape
+    a = math.ceil(m / gx) * math.ceil(n / gy)
+    bc = math.ceil(k / gz) * (math.ceil(m / gx) + math.ceil(n / gy))
+    room = memory // itemsize - a
+    if room < math.ceil(m / gx) + math.ceil(n / gy):
+        from distal.errors import MachineError
+
+        raise MachineError(
+            f"expected at least {(a + math.ceil(m / gx) + math.ceil(n / gy)) * itemsize} bytes per processor for "
+            f"COSMA on grid {tuple(grid)} (a tile of A and one column of B and C), but found memory={memory}"
+        )
+    return max(1, math.ceil(bc / room))

@@ -139,3 +139,19 @@ def test_two_level_machines_only_for_the_2d_algorithms() -> None:
     A, B, C = matmul_operands(4, 4, 4)
     with pytest.raises(dt.MachineError, match="expected a one-level machine for johnson \\(two-level variants: summa, cannon, pumma\\)"):
         kernels.build("johnson", dt.Machine(dt.Grid(2, 2, 2), dt.Grid(2, 1, 1)), A, B, C)
+
+
+def test_cosma_steps_follow_the_memory_bound() -> None:
+    from distal.kernels._machines import cosma_steps
+
+    assert cosma_steps((2, 2, 2), (64, 64, 64), None) == 1
+    # A's tile 32x32 = 1024 elements; B and C chunks 32 x (32 + 32) = 2048 elements in one step
+    assert cosma_steps((2, 2, 2), (64, 64, 64), (1024 + 2048) * 8) == 1
+    assert cosma_steps((2, 2, 2), (64, 64, 64), (1024 + 1024) * 8) == 2
+    assert cosma_steps((2, 2, 2), (64, 64, 64), (1024 + 512) * 8) == 4
+    with pytest.raises(dt.MachineError, match="expected at least 8704 bytes per processor for COSMA"):
+        cosma_steps((2, 2, 2), (64, 64, 64), 1024 * 8)
+    A, B, C = matmul_operands(64, 64, 64)
+    sched = kernels.build("cosma", dt.Machine(dt.Grid(2, 2, 2)), A, B, C, memory=(1024 + 512) * 8)
+    assert "split(ki, kio, kii, 8)" in str(sched)  # 32 of k per layer in 4 steps
+    check_matmul(sched, A, B, C)
