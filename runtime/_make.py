@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from distal.errors import NotSupportedYet
+
 from ._launch import Arg, Privilege, index_launch, tile_colors
 from ._registry import register_kernel
 from ._start import legate_runtime
@@ -24,6 +26,17 @@ _lock = threading.Lock()
 _fills: dict[tuple[str, Any], int] = {}
 
 
+MAX_DIMS = 6  # legate.core.LEGATE_MAX_DIM of these wheels
+
+
+def _check_ndim(shape: Sequence[int]) -> None:
+    if len(shape) > MAX_DIMS:
+        raise NotSupportedYet(
+            f"expected at most {MAX_DIMS} dimensions for a Legate store (this Legate build's limit), "
+            f"but found a tensor of order {len(shape)} with shape {tuple(shape)}"
+        )
+
+
 def from_numpy(array: Any) -> Store:
     """A store holding a copy of `array` (any array-like); waits for the copy.
 
@@ -33,6 +46,7 @@ def from_numpy(array: Any) -> Store:
     measures both), so the attachment lives only for the copy.
     """
     private = np.array(array, order="C", copy=True)
+    _check_ndim(private.shape)
     runtime = legate_runtime()
     kind = legate_type(private.dtype)
     handle = runtime.create_store(kind, private.shape)
@@ -66,6 +80,7 @@ def full(shape: Sequence[int], value: Any, dtype: Any = np.float64,
     """
     kind = np.dtype(dtype)
     extents = tuple(int(n) for n in shape)
+    _check_ndim(extents)
     if not extents:  # tasks cannot view 0-d stores; a copy-in can write one
         return from_numpy(np.full((), value, dtype=kind))
     handle = legate_runtime().create_store(legate_type(kind), extents)

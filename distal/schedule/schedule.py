@@ -152,9 +152,17 @@ class Schedule:
             loops = ", ".join(v.name for v in self.loop_vars())
             raise self._error(f"{cmd}: expected {var} to be a loop variable (loops: {loops}), but it is not")
         if transform:
-            for r in self.relations_of(Substitute):
-                if var in r.vars:
-                    raise self._error(f"{cmd}: expected a loop not yet substituted, but {var} is in {r}")
+            # Loops are transformed before they are annotated: an annotation
+            # names its loop, which a transformation would replace.
+            for r in self.relations:
+                named = (r.vars if isinstance(r, Substitute | Distribute) else
+                         (r.var,) if isinstance(r, Communicate | Parallelize) else ())
+                if var in named:
+                    what = type(r).__name__.lower()
+                    raise self._error(
+                        f"{cmd}: expected a loop without annotations (transform loops before "
+                        f"{what}), but {var} is in {r}"
+                    )
         return path
 
     def _fresh(self, vars_: Seq[object], cmd: str) -> None:

@@ -225,3 +225,28 @@ def test_a_dropped_plan_frees_its_tensors_at_the_next_fence(legate: object) -> N
     rt.fence()
     gc.collect()
     assert gone() is None
+
+
+def test_launches_have_at_most_six_dimensions(legate: object) -> None:
+    """Legate crashes on launches of more than 6 dimensions; extra distributed loops run inside the tasks."""
+    a, b, c, d, a1, a2, b1, b2, c1, c2 = dt.index_vars("a b c d a1 a2 b1 b2 c1 c2")
+    data = np.random.default_rng(3).standard_normal((4, 4, 4, 2))
+    A = dt.Tensor("A", (4, 4, 4, 2))
+    B = dt.Tensor.from_array("B", data)
+    A[a, b, c, d] = B[a, b, c, d] * 2
+    sched = (A.schedule().divide(a, a1, a2, 2).divide(b, b1, b2, 2).divide(c, c1, c2, 2)
+             .distribute([a1, a2, b1, b2, c1, c2, d]))
+    assert len(sched.distributed_vars()) == 7
+    plan = sched.compile()
+    assert max(len(launch.lower) for _, launch in plan.launches()) == 6
+    plan.run()
+    np.testing.assert_allclose(A.to_numpy(), 2 * data, rtol=1e-12)
+
+
+def test_tensors_of_order_seven_are_refused_on_legate(legate: object) -> None:
+    seven = dt.index_vars("a b c d e f g")
+    A = dt.Tensor("A", (1,) * 7)
+    B = dt.Tensor.from_array("B", np.ones((1,) * 7))
+    A[seven] = B[seven]
+    with pytest.raises(dt.NotSupportedYet, match="expected at most 6 dimensions for a Legate store"):
+        A.schedule().evaluate()

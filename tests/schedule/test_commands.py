@@ -99,7 +99,13 @@ REFUSED: list[tuple[str, Cmd, str]] = [
      "substitute: expected loops over contiguous blocks"),
     ("substitute-name", lambda s, A, B, C: s.substitute([k], "gemmm"), "expected a leaf kernel (GEMM"),
     ("transform-substituted", lambda s, A, B, C: s.substitute([k], "GENERIC").split(k, ko, ki, 2),
-     "split: expected a loop not yet substituted, but k"),
+     "split: expected a loop without annotations (transform loops before substitute), but k is in substitute({k}, GENERIC)"),
+    ("transform-distributed", lambda s, A, B, C: s.distribute([i]).divide(i, io, ii, 2),
+     "divide: expected a loop without annotations (transform loops before distribute), but i is in distribute({i})"),
+    ("transform-communicated", lambda s, A, B, C: s.communicate(B, k).rotate(k, [i], kos),
+     "rotate: expected a loop without annotations (transform loops before communicate), but k is in communicate(B, k)"),
+    ("transform-parallel", lambda s, A, B, C: s.parallelize(i).fuse(i, j, f),
+     "fuse: expected a loop without annotations (transform loops before parallelize), but i is in parallelize(i, cpu_thread)"),
 ]
 
 
