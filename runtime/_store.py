@@ -153,6 +153,7 @@ def fence() -> None:
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
     collect_garbage()
+    check_failures()
 
 
 def collect_garbage(force: bool = False) -> None:
@@ -167,4 +168,3 @@ def collect_garbage(force: bool = False) -> None:
         if counts[generation] >= max(thresholds[generation], 1):
             gc.collect(generation)
             return
-    check_failures()
