@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from distal._text import split_top_level
 from distal.errors import FormatError
 from distal.format.distribution import BROADCAST, Distribution
 from distal.format.machine import Coord, Machine
@@ -53,21 +54,7 @@ def _split_levels(text: str) -> list[str]:
     inner = text.strip()[1:-1]
     if not inner.strip():
         return []
-    parts: list[str] = []
-    depth = 0
-    current = ""
-    for ch in inner:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return [p.strip() for p in parts]
+    return [p.strip() for p in split_top_level(inner)]
 
 
 def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:

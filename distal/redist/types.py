@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from distal._text import split_top_level
 from distal.errors import TypeNotationError
 from distal.redist.mesh import Mesh
 
@@ -86,7 +87,7 @@ class DistType:
         inner = body[1:-1]
         dims: list[Dim] = []
         if inner.strip():
-            for part in _split_top(inner):
+            for part in split_top_level(inner, "{", "}"):
                 m = _DIM.fullmatch(part)
                 if m is None:
                     raise TypeNotationError(
@@ -198,22 +199,6 @@ def _dim(local: int, axes: tuple[str, ...], global_: int, text: str) -> Dim:
         return Dim(local, axes, global_)
     except TypeNotationError as e:
         raise TypeNotationError(e.message, text) from None
-
-
-def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in s:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return parts
 
 
 def ref_factors(mesh: Mesh, ref: str, where: object = None) -> tuple[int, ...]:
