@@ -20,7 +20,7 @@ import distal as dt
 from distal.cin.ast import Assign, assignments
 from distal.cin.relations import Substitute
 from distal.errors import NotSupportedYet, ScheduleError
-from distal.notation.ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import extents
 from distal.notation.reduction import to_reduction_notation
 from distal.schedule import tree
@@ -307,6 +307,3 @@ def schedules(
             continue
         applied.append(name)
     return sched, names.bindings, applied
-
-
-_ = (Div, Sum)

@@ -134,8 +134,5 @@ def main(argv: list[str]) -> int:
         print(out / f"algorithm_{name}.png")
     return 0
 
-
-_ = Any
-
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

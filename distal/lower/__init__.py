@@ -36,7 +36,7 @@ from distal.cin.relations import Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
 from distal.lower.kernel import TaskBody
-from distal.lower.nest import Nest, find_nest
+from distal.lower.nest import find_nest
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.tiling import ROTATIONS, build_launches
@@ -176,6 +176,3 @@ def _launch_text(infos: tuple[TensorInfo, ...], launch: Launch) -> str:
             parts.append(f"{name}:{op.privilege.value} tile {op.tile} at ({proj})")
     pin = " pinned" if launch.pinned else ""
     return f"[{launch.lower}, {launch.upper}){pin}: " + "; ".join(parts)
-
-
-_ = Nest

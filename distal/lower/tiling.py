@@ -18,7 +18,6 @@ point, and a sum reduction (REDUCE_ADD) when several points share a tile
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -226,6 +225,3 @@ def build_launches(
             if key != p:
                 origins[key] = origins[p]
     return launches, origins, choices, notes
-
-
-_ = math

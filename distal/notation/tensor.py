@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distal.errors import NotationError, ShapeError
-from distal.notation.ast import Access, Accumulate, Assignment, Expr, IndexVar, as_expr
+from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
 from distal.sizes import MachineDim, Param, Size
 
@@ -232,6 +232,3 @@ class Tensor:
             self._array = None
         self.format = format
         return plan
-
-
-_ = Expr

@@ -46,7 +46,7 @@ from distal.notation.check import extents
 from distal.notation.tensor import Tensor
 from distal.schedule import tree
 from distal.schedule.provenance import Provenance
-from distal.schedule.trace import Command, python
+from distal.schedule.trace import Command
 from distal.sizes import MachineDim, Param, Size
 
 __all__ = ["PARALLEL_UNITS", "Schedule"]
@@ -604,6 +604,3 @@ def _free_vars(e: Expr) -> set[IndexVar]:
     for c in e.children():
         out |= _free_vars(c)
     return out
-
-
-_ = (python, Param)
