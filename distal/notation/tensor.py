@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distal.errors import NotationError, ShapeError
+from distal.errors import FormatError, NotationError, ShapeError
 from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
 from distal.sizes import MachineDim, Param, Size
@@ -76,8 +76,12 @@ class Tensor:
 
     def _set_format(self, fmt: Any) -> None:
         check = getattr(fmt, "check_tensor", None)
-        if check is not None:
-            check(self)
+        if check is None:
+            raise FormatError(
+                f"expected a dt.Format as the format of {self.name}, but found {type(fmt).__name__} "
+                "(give data with dt.Tensor.from_array or tensor.set_array)"
+            )
+        check(self)
         self.format = fmt
 
     # -- notation ----------------------------------------------------------------
@@ -203,7 +207,6 @@ class Tensor:
         >>> [str(s) for s in A.redistribute(dt.Format("xy -> yx", m)).steps], str(A.format)
         (['allpermute'], 'xy -> yx')
         """
-        from distal.errors import FormatError
         from distal.redist.formats import plan_redistribution
 
         old = self.format

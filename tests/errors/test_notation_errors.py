@@ -110,6 +110,10 @@ def _bad_backend() -> None:
     A.schedule().evaluate(backend="cuda")
 
 
+def _data_as_format() -> None:
+    dt.Tensor("B", (2,), np.ones(2))
+
+
 CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
     ("arity", _arity, dt.NotationError, "expected 2 index variable(s) for B of shape (2, 2), but found 3"),
     ("extent", _extent, dt.NotationError, "expected index variable i to have one extent, but found 2 in A(i,j) and 4"),
@@ -132,6 +136,7 @@ CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
     ("parse-not-text", _parse_not_text, dt.NotationError, "expected statement text, but found int"),
     ("sum-free-var", _sum_free_var, dt.NotationError, "expected sum over a variable that is not already bound"),
     ("index-vars-empty", _index_vars_empty, dt.NotationError, "expected at least one index variable name"),
+    ("data-as-format", _data_as_format, dt.FormatError, "expected a dt.Format as the format of B, but found ndarray"),
     ("bad-backend", _bad_backend, dt.ScheduleError, "expected backend 'legate' or 'reference', but found 'cuda'"),
 ]
 
