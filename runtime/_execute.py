@@ -44,8 +44,9 @@ from ._launch import Privilege as RtPrivilege
 from ._make import from_numpy, zeros
 from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
-from ._start import ensure_started, legate_runtime, processor_count
+from ._start import ensure_started, processor_count
 from ._store import Store, fence, tile_of, to_numpy, wrap
+from ._target import resolve_target, target_scope
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 
@@ -135,6 +136,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     `ReduceRecord` per step of its program.
     """
     ensure_started()
+    target = plan_target(plan)
     stores = []
     for info in plan.tensors:
         stores.append(_output_store(plan, info) if info.output else store_of(info))
@@ -154,19 +156,19 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
                 launch = _into_partials(plan, red, launch)
             if launch.pinned:
                 if binding is None:
-                    binding = _binding(plan)
-                _run_pinned(plan, group, key, launch, launch_stores, binding)
+                    binding = _binding(plan, target)
+                _run_pinned(plan, group, key, launch, launch_stores, binding, target)
             elif group.covers_domain(launch) or plan.machine is None:
                 # Legate maps the points of a launch over the whole domain block-wise in
                 # row-major order, as Machine.bind does (measured), so no pinning is needed.
                 index_launch(key, launch.shape, [_arg(launch_stores[op.tensor], op) for op in launch.operands],
-                             lower=launch.lower)
+                             lower=launch.lower, target=target)
             else:
                 if binding is None:
-                    binding = _binding(plan)
-                _run_part(plan, group, key, launch, launch_stores, binding)
+                    binding = _binding(plan, target)
+                _run_part(plan, group, key, launch, launch_stores, binding, target)
     if red is not None:
-        _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace)
+        _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace, target)
     out = plan.output
     out.tensor.storage = TensorStore(stores[plan.tensors.index(out)], out.shape)
     if wait:
@@ -265,11 +267,15 @@ def _helper(what: Any) -> int:
 
 
 def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Store,
-                        trace: list[ReduceRecord] | None) -> None:
-    """Flatten the grouped processors' blocks, run the program, add each group's sum into its tile."""
+                        trace: list[ReduceRecord] | None, target: str) -> None:
+    """Flatten the grouped processors' blocks, run the program, add each group's sum into its tile.
+
+    The copies and the final additions run on the plan's processors; the
+    reduction program's own steps run on the CPUs (`reduce_on_machine`).
+    """
     machine = plan.machine
     assert machine is not None and red.plan is not None
-    binding = _binding(plan)
+    binding = _binding(plan, target)
     coords = list(machine.coords())
     lead = len(machine.full_shape)
     size = math.prod(red.row)
@@ -279,54 +285,58 @@ def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Sto
         block = tile_of(partials, (*(1 for _ in range(lead)), size), (*coords[device], 0))
         row = wrap(flat.handle.slice(0, slice(device, device + 1)), flat.dtype)
         point_launch(copy, [(block, RtPrivilege.READ), (row, RtPrivilege.WRITE)], (device,),
-                     binding.get(coords[device], 0))
+                     binding.get(coords[device], 0), target)
     result = reduce_on_machine(machine, flat, red.groups, red.plan, trace)
     for devices, box in zip(red.groups, red.boxes):
         root = devices[0]
         add = _helper(_AddBox(red.row, red.local(box)))
         source = wrap(result.handle.slice(0, slice(root, root + 1)), result.dtype)
-        target = output
+        box_of_output = output
         for d, (lo, hi) in enumerate(box):
-            target = wrap(target.handle.slice(d, slice(lo, hi)), output.dtype)
-        point_launch(add, [(source, RtPrivilege.READ), (target, RtPrivilege.READ_WRITE)], (root,),
-                     binding.get(coords[root], 0))
+            box_of_output = wrap(box_of_output.handle.slice(d, slice(lo, hi)), output.dtype)
+        point_launch(add, [(source, RtPrivilege.READ), (box_of_output, RtPrivilege.READ_WRITE)], (root,),
+                     binding.get(coords[root], 0), target)
 
 
 def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-              binding: dict[tuple[int, ...], int]) -> None:
+              binding: dict[tuple[int, ...], int], target: str) -> None:
     """A launch over part of the domain: one launch per real processor, pinned to it.
 
     Legate would spread the points of a partial launch over all processors;
     each point must run where `Machine.bind` puts its abstract processor.
     """
-    from legate.core import TaskTarget
-
     by_proc: dict[int, list[tuple[int, ...]]] = {}
     for p in launch.points():
         by_proc.setdefault(binding.get(plan.processor_of(group, p), 0), []).append(p)
     args = [_arg(stores[op.tensor], op) for op in launch.operands]
-    machine = legate_runtime().machine.only(TaskTarget.CPU)
     for proc, points in by_proc.items():
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         if math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points):
-            with machine.slice(slice(proc, proc + 1)):
-                index_launch(key, tuple(hi - lo for lo, hi in zip(lower, upper)), args, lower=lower)
+            with target_scope(target, slice(proc, proc + 1)):
+                index_launch(key, tuple(hi - lo for lo, hi in zip(lower, upper)), args, lower=lower,
+                             target=target)
         else:
             for p in points:
-                point_launch(key, [_pinned_arg(stores[op.tensor], op, p) for op in launch.operands], p, proc)
+                point_launch(key, [_pinned_arg(stores[op.tensor], op, p) for op in launch.operands], p, proc,
+                             target)
 
 
-def _binding(plan: Plan) -> dict[tuple[int, ...], int]:
+def plan_target(plan: Plan) -> str:
+    """The processor kind `plan`'s launches run on (its machine's, or the CPUs; see `_target`)."""
+    return resolve_target(plan.machine.kind if plan.machine is not None else "cpu")
+
+
+def _binding(plan: Plan, target: str) -> dict[tuple[int, ...], int]:
     if plan.machine is None:
         return {}
-    return plan.machine.bind(processor_count("cpu"))
+    return plan.machine.bind(processor_count(target))
 
 
 def _run_pinned(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-                binding: dict[tuple[int, ...], int]) -> None:
+                binding: dict[tuple[int, ...], int], target: str) -> None:
     point = launch.lower
     proc = binding.get(plan.processor_of(group, point), 0)
     args = [_pinned_arg(stores[op.tensor], op, point) for op in launch.operands]
-    point_launch(key, args, point, proc)
+    point_launch(key, args, point, proc, target)
 

@@ -22,8 +22,9 @@ from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 
-from ._start import ensure_started, legate_runtime, processor_count
+from ._start import legate_runtime, processor_count
 from ._store import Store
+from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
 
 __all__ = ["Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"]
@@ -259,11 +260,12 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
 
 
 def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
-                 lower: Sequence[int] | None = None) -> None:
+                 lower: Sequence[int] | None = None, target: str = "cpu") -> None:
     """Run kernel `key` once per point of the launch domain, in parallel.
 
     The domain is the box `[lower, lower + domain)` (lower defaults to 0).
-    Each point calls `kernel(point, *tiles)` with one NumPy view per `Arg`.
+    Each point calls `kernel(point, *tiles)` with one array view per `Arg`:
+    NumPy on CPU and OpenMP processors, CuPy on GPUs (`target="gpu"`).
     Launches are asynchronous; `to_numpy` waits for them.
 
     >>> index_launch(key, (2, 2), [Arg(a, Privilege.READ, (4, 4)),          # doctest: +SKIP
@@ -272,36 +274,40 @@ def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
     low = [0] * len(domain) if lower is None else [int(x) for x in lower]
     if len(low) != len(domain) or not domain:
         raise DistalError(f"expected a launch domain with lower bounds, but found {domain}")
+    _check_target(target)
     if any(n <= 0 for n in domain):
         return
     upper = [lo + int(n) for lo, n in zip(low, domain, strict=True)]
-    if ensure_started().gpus == 0:
-        _submit(key, args, low, upper, whole_stores=False)
-        return
-    # The generic task has a CPU variant only; keep it off the GPUs (untested:
-    # the project's machines have none).
-    from legate.core import TaskTarget
-
-    with legate_runtime().machine.only(TaskTarget.CPU):
+    with target_scope(target):
         _submit(key, args, low, upper, whole_stores=False)
 
 
 def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],
-                 point: Sequence[int], processor: int) -> None:
-    """Run kernel `key` once, at launch point `point`, on CPU processor `processor`.
+                 point: Sequence[int], processor: int, target: str = "cpu") -> None:
+    """Run kernel `key` once, at launch point `point`, on processor `processor` of kind `target`.
 
     For accesses a projection cannot express (rotations such as Cannon's
     `(i + j + k) mod g`): pass sub-stores (`tile_of`) with their privileges.
     Each call is pinned to one processor, so a loop of point launches
     spreads over the machine as the caller says.
     """
-    from legate.core import TaskTarget
-
-    count = processor_count("cpu")
+    count = _check_target(target)
     if not 0 <= processor < count:
-        raise DistalError(f"expected a CPU processor in [0, {count}), but found {processor}")
+        raise DistalError(f"expected a {target.upper()} processor in [0, {count}), but found {processor}")
     listed = [a if isinstance(a, tuple) else (a, Privilege.READ) for a in args]
     plain = [Arg(store, privilege) for store, privilege in listed]
-    machine = legate_runtime().machine.only(TaskTarget.CPU).slice(slice(processor, processor + 1))
-    with machine:
+    with target_scope(target, slice(processor, processor + 1)):
         _submit(key, plain, [0], [1], whole_stores=True, pinned=tuple(point))
+
+
+def _check_target(target: str) -> int:
+    """The number of `target` processors; refuses a kind Legate runs none of."""
+    count = processor_count(target)
+    if count == 0:
+        raise DistalError(
+            f"expected {target.upper()} processors to launch on, but Legate runs none "
+            f"(start it with --{target}s N)"
+        )
+    if target == "gpu":
+        require_device_arrays()
+    return count

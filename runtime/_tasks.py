@@ -12,12 +12,20 @@ The layout lists one slot per kernel argument: `i3` is the fourth input,
 an input and an output of the same store; its slot is the output's. After a
 `;` the layout may carry the launch point of a single-point launch (Legate
 reports point 0 for those): `i0,o0;2,1`.
+
+Every task has a CPU, an OpenMP and a GPU variant with the same body. On CPU
+and OpenMP processors the tiles are NumPy views of the stores; on a GPU
+they are CuPy views of the framebuffer (through the CUDA array interface)
+and the kernel runs with CuPy's current stream set to the task's stream,
+so its work is ordered with Legate's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -40,10 +48,36 @@ def _run(ctx: Any, stores: dict[str, Any]) -> None:
         point = tuple(int(x) for x in ctx.task_index)
     try:
         slots = layout.split(",") if layout else []
-        tiles = [np.asarray(stores[slot]) for slot in slots]
-        kernel(key)[1](point, *tiles)
+        with device_scope(ctx) as view:
+            tiles = [view(stores[slot]) for slot in slots]
+            kernel(key)[1](point, *tiles)
     except BaseException as error:  # an escaping exception would abort the process
         record_failure(key, point, error)
+
+
+def _is_gpu_variant(ctx: Any) -> bool:
+    return getattr(ctx.get_variant_kind(), "name", None) == "GPU"  # a legate.core.VariantCode
+
+
+def _device_module() -> Any:
+    import cupy
+
+    return cupy
+
+
+@contextlib.contextmanager
+def device_scope(ctx: Any) -> Iterator[Callable[[Any], Any]]:
+    """How this task views its stores: `np.asarray`, or on a GPU `cupy.asarray` on the task's stream."""
+    if not _is_gpu_variant(ctx):
+        yield np.asarray
+        return
+    cupy = _device_module()
+    stream = ctx.task_stream
+    if stream is None:
+        yield cupy.asarray
+        return
+    with cupy.cuda.ExternalStream(int(stream)):
+        yield cupy.asarray
 
 
 def _make(inputs: int, outputs: int, reductions: int) -> Any:
@@ -63,7 +97,7 @@ def _make(inputs: int, outputs: int, reductions: int) -> Any:
                inspect.Parameter("layout", kind, annotation=str)]
     body.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
     body.__name__ = body.__qualname__ = f"distal_generic_{inputs}i_{outputs}o_{reductions}r"
-    return task(variants=(VariantCode.CPU,))(body)
+    return task(variants=(VariantCode.CPU, VariantCode.OMP, VariantCode.GPU))(body)
 
 
 def generic_task(inputs: int, outputs: int, reductions: int) -> Any:

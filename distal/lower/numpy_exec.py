@@ -15,6 +15,7 @@ sum into the group's output box, as on Legate.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -58,8 +59,13 @@ def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray
         output[index] += partial_view(red, values[devices[0]], box)
 
 
-def run_numpy(plan: Plan) -> None:
-    """Run `plan` with NumPy; the output tensor receives the result."""
+def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> None:
+    """Run `plan` with NumPy; the output tensor receives the result.
+
+    `device` (if given) turns each tile into what the kernel receives, as a
+    GPU task hands it CuPy views of its tiles: tests pass
+    `distal.lower.device_standin.to_device` to run the kernels' GPU path.
+    """
     arrays = initial_data(plan)
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
     partials = None
@@ -85,7 +91,7 @@ def run_numpy(plan: Plan) -> None:
                     tiles.append(view.copy())  # a task must not change what it only reads
                 else:
                     tiles.append(view)
-            group.kernel(point, *tiles)
+            group.kernel(point, *(tiles if device is None else [device(t) for t in tiles]))
             for view, buffer in folds:
                 view += buffer
     if red is not None and partials is not None:

@@ -21,7 +21,7 @@ from distal.format.format import Format
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
 
-__all__ = ["MACHINES", "formats", "machine_schedules"]
+__all__ = ["MACHINES", "formats", "machine_schedules", "machines_of_kind"]
 
 MACHINES = (
     dt.Machine(dt.Grid(1, 1)),
@@ -33,6 +33,15 @@ MACHINES = (
     dt.Machine(dt.Grid(2, 2, 2)),
     dt.Machine(dt.Grid(2), dt.Grid(2)),
 )
+
+
+def machines_of_kind(kind: str, machines: tuple[dt.Machine, ...] = MACHINES) -> tuple[dt.Machine, ...]:
+    """`machines` with the processors of their leaf grids of `kind` (`"gpu"`: tasks run on GPUs)."""
+    out = []
+    for m in machines:
+        *outer, leaf = m.grids
+        out.append(dt.Machine(*outer, dt.Grid(*leaf.dims, names=leaf.names, kind=kind)))
+    return tuple(out)
 
 
 @st.composite

@@ -18,11 +18,16 @@ from hypothesis import strategies as st
 import distal as dt
 from distal.lower import lower
 from distal.lower.plan import Privilege
-from distal.lower.testing import machine_schedules
+from distal.lower.testing import MACHINES, machine_schedules, machines_of_kind
 from distal.testing import einsum_oracle, schedules, statements
 
 pytestmark = pytest.mark.legate
 SEEN: collections.Counter[str] = collections.Counter()
+
+
+def _on_legates_processors(legate: object, machines: tuple[dt.Machine, ...]) -> tuple[dt.Machine, ...]:
+    """The machines on GPUs when Legate runs GPUs (`legate --gpus 1`), else as they are (CPUs)."""
+    return machines_of_kind("gpu", machines) if getattr(legate, "gpus", 0) else machines
 
 
 def _close(got: np.ndarray, expected: np.ndarray) -> None:
@@ -36,7 +41,8 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     drawn = data.draw(statements(max_extent=9))
     stmt = drawn.assignment
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(),
+                                                  machines=_on_legates_processors(legate, MACHINES)))
     drawn.reset()
     sched.evaluate(backend="reference", **bindings)
     reference = stmt.lhs.tensor.to_numpy()
@@ -71,7 +77,7 @@ SPECIAL = {"cube": dt.Machine(dt.Grid(2, 2, 2)), "hierarchical": dt.Machine(dt.G
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_cube_and_hierarchical_schedules_on_legate(legate: object, kind: str, data: st.DataObject) -> None:
-    machine = SPECIAL[kind]
+    (machine,) = _on_legates_processors(legate, (SPECIAL[kind],))
     drawn = data.draw(statements(max_extent=7))
     stmt = drawn.assignment
     assume(len(stmt.lhs.tensor.schedule().loop_vars()) >= machine.grids[0].ndim)
