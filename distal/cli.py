@@ -5,7 +5,7 @@
     distal run script.py [args...]
     distal redistribute "[32{x,y}512, 128]" "[128{x}512, 32{y}128]" --mesh x=4,y=4
     distal reduce --system a100x2 ...
-    distal bench [matmul|suite|redist|redist-legate|reduction|launch]
+    distal bench [matmul|suite|redist|redist-legate|reduction|launch|gpu-gemm]
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ BENCHES = {
     "reduction": "bench/reduction_synthesis.py",
     "redist-legate": "bench/redist_legate.py",
     "launch": "bench/launch_overhead.py",
+    "gpu-gemm": "bench/gpu_gemm.py",  # needs GPUs: run only when named
 }
+_ONLY_WHEN_NAMED = {"gpu-gemm"}
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -94,7 +96,7 @@ def bench_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="distal bench", description=bench_main.__doc__)
     p.add_argument("names", nargs="*", choices=[[], *BENCHES], help=f"any of {', '.join(BENCHES)}")
     args, rest = p.parse_known_args(argv)
-    names = args.names or list(BENCHES)
+    names = args.names or [name for name in BENCHES if name not in _ONLY_WHEN_NAMED]
     for name in names:
         script = _ROOT / BENCHES[name]
         if not script.is_file():

@@ -13,10 +13,14 @@ The innermost loops above an assignment run as one block:
   each access is a slice of its tile and the block is one `numpy.einsum`
   with an optimised contraction path (`numpy.matmul`, BLAS, for GEMM), or a
   broadcast NumPy expression when the right side is not a product;
-* index mode: otherwise (fused or rotated loops inside the task), the block's
-  points are enumerated as NumPy index arrays, as the reference executor does.
+* index mode: otherwise (fused or rotated loops inside the task), or when
+  slice mode would run its block once per element of the loops outside it,
+  the block's points are enumerated as index arrays, as the reference
+  executor does.
 
-No mode loops over elements in Python.
+No mode loops over elements in Python. The calls go to the tiles' array
+namespace: NumPy on CPU processors, CuPy on GPUs (cuBLAS for GEMM), so a
+GPU task never copies its tiles to the host.
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ class TaskBody:
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if _is_product(a.rhs) else None
             if leaf is not None and leaf.name == "GEMM":
-                how = "numpy.matmul (BLAS)"
+                how = "numpy.matmul (BLAS; cuBLAS on GPUs)"
             elif pattern is not None:
                 how = f"numpy.einsum('{pattern}', optimize=True)"
             else:
