@@ -63,6 +63,26 @@ def median_seconds(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> 
     return statistics.median(times), times
 
 
+def interleaved_rounds(runs: dict[str, Callable[[], Any]], repeats: int,
+                       report: Callable[[int, dict[str, list[float]]], None] | None = None
+                       ) -> dict[str, list[float]]:
+    """Wall times of every run in `repeats` rounds, each round running each once, after a warm-up round.
+
+    Interleaving makes load from elsewhere on the machine affect every method
+    alike. `report(round, samples)` (if given) is called after each round.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(repeats + 1):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+        if report is not None:
+            report(round_, samples)
+    return samples
+
+
 def write(name: str, data: dict[str, Any]) -> Path:
     """Write results/<name>.json with the machine description."""
     RESULTS.mkdir(parents=True, exist_ok=True)

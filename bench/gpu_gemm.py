@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write  # bench/ is on sys.path when run as a script
+from _common import interleaved_rounds, write  # bench/ is on sys.path when run as a script
 
 import distal as dt
 
@@ -41,17 +39,6 @@ def _summa(n: int, gpus: int, b: np.ndarray, c: np.ndarray) -> tuple[dt.Schedule
              .communicate(A, jo).communicate([B, C], ko)
              .substitute([ii, ji, ki], dt.leaf.GEMM))
     return sched, A
-
-
-def _measure(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for round_ in range(repeats + 1):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            if round_:
-                samples[name].append(time.perf_counter() - start)
-    return samples
 
 
 def main() -> int:
@@ -95,8 +82,8 @@ def main() -> int:
             plan.run()
             rt.fence()
 
-        samples = _measure({"cupy": cupy_run, "cupynumeric": cupynumeric_run, "distal_summa": distal_run},
-                           repeats)
+        samples = interleaved_rounds(
+            {"cupy": cupy_run, "cupynumeric": cupynumeric_run, "distal_summa": distal_run}, repeats)
         got = A.to_numpy()
         expected = (gb @ gc).get()
         error = float(np.abs(got - expected).max() / max(1.0, float(np.abs(expected).max())))

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import median_seconds  # bench/ is on sys.path when run as a script
+from _common import interleaved_rounds, median_seconds  # bench/ is on sys.path when run as a script
 
 import distal as dt
 from distal.format.format import Format
@@ -201,15 +201,12 @@ def _rotation(repeats: int) -> dict[str, Any]:
                  .divide(k, ko, ki, m.x).reorder([ko, ii, ji, ki]).rotate(ko, [io, jo], kos)
                  .communicate(A, jo).communicate([B, C], kos).substitute([ii, ji, ki], dt.leaf.GEMM))
         plans = {r: lower(sched, rotation=r) for r in ("points", "boxes")}
-        samples: dict[str, list[float]] = {r: [] for r in plans}
-        rounds = 4 * repeats if n < 256 else repeats
-        for round_ in range(rounds + 1):
-            for r, plan in plans.items():
-                start = time.perf_counter()
-                plan.run()
-                rt.fence()
-                if round_:
-                    samples[r].append(time.perf_counter() - start)
+
+        def run(plan: Any) -> Callable[[], None]:
+            return lambda: (plan.run(), rt.fence())
+
+        samples = interleaved_rounds({r: run(plan) for r, plan in plans.items()},
+                                     4 * repeats if n < 256 else repeats)
         out[f"cannon_{grid[0]}x{grid[1]}_n{n}"] = {
             r: {"ms_per_run": round(statistics.median(v) * 1e3, 2), "launches": plans[r].launch_count()}
             for r, v in samples.items()}
@@ -257,17 +254,11 @@ def main() -> None:
             rt.fence()
 
         runs[name] = run
-    # Rounds: every method once per round, so that load from elsewhere on the
-    # machine affects every method alike; one warm-up round first.
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for round_ in range(repeats + 1):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            if round_:
-                samples[name].append(time.perf_counter() - start)
+    def report(round_: int, samples: dict[str, list[float]]) -> None:
         print(f"round {round_}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in samples.items() if v),
               flush=True)
+
+    samples = interleaved_rounds(runs, repeats, report)
     med = {name: statistics.median(v) for name, v in samples.items()}
     record: dict[str, Any] = {
         "n": n, "dtype": "float64", "repeats": repeats, "method": "median of interleaved rounds",
