@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where, assignments
+from distal.cin.blocks import run_index_block
 from distal.cin.relations import Substitute
 from distal.errors import RuntimeFailure
-from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import IndexVar
 from distal.notation.tensor import Tensor
 from distal.sizes import resolve
 
@@ -112,70 +113,9 @@ class _Executor:
 
     def block(self, a: Assign, env: dict[IndexVar, int], block_vars: list[IndexVar]) -> None:
         found = self.prov.block_points(env, block_vars, self.ext)
-        if found is None:
-            return
-        vals, npts = found
-        self.vals = vals
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value = np.asarray(self.eval(a.rhs, []))
-        out = self.arrays[a.lhs.tensor]
-        idx = tuple(np.broadcast_to(np.asarray(self.index(v)), (npts,)) for v in a.lhs.indices)
-        value = np.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
-        if not idx:
-            out[()] = (out[()] + value.sum()) if a.accumulate else value[-1]
-            return
-        if not a.accumulate:
-            out[idx] = value
-            return
-        flat = np.ravel_multi_index(idx, out.shape)
-        if out.dtype.kind == "f":
-            out.reshape(-1)[:] += np.bincount(flat, weights=value, minlength=out.size).astype(out.dtype)
-        else:
-            np.add.at(out.reshape(-1), flat, value.astype(out.dtype))
+        if found is not None:
+            run_index_block(a, *found, self.lookup, self.ext)
 
-    def index(self, v: IndexVar) -> Any:
-        if v not in self.vals:
-            raise RuntimeFailure(f"index variable {v} is not determined by the loops around it")
-        return self.vals[v]
-
-    def eval(self, e: Expr, scope: list[IndexVar]) -> Any:
-        depth = 1 + len(scope)
-        if isinstance(e, Access):
-            arr = self.arrays[e.tensor]
-            idx = []
-            for v in e.indices:
-                if v in scope:
-                    shape = [1] * depth
-                    shape[1 + scope.index(v)] = self.ext[v]
-                    idx.append(np.arange(self.ext[v]).reshape(shape))
-                else:
-                    x = self.index(v)
-                    idx.append(x.reshape((-1,) + (1,) * (depth - 1)) if isinstance(x, np.ndarray) else x)
-            return arr[tuple(idx)]
-        if isinstance(e, Literal):
-            return e.value
-        if isinstance(e, Neg):
-            return -self.eval(e.operand, scope)
-        if isinstance(e, Sum):
-            inner = [*scope, e.var]
-            b = np.asarray(self.eval(e.body, inner))
-            b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
-            b = np.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
-            return b.sum(axis=-1)
-        assert isinstance(e, BinaryOp), e
-        x, y = self.eval(e.a, scope), self.eval(e.b, scope)
-        x, y = _align(x, depth), _align(y, depth)
-        if isinstance(e, Mul):
-            return x * y
-        if isinstance(e, Div):
-            return x / y
-        if isinstance(e, Sub):
-            return x - y
-        return x + y
-
-
-def _align(x: Any, depth: int) -> Any:
-    """Give an array value `depth` dimensions (trailing ones) so values broadcast by axis name."""
-    if isinstance(x, np.ndarray) and 0 < x.ndim < depth:
-        return x.reshape(x.shape + (1,) * (depth - x.ndim))
-    return x
+    def lookup(self, t: Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
+        arr = self.arrays[t]
+        return arr, (0,) * arr.ndim

@@ -37,6 +37,7 @@ import numpy as np
 
 from distal.cin.ast import Assign, Forall, Stmt, Where, assignments
 from distal.cin.ast import Sequence as Seq
+from distal.cin.blocks import run_index_block
 from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
@@ -411,76 +412,10 @@ class _Run:
     # -- index mode ------------------------------------------------------------
 
     def index_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar]) -> None:
-        """The block's points as index arrays, mapped through the provenance graph (any schedule).
-
-        The index arrays are computed on the host (NumPy) and moved to the
-        tiles' namespace (`self.dev`) where they index a tile.
-        """
-        xp = self.xp
+        """The block's points as index arrays, mapped through the provenance graph (any schedule)."""
         found = self.prov.block_points(env, block, self.ext)
-        if found is None:
-            return
-        vals, npts = found
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value = xp.asarray(self._ieval(a.rhs, vals, []))
-        out, origin = self.arrays[a.lhs.tensor]
-        idx = tuple(self.dev(np.broadcast_to(np.asarray(self._index(vals, v)) - o, (npts,)))
-                    for v, o in zip(a.lhs.indices, origin))
-        value = xp.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
-        if not a.accumulate:
-            out[idx] = value
-        elif not idx:
-            out[()] += value.sum()
-        else:
-            xp.add.at(out, idx, value.astype(out.dtype))
-
-    def dev(self, x: Any) -> Any:
-        """A host index array (or integer) in the tiles' namespace."""
-        if self.xp is np or not isinstance(x, np.ndarray):
-            return x
-        return self.xp.asarray(x)
-
-    @staticmethod
-    def _index(vals: Mapping[IndexVar, Any], v: IndexVar) -> Any:
-        if v not in vals:
-            raise RuntimeFailure(f"index variable {v} is not determined by the loops around it")
-        return vals[v]
-
-    def _ieval(self, e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar]) -> Any:
-        xp = self.xp
-        depth = 1 + len(scope)
-        if isinstance(e, Access):
-            arr, origin = self.arrays[e.tensor]
-            idx = []
-            for v, o in zip(e.indices, origin):
-                if v in scope:
-                    shape = [1] * depth
-                    shape[1 + scope.index(v)] = self.ext[v]
-                    idx.append(self.dev(np.arange(self.ext[v]).reshape(shape) - o))
-                else:
-                    x = self._index(vals, v)
-                    idx.append(self.dev(x.reshape((-1,) + (1,) * (depth - 1)) - o) if isinstance(x, np.ndarray)
-                               else x - o)
-            return arr[tuple(idx)]
-        if isinstance(e, Literal):
-            return e.value
-        if isinstance(e, Neg):
-            return -self._ieval(e.operand, vals, scope)
-        if isinstance(e, Sum):
-            b = xp.asarray(self._ieval(e.body, vals, [*scope, e.var]))
-            b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
-            b = xp.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
-            return b.sum(axis=-1)
-        assert isinstance(e, BinaryOp), e
-        x = _align(self._ieval(e.a, vals, scope), depth)
-        y = _align(self._ieval(e.b, vals, scope), depth)
-        if isinstance(e, Mul):
-            return x * y
-        if isinstance(e, Div):
-            return x / y
-        if isinstance(e, Sub):
-            return x - y
-        return x + y
+        if found is not None:
+            run_index_block(a, *found, self.arrays.__getitem__, self.ext, self.xp)
 
 
 def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
@@ -515,13 +450,6 @@ def _array_module(tiles: Sequence[Any], default: Any) -> Any:
         if namespace is not None:
             return namespace()
     return default
-
-
-def _align(x: Any, depth: int) -> Any:
-    ndim = getattr(x, "ndim", 0)
-    if 0 < ndim < depth:
-        return x.reshape(x.shape + (1,) * (depth - ndim))
-    return x
 
 
 def _collect_sums(e: Expr, out: dict[IndexVar, int], ext: Mapping[IndexVar, int]) -> None:

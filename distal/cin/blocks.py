@@ -1,0 +1,114 @@
+"""One block of loops at once, as index arrays: what the reference executor and task bodies share.
+
+A block's points come from `Provenance.block_points`: the value of every
+determined index variable, as host (NumPy) arrays over the points or as
+integers. `run_index_block` evaluates an assignment's right side at every
+point by gathering its accesses with those arrays (a sum inside the
+expression becomes one more broadcast axis) and writes or adds the values
+into the left side's array; points that hit one element add up.
+
+Arrays are found through `lookup(tensor) -> (array, origin)`: `origin` is
+the global coordinate of the array's first element (a task's tile), and is
+subtracted from the indices. `xp` is the arrays' namespace (NumPy, or CuPy
+for a GPU task's tiles); index arrays are computed on the host and moved to
+`xp` where they index an array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from distal.cin.ast import Assign
+from distal.errors import RuntimeFailure
+from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.tensor import Tensor
+
+__all__ = ["Lookup", "evaluate_points", "run_index_block"]
+
+Lookup = Callable[[Tensor], tuple[Any, tuple[int, ...]]]
+
+
+def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: Lookup,
+                    ext: Mapping[IndexVar, int], xp: Any = np) -> None:
+    """Assign (or add, for `+=`) `a`'s right side at the block's `npts` points into its left side.
+
+    A scalar left side written with `=` by several points keeps the last
+    point's value, as the sequential loops would.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = xp.asarray(evaluate_points(a.rhs, vals, [], lookup, ext, xp))
+    out, origin = lookup(a.lhs.tensor)
+    idx = tuple(_device(xp, np.broadcast_to(np.asarray(_value_of(vals, v)) - o, (npts,)))
+                for v, o in zip(a.lhs.indices, origin))
+    value = xp.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
+    if not idx:
+        out[()] = (out[()] + value.sum()) if a.accumulate else value[-1]
+    elif not a.accumulate:
+        out[idx] = value
+    elif xp is np and out.dtype.kind == "f" and out.flags.c_contiguous:
+        flat = np.ravel_multi_index(idx, out.shape)  # bincount: much faster than add.at
+        out.reshape(-1)[:] += np.bincount(flat, weights=value, minlength=out.size).astype(out.dtype)
+    else:
+        xp.add.at(out, idx, value.astype(out.dtype))
+
+
+def evaluate_points(e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar], lookup: Lookup,
+                    ext: Mapping[IndexVar, int], xp: Any = np) -> Any:
+    """`e` at every point: axis 0 runs over the points, axis 1 + n over `scope[n]` (sums being taken)."""
+    depth = 1 + len(scope)
+    if isinstance(e, Access):
+        arr, origin = lookup(e.tensor)
+        idx = []
+        for v, o in zip(e.indices, origin):
+            if v in scope:
+                shape = [1] * depth
+                shape[1 + scope.index(v)] = ext[v]
+                idx.append(_device(xp, np.arange(ext[v]).reshape(shape) - o))
+            else:
+                x = _value_of(vals, v)
+                idx.append(_device(xp, x.reshape((-1,) + (1,) * (depth - 1)) - o) if isinstance(x, np.ndarray)
+                           else x - o)
+        return arr[tuple(idx)]
+    if isinstance(e, Literal):
+        return e.value
+    if isinstance(e, Neg):
+        return -evaluate_points(e.operand, vals, scope, lookup, ext, xp)
+    if isinstance(e, Sum):
+        b = xp.asarray(evaluate_points(e.body, vals, [*scope, e.var], lookup, ext, xp))
+        b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
+        b = xp.broadcast_to(b, (*b.shape[:-1], ext[e.var]))
+        return b.sum(axis=-1)
+    assert isinstance(e, BinaryOp), e
+    x = _align(evaluate_points(e.a, vals, scope, lookup, ext, xp), depth)
+    y = _align(evaluate_points(e.b, vals, scope, lookup, ext, xp), depth)
+    if isinstance(e, Mul):
+        return x * y
+    if isinstance(e, Div):
+        return x / y
+    if isinstance(e, Sub):
+        return x - y
+    return x + y
+
+
+def _value_of(vals: Mapping[IndexVar, Any], v: IndexVar) -> Any:
+    if v not in vals:
+        raise RuntimeFailure(f"index variable {v} is not determined by the loops around it")
+    return vals[v]
+
+
+def _device(xp: Any, x: Any) -> Any:
+    """A host index array in the namespace `xp` (integers pass through)."""
+    if xp is np or not isinstance(x, np.ndarray):
+        return x
+    return xp.asarray(x)
+
+
+def _align(x: Any, depth: int) -> Any:
+    """Give an array value `depth` dimensions (trailing ones) so values broadcast by axis."""
+    ndim = getattr(x, "ndim", 0)
+    if 0 < ndim < depth:
+        return x.reshape(x.shape + (1,) * (depth - ndim))
+    return x
