@@ -9,6 +9,7 @@ random schedules of the lead's general strategy (fuse, precompute, ...).
 from __future__ import annotations
 
 import collections
+import importlib.util
 
 import numpy as np
 import pytest
@@ -26,8 +27,9 @@ SEEN: collections.Counter[str] = collections.Counter()
 
 
 def _on_legates_processors(legate: object, machines: tuple[dt.Machine, ...]) -> tuple[dt.Machine, ...]:
-    """The machines on GPUs when Legate runs GPUs (`legate --gpus 1`), else as they are (CPUs)."""
-    return machines_of_kind("gpu", machines) if getattr(legate, "gpus", 0) else machines
+    """The machines on GPUs when Legate runs GPUs (`legate --gpus 1`) and CuPy is there, else on CPUs."""
+    on_gpus = getattr(legate, "gpus", 0) and importlib.util.find_spec("cupy") is not None
+    return machines_of_kind("gpu", machines) if on_gpus else machines
 
 
 def _close(got: np.ndarray, expected: np.ndarray) -> None:

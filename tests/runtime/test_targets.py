@@ -183,7 +183,7 @@ def test_a_gpu_machine_runs_on_cpus_without_gpus(machine: rt.MachineInfo, fresh_
 def test_a_gpu_machine_runs_its_leaves_on_the_gpus(machine: rt.MachineInfo) -> None:
     if not machine.gpus:
         pytest.skip("no GPU: run under `legate --gpus 1` (or LEGATE_CONFIG='--gpus 1') with distal[gpu]")
-    import cupy
+    cupy = pytest.importorskip("cupy", reason="GPU leaves need CuPy: pip install -e '.[gpu]'")
 
     from distal.lower import kernel as kernel_module
 
