@@ -5,7 +5,7 @@
     distal run script.py [args...]
     distal redistribute "[32{x,y}512, 128]" "[128{x}512, 32{y}128]" --mesh x=4,y=4
     distal reduce --system a100x2 ...
-    distal bench [matmul|suite|redist|redist-legate|reduction|launch|gpu-gemm]
+    distal bench [matmul|suite|redist|redist-legate|reduction|launch|kernel-modes|gpu-gemm]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ BENCHES = {
     "reduction": "bench/reduction_synthesis.py",
     "redist-legate": "bench/redist_legate.py",
     "launch": "bench/launch_overhead.py",
+    "kernel-modes": "bench/kernel_modes.py",
     "gpu-gemm": "bench/gpu_gemm.py",  # needs GPUs: run only when named
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm"}
