@@ -47,6 +47,7 @@ from ._registry import register_kernel
 from ._start import ensure_started, processor_count
 from ._store import Store, fence, tile_of, to_numpy, wrap
 from ._target import resolve_target, target_scope
+from ._tensor_storage import FormatStore
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 
@@ -80,6 +81,10 @@ def store_of(info: TensorInfo) -> Store:
     t = info.tensor
     held = t.storage
     if isinstance(held, TensorStore) and held.shape == info.shape and held.store.dtype == info.dtype:
+        return held.store
+    if isinstance(held, FormatStore) and held.shape == info.shape and held.dtype == info.dtype:
+        # laid out by its format (after a redistribution): its global store, assembled by
+        # one launch where the format allows (`native`), kept with the blocks
         return held.store
     data = np.asarray(t.to_numpy(), dtype=info.dtype).reshape(_store_shape(info.shape))
     store = from_numpy(data)

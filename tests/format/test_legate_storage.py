@@ -170,3 +170,23 @@ def test_adopt_takes_a_lowered_output_store() -> None:
     assert adopt(held, lambda: None, fmt, np.float32, (5, 7)) is held
     other = adopt(None, lambda: a, fmt, np.float64, (5, 7))
     assert other.dtype == np.float64 and np.array_equal(other.to_numpy(), a.astype(np.float64))
+
+
+def test_a_redistributed_tensor_feeds_a_plan_without_a_host_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `redistribute`, a plan reads the tensor's blocks through its global store (one launch)."""
+    i, j, k = dt.index_vars("i j k")
+    io, jo, ii, ji = dt.index_vars("io jo ii ji")
+    b, c = _data((6, 5), np.float64), _data((5, 6), np.float64)
+    A = dt.Tensor("A", (6, 6), dt.Format("xy -> xy", M22))
+    B = dt.Tensor.from_array("B", b, dt.Format("xy -> yx", M22))
+    C = dt.Tensor.from_array("C", c, dt.Format("xy -> xy", M22))
+    B.redistribute(dt.Format("xy -> xy", M22))
+    assert isinstance(B.storage, FormatStore) and native(B.storage.layout)
+    A[i, j] = B[i, k] * C[k, j]
+    sched = (A.schedule().distribute([i, j], [io, jo], [ii, ji], M22)
+             .communicate([A, B, C], jo).substitute([ii, ji, k], dt.leaf.GEMM))
+    monkeypatch.setattr(FormatStore, "to_numpy", lambda self: pytest.fail("the blocks went through the host"))
+    sched.evaluate()
+    monkeypatch.undo()
+    np.testing.assert_allclose(A.to_numpy(), b @ c, rtol=1e-12)
+    assert isinstance(B.storage, FormatStore)  # still laid out by its format
