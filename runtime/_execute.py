@@ -142,6 +142,8 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     """
     ensure_started()
     target = plan_target(plan)
+    if target == "gpu":
+        import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
     stores = []
     for info in plan.tensors:
         stores.append(_output_store(plan, info) if info.output else store_of(info))
