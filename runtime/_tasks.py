@@ -56,7 +56,14 @@ def _run(ctx: Any, stores: dict[str, Any]) -> None:
 
 
 def _is_gpu_variant(ctx: Any) -> bool:
-    return getattr(ctx.get_variant_kind(), "name", None) == "GPU"  # a legate.core.VariantCode
+    """Whether this is the GPU variant (`get_variant_kind` gives a VariantCode, or its integer)."""
+    kind = ctx.get_variant_kind()
+    name = getattr(kind, "name", None)
+    if name is not None:
+        return bool(name == "GPU")
+    from legate.core import VariantCode
+
+    return int(kind) == int(VariantCode.GPU)
 
 
 def _device_module() -> Any:

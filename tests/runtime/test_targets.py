@@ -82,14 +82,14 @@ class _Variant:
 
 
 class _Context:
-    """What the generic task reads from Legate's TaskContext."""
+    """What the generic task reads from Legate's TaskContext (the variant as an enum or as its integer)."""
 
-    def __init__(self, variant: str, stream: int | None = None) -> None:
-        self._variant = _Variant(variant)
+    def __init__(self, variant: str | int, stream: int | None = None) -> None:
+        self._variant = _Variant(variant) if isinstance(variant, str) else variant
         self.task_stream = stream
         self.task_index = (1,)
 
-    def get_variant_kind(self) -> _Variant:
+    def get_variant_kind(self) -> Any:
         return self._variant
 
 
@@ -108,6 +108,35 @@ def _recording_kernel(seen: list[Any]) -> int:
         out[...] = a * 2
 
     return rt.register_kernel(kernel, "record-tiles")
+
+
+def test_the_variant_is_read_from_an_enum_or_its_integer(machine: rt.MachineInfo) -> None:
+    from legate.core import VariantCode
+
+    assert _tasks._is_gpu_variant(_Context("GPU")) and not _tasks._is_gpu_variant(_Context("CPU"))
+    assert _tasks._is_gpu_variant(_Context(int(VariantCode.GPU)))
+    assert not _tasks._is_gpu_variant(_Context(int(VariantCode.CPU)))
+    assert not _tasks._is_gpu_variant(_Context(int(VariantCode.OMP)))
+
+
+def test_a_real_cpu_task_is_not_the_gpu_variant(machine: rt.MachineInfo) -> None:
+    from legate.core import TaskContext, VariantCode
+    from legate.core.task import OutputStore, task
+
+    seen: list[tuple[bool, str]] = []
+
+    def body(ctx: Any, out: Any) -> None:
+        seen.append((_tasks._is_gpu_variant(ctx), type(ctx.get_variant_kind()).__name__))
+        np.asarray(out)[...] = 0
+
+    # real classes, not the strings `from __future__ import annotations` leaves
+    body.__annotations__ = {"ctx": TaskContext, "out": OutputStore, "return": None}
+    probe = task(variants=(VariantCode.CPU,))(body)
+    out = rt.zeros((2,))
+    with target_module.target_scope("cpu"):
+        probe(out.handle)
+    rt.to_numpy(out)
+    assert seen and all(not gpu for gpu, _ in seen), seen
 
 
 def test_cpu_tasks_see_numpy_tiles() -> None:
