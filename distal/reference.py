@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where, assignments
+from distal.cin.ast import Assign
 from distal.cin.blocks import run_index_block
 from distal.cin.relations import Substitute
+from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.notation.ast import IndexVar
 from distal.notation.tensor import Tensor
@@ -35,12 +36,12 @@ BLOCK_LIMIT = 1 << 20  # points computed at once in one vectorized block
 def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) -> None:
     """Run `sched` with NumPy; the output tensor receives the result."""
     ex = _Executor(sched, dict(bindings or {}))
-    ex.run(sched.stmt, {})
+    ex.stmt(sched.stmt, {})
     out = sched.output
     out.set_array(ex.arrays[out])
 
 
-class _Executor:
+class _Executor(Walker):
     def __init__(self, sched: Schedule, bindings: dict[str, int]) -> None:
         self.sched = sched
         self.prov = sched.provenance
@@ -63,31 +64,8 @@ class _Executor:
 
     # -- statements ------------------------------------------------------------
 
-    def run(self, s: Stmt, env: dict[IndexVar, int]) -> None:
-        if isinstance(s, Forall):
-            chain: list[IndexVar] = []
-            body: Stmt = s
-            while isinstance(body, Forall):
-                chain.append(body.var)
-                body = body.body
-            if isinstance(body, Assign):
-                self.nest(chain, body, env)
-                return
-            for value in range(self.ext[s.var]):
-                env[s.var] = value
-                self.run(s.body, env)
-            del env[s.var]
-        elif isinstance(s, Where):
-            for a in assignments(s.producer):
-                self.arrays[a.lhs.tensor][...] = 0
-            self.run(s.producer, env)
-            self.run(s.consumer, env)
-        elif isinstance(s, Sequence):
-            self.run(s.first, env)
-            self.run(s.second, env)
-        else:
-            assert isinstance(s, Assign), s
-            self.block(s, env, [])
+    def workspace(self, w: Tensor) -> None:
+        self.arrays[w][...] = 0
 
     def nest(self, chain: list[IndexVar], body: Assign, env: dict[IndexVar, int]) -> None:
         """A perfect nest above an assignment: outer loops one by one, a block at once."""

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from distal.cin.ast import Assign, Forall, Stmt, Where, assignments
-from distal.cin.ast import Sequence as Seq
+from distal.cin.ast import Assign, Forall, Stmt, assignments
 from distal.cin.blocks import run_index_block
 from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
+from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
 from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
@@ -131,7 +131,7 @@ class TaskBody:
         return None
 
 
-class _Run:
+class _Run(Walker):
     """One execution of a task body."""
 
     def __init__(self, body: TaskBody, arrays: dict[Tensor, tuple[Any, tuple[int, ...]]], xp: Any) -> None:
@@ -143,35 +143,9 @@ class _Run:
 
     # -- statements ------------------------------------------------------------
 
-    def stmt(self, s: Stmt, env: dict[IndexVar, int]) -> None:
-        if isinstance(s, Forall):
-            if s.var in env:
-                self.stmt(s.body, env)
-                return
-            chain: list[IndexVar] = []
-            node: Stmt = s
-            while isinstance(node, Forall):
-                if node.var not in env:
-                    chain.append(node.var)
-                node = node.body
-            if isinstance(node, Assign):
-                self.nest(chain, node, env)
-                return
-            for value in range(self.ext[s.var]):
-                self.stmt(s.body, {**env, s.var: value})
-        elif isinstance(s, Where):
-            for a in assignments(s.producer):
-                w = a.lhs.tensor
-                shape = w.concrete_shape()
-                self.arrays[w] = (self.xp.zeros(shape, dtype=w.dtype), (0,) * len(shape))
-            self.stmt(s.producer, env)
-            self.stmt(s.consumer, env)
-        elif isinstance(s, Seq):
-            self.stmt(s.first, env)
-            self.stmt(s.second, env)
-        else:
-            assert isinstance(s, Assign), s
-            self.nest([], s, env)
+    def workspace(self, w: Tensor) -> None:
+        shape = w.concrete_shape()
+        self.arrays[w] = (self.xp.zeros(shape, dtype=w.dtype), (0,) * len(shape))
 
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
