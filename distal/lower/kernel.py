@@ -150,7 +150,7 @@ class _Run(Walker):
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
         start = self._slice_start(chain, a, env)
-        if start is None or self._index_is_cheaper(chain, start):
+        if start is None:
             self.index_nest(chain, a, env)
             return
         outer, inner = chain[:start], chain[start:]
@@ -169,8 +169,10 @@ class _Run(Walker):
     def _slice_start(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> int | None:
         """The first loop of the longest suffix of `chain` that slice mode runs as one block.
 
-        Structural (it depends on which variables are fixed, not on their
-        values), so it is cached per assignment, chain and fixed set.
+        None when slice mode does not apply, or when index mode is cheaper
+        (`_index_is_cheaper`). Structural (it depends on which variables are
+        fixed, not on their values), so it is cached per assignment, chain
+        and fixed set.
         """
         key = (id(a), tuple(chain), frozenset(env))
         if key in self.body._starts:
@@ -181,6 +183,8 @@ class _Run(Walker):
             if self.slice_block(a, probe, chain[start:], dry=True) is not None:
                 found = start
                 break
+        if found is not None and self._index_is_cheaper(chain, found):
+            found = None
         self.body._starts[key] = found
         return found
 
