@@ -13,6 +13,7 @@ without it is refused before anything is launched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import threading
 import warnings
@@ -36,9 +37,14 @@ class DistalFallbackWarning(UserWarning):
     """A machine asked for processors Legate does not run; its tasks run on the CPUs."""
 
 
+@functools.cache
+def _cupy_installed() -> bool:
+    return importlib.util.find_spec("cupy") is not None
+
+
 def require_device_arrays() -> None:
-    """Refuse GPU launches when CuPy (the tiles' array library on GPUs) is missing."""
-    if importlib.util.find_spec("cupy") is None:
+    """Refuse GPU launches when CuPy (the tiles' array library on GPUs) is missing (looked up once)."""
+    if not _cupy_installed():
         raise DistalError(
             "GPU tasks run their leaves with CuPy, which is not installed; "
             "install it with `pip install 'distal[gpu]'` (cupy-cuda13x, matching Legate's CUDA 13)"

@@ -34,17 +34,22 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(target_module, "_warned", set())
 
 
-@pytest.fixture
-def cupy_present(monkeypatch: pytest.MonkeyPatch) -> None:
+def _cupy_lookup(monkeypatch: pytest.MonkeyPatch, found: object) -> Iterator[None]:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "cupy" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: found if name == "cupy" else real(name, *a))
+    target_module._cupy_installed.cache_clear()  # the lookup is cached per process
+    yield
+    target_module._cupy_installed.cache_clear()
 
 
 @pytest.fixture
-def cupy_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real(name, *a))
+def cupy_present(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    yield from _cupy_lookup(monkeypatch, object())
+
+
+@pytest.fixture
+def cupy_missing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    yield from _cupy_lookup(monkeypatch, None)
 
 
 def test_cpu_machines_run_on_cpus() -> None:
