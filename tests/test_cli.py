@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +48,27 @@ def test_run_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "ran with ['x', 'y']" in capsys.readouterr().out
     assert main(["run", str(tmp_path / "missing.py")]) == 1
     assert "expected a Python script, but found no file" in capsys.readouterr().err
+
+
+def test_bench_runs_the_gpu_benchmark_only_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import distal.cli as cli
+
+    ran: list[str] = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda argv, cwd: ran.append(Path(argv[1]).name) or 0)
+    assert main(["bench"]) == 0
+    assert "gpu_gemm.py" not in ran and "matmul.py" in ran
+    ran.clear()
+    assert main(["bench", "gpu-gemm"]) == 0
+    assert ran == ["gpu_gemm.py"]
+
+
+def test_the_gpu_benchmark_says_why_it_records_nothing_without_gpus() -> None:
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "LEGATE_CONFIG"}
+    env["LEGATE_CONFIG"] = "--cpus 1 --gpus 0 --sysmem 1000"
+    before = sorted((root / "bench" / "results").glob("gpu_gemm*"))
+    done = subprocess.run([sys.executable, str(root / "bench" / "gpu_gemm.py"), "-n", "8"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "Legate runs no GPU processors" in done.stderr and "Nothing recorded" in done.stderr
+    assert sorted((root / "bench" / "results").glob("gpu_gemm*")) == before
