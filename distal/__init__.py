@@ -8,9 +8,7 @@
 ∀i ∀j ∀k A(i,j) += B(i,k) * C(k,j)
 """
 
-from distal import _layout
-
-_layout.install()
+from importlib.metadata import PackageNotFoundError, version
 
 from distal import leaf, reduction
 from distal.errors import (
@@ -33,6 +31,11 @@ from distal.redist import DistType, Mesh, Program, synthesize
 from distal.reduction import System, plan_reduction
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
+
+try:
+    __version__ = version("distal")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Assignment",

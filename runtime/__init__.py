@@ -27,6 +27,25 @@ from ._shim import DriverInfo, build_shim, load_driver
 from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
 from ._store import Store, fence, tile_of, to_numpy, wrap
 
+# Storage, redistribution and reduction entry points import the compiler's
+# redistribution and reduction packages: they load on first use.
+_LAZY = {
+    "FormatStore": "_tensor_storage",
+    "adopt": "_tensor_storage",
+    "device_grid": "_tensor_storage",
+    "from_store": "_tensor_storage",
+    "native": "_tensor_storage",
+    "place": "_tensor_storage",
+    "StepRecord": "_redistribute",
+    "redistribute": "_redistribute",
+    "run_plan_steps": "_redistribute",
+    "run_program": "_redistribute",
+    "ReduceRecord": "_reduce",
+    "reduce_arrays": "_reduce",
+    "reduce_on_machine": "_reduce",
+    "reduce_partials": "_reduce",
+}
+
 __all__ = [
     "Affine",
     "Arg",
@@ -72,3 +91,12 @@ __all__ = [
     "wrap",
     "zeros",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'distal.runtime' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
