@@ -358,7 +358,10 @@ class Schedule:
                                  assign.accumulate)
         rel_path = apath[len(where_path):]
         consumer = tree.replace(sub, rel_path, consumer_assign)
-        producer = tree.wrap(order_ws, Assign(Access(w, tuple(order_ws)), expr, accumulate=False))
+        # TACO's form: the producer reads through the workspace variables
+        # (∀lw w0(lw) = B(i,j,k) * C(j,lw)), so no variable in it is unbound
+        produced = _rename(expr, dict(zip(ordered, order_ws)))
+        producer = tree.wrap(order_ws, Assign(Access(w, tuple(order_ws)), produced, accumulate=False))
         new = tree.replace(self.stmt, where_path, Where(consumer, producer))
         rel = Precompute(expr, tuple(ordered), tuple(order_ws), w)
         return self._with(new, rel)._traced("precompute", expr, list(vs), list(ws), workspace=workspace)
@@ -590,6 +593,23 @@ def _substitute(e: Expr, old: Expr, new: Expr) -> Expr:
         return Neg(_substitute(e.operand, old, new))
     assert isinstance(e, Sum)
     return Sum(e.var, _substitute(e.body, old, new))
+
+
+def _rename(e: Expr, names: dict[IndexVar, IndexVar]) -> Expr:
+    """`e` with its free variables renamed by `names` (a sum's own variable stays bound)."""
+    from distal.notation.ast import BinaryOp, Literal, Neg, Sum
+
+    if isinstance(e, Access):
+        return Access(e.tensor, tuple(names.get(v, v) for v in e.indices))
+    if isinstance(e, Literal):
+        return e
+    if isinstance(e, Neg):
+        return Neg(_rename(e.operand, names))
+    if isinstance(e, Sum):
+        inner = {v: w for v, w in names.items() if v != e.var}
+        return Sum(e.var, _rename(e.body, inner))
+    assert isinstance(e, BinaryOp), e
+    return type(e)(_rename(e.a, names), _rename(e.b, names))
 
 
 def _free_vars(e: Expr) -> set[IndexVar]:

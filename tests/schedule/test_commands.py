@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import distal as dt
+from distal.cin.ast import assignments
 
 i, j, k, l = dt.index_vars("i j k l")
 io, ii, jo, ji, ko, ki, kos, f, g, w1, w2 = dt.index_vars("io ii jo ji ko ki kos f g w1 w2")
@@ -39,7 +40,7 @@ APPLIES: list[tuple[str, Cmd, str]] = [
     ("parallelize", lambda s, A, B, C: s.parallelize(i, "cpu_thread"),
      "∀i ∀j ∀k A(i,j) += B(i,k) * C(k,j)\ns.t. parallelize(i, cpu_thread)"),
     ("precompute", lambda s, A, B, C: s.precompute(B[i, k] * C[k, j], [k], [w1]),
-     "∀i ∀j where(∀k A(i,j) += w0(k), ∀w1 w0(w1) = B(i,k) * C(k,j))\n"
+     "∀i ∀j where(∀k A(i,j) += w0(k), ∀w1 w0(w1) = B(i,w1) * C(w1,j))\n"
      "s.t. precompute(B(i,k) * C(k,j), {k}, {w1}, w0)"),
     ("distribute-simple", lambda s, A, B, C: s.distribute([i]),
      "∀i ∀j ∀k A(i,j) += B(i,k) * C(k,j)\ns.t. distribute({i})"),
@@ -184,3 +185,30 @@ def test_accumulate_keeps_the_old_output() -> None:
     A[i, j] += B[i, k] * C[k, j]
     A.schedule().split(i, io, ii, 2).evaluate(backend="reference")
     np.testing.assert_allclose(A.to_numpy(), start + B.to_numpy() @ C.to_numpy(), rtol=1e-12)
+
+
+def test_precompute_producer_reads_through_the_workspace_variables() -> None:
+    """TACO's form: `∀lw w0(lw) = B(i,j,k) * C(j,lw)`, no unbound variable; it parses back and runs right."""
+    lw = dt.index_vars("lw")[0]
+    rng = np.random.default_rng(3)
+    A = dt.Tensor("A", (3, 4))
+    B = dt.Tensor.from_array("B", rng.random((3, 5, 2)))
+    C = dt.Tensor.from_array("C", rng.random((5, 4)))
+    D = dt.Tensor.from_array("D", rng.random((2, 4)))
+    A[i, l] = B[i, j, k] * C[j, l] * D[k, l]
+    sched = A.schedule().reorder([i, j, k, l]).precompute(B[i, j, k] * C[j, l], [l], [lw])
+    assert "∀lw w0(lw) = B(i,j,k) * C(j,lw)" in str(sched)
+    assert "A(i,l) += w0(l) * D(k,l)" in str(sched)
+    producer = next(a for a in assignments(sched.stmt) if a.lhs.tensor.name == "w0")
+    unbound = set(producer.rhs.index_vars()) - set(sched.loop_vars())
+    assert not unbound
+    w0 = dt.Tensor("w0", (4,))
+    parsed = dt.parse(str(producer), w0=w0, B=B, C=C)
+    assert str(parsed) == str(producer)
+    assert parsed.rhs == producer.rhs
+    expected = np.einsum("ijk,jl,kl->il", B.to_numpy(), C.to_numpy(), D.to_numpy())
+    sched.evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
+    A.set_array(np.zeros((3, 4)))
+    sched.compile().run(backend="numpy")
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
