@@ -16,6 +16,7 @@ from typing import Any
 from distal.errors import DistalError, MachineError, NotationError
 from distal.format import Format
 from distal.format.machine import Machine
+from distal.notation.ast import Access, Assignment, Expr, IndexVar, Mul
 from distal.notation.tensor import Tensor
 from distal.schedule import Schedule
 
@@ -79,6 +80,102 @@ def _place(t: Tensor, fmt: Format) -> str | None:
     return f"{t.name} moved from {before} on {before.machine!r} to {fmt} on {fmt.machine!r} by a plain copy"
 
 
+def _factors(e: Expr) -> list[Expr]:
+    """The factors of a product, left to right (a non-product is one factor)."""
+    if isinstance(e, Mul):
+        return _factors(e.a) + _factors(e.b)
+    return [e]
+
+
+def _algorithm_text(alg: Algorithm, operands: Sequence[Tensor]) -> str:
+    out, *ins = operands
+    rhs = " * ".join(str(Access(t, ix)) for t, ix in zip(ins, alg.indices[1:]))
+    return f"{Access(out, alg.indices[0])} = {rhs}"
+
+
+def _same_up_to_renaming(alg: Algorithm, operands: Sequence[Tensor], stmt: Assignment) -> bool:
+    """Whether `stmt` is the algorithm's statement over `operands` with index variables renamed."""
+    accesses = [stmt.lhs, *_factors(stmt.rhs)]
+    if len(accesses) != len(operands) or not all(isinstance(a, Access) for a in accesses):
+        return False
+    ren: dict[IndexVar, IndexVar] = {}
+    back: dict[IndexVar, IndexVar] = {}
+    for acc, t, want in zip(accesses, operands, alg.indices):
+        assert isinstance(acc, Access)
+        if acc.tensor is not t or len(acc.indices) != len(want):
+            return False
+        for u, w in zip(acc.indices, want):
+            if ren.setdefault(u, w) != w or back.setdefault(w, u) != u:
+                return False
+    return True
+
+
+def _check_statement(alg: Algorithm, operands: Sequence[Tensor]) -> bool:
+    """Refuse an output whose statement is not the algorithm's; returns whether it is `+=`."""
+    stmt = operands[0].assignment
+    if stmt is None:
+        return False
+    if not _same_up_to_renaming(alg, operands, stmt):
+        raise NotationError(
+            f"expected {operands[0].name}'s statement to be {alg.name}'s {_algorithm_text(alg, operands)} "
+            f"(up to renaming index variables), but found {stmt.lhs} {stmt.op} {stmt.rhs}",
+            stmt,
+        )
+    return stmt.accumulate
+
+
+def _has_data(t: Tensor) -> bool:
+    return t.storage is not None or t._array is not None
+
+
+def _check_operands(alg: Algorithm, operands: Sequence[Tensor]) -> None:
+    """Operands against the algorithm's statement: extents by index variable, and roles.
+
+    An index variable of the statement must have one extent over every operand
+    it indexes. An output holding data while an input has neither data nor a
+    statement computing it, or an input whose statement reads the output, means
+    the operands are not in the order output first: refused, naming the operand.
+    """
+    extent: dict[IndexVar, tuple[int, Tensor]] = {}
+    for t, idx in zip(operands, alg.indices):
+        try:
+            shape = t.concrete_shape()
+        except DistalError:
+            continue  # symbolic extents: checked when the plan is compiled
+        for v, n in zip(idx, shape):
+            seen = extent.setdefault(v, (n, t))
+            if seen[0] != n:
+                raise NotationError(
+                    f"expected one extent along {v} in {_algorithm_text(alg, operands)} ({seen[0]}, as "
+                    f"{seen[1].name} has), but found {n} in operand {t.name}"
+                )
+    out, *ins = operands
+    for t in ins:
+        if t is out:
+            raise NotationError(f"expected the output {out.name} of {_algorithm_text(alg, operands)} "
+                                f"not to be an input too, but found it as an input")
+        stmt = t.assignment
+        if stmt is not None and any(isinstance(a, Access) and a.tensor is out for a in _walk(stmt.rhs)):
+            raise NotationError(
+                f"expected {out.name} as the output of {alg.name} (operands go output first: "
+                f"{_algorithm_text(alg, operands)}), but found input {t.name} computed from it by "
+                f"{stmt.lhs} {stmt.op} {stmt.rhs}"
+            )
+        if _has_data(out) and not _has_data(t) and stmt is None:
+            raise NotationError(
+                f"expected input {t.name} of {alg.name} to hold data or be computed by a statement "
+                f"(operands go output first: {_algorithm_text(alg, operands)}), but found neither while "
+                f"the output {out.name} holds data"
+            )
+
+
+def _walk(e: Expr) -> list[Expr]:
+    out = [e]
+    for c in e.children():
+        out += _walk(c)
+    return out
+
+
 def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Schedule:
     """The algorithm's schedule of its statement over `operands` (output first).
 
@@ -112,7 +209,9 @@ def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Sche
             raise NotationError(f"expected Tensors as operands of {alg.name}, but found {t!r}")
         if t.order != len(idx):
             raise NotationError(f"expected {alg.name}'s operand {t.name} of order {len(idx)}, but found {t.order}")
-    alg.statement(operands)
+    _check_operands(alg, operands)
+    accumulate = _check_statement(alg, operands)
+    alg.statement(operands, accumulate=accumulate)
     notes = []
     for n, t in enumerate(operands):
         fmt = alg.format_of(n, machine)

@@ -14,7 +14,7 @@ from typing import Any
 
 import distal as dt
 from distal.format import Format
-from distal.notation.ast import Access, Expr, IndexVar
+from distal.notation.ast import Access, Accumulate, Expr, IndexVar
 from distal.notation.tensor import Tensor
 
 from ._machines import cosma_grid, cosma_steps, cube_side, factor2, factor3, solomonik_grid
@@ -49,13 +49,16 @@ class Algorithm:
     def arity(self) -> int:
         return len(self.indices)
 
-    def statement(self, operands: Sequence[Tensor]) -> None:
-        """Set the output's statement: out(...) = product of the inputs."""
+    def statement(self, operands: Sequence[Tensor], accumulate: bool = False) -> None:
+        """Set the output's statement: out(...) = product of the inputs (`+=` with `accumulate`)."""
         out, *ins = operands
         rhs: Expr = Access(ins[0], self.indices[1])
         for t, idx in zip(ins[1:], self.indices[2:]):
             rhs = rhs * Access(t, idx)
-        out[self.indices[0]] = rhs
+        if accumulate:
+            out[self.indices[0]] = Accumulate(Access(out, self.indices[0]), rhs)
+        else:
+            out[self.indices[0]] = rhs
 
     def format_of(self, n: int, machine: dt.Machine) -> Format | None:
         """Operand n's format on `machine`: the same distribution at every level."""

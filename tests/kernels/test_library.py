@@ -155,3 +155,31 @@ def test_cosma_steps_follow_the_memory_bound() -> None:
     sched = kernels.build("cosma", dt.Machine(dt.Grid(2, 2, 2)), A, B, C, memory=(1024 + 512) * 8)
     assert "split(ki, kio, kii, 8)" in str(sched)  # 32 of k per layer in 4 steps
     check_matmul(sched, A, B, C)
+
+
+def test_build_keeps_the_users_statement_up_to_renaming() -> None:
+    x, y, z = dt.index_vars("x y z")
+    A, B, C = matmul_operands(6, 6, 6)
+    A[x, y] = B[x, z] * C[z, y]
+    check_matmul(kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A, B, C), A, B, C)
+    with pytest.raises(dt.NotationError, match="expected A's statement to be summa's"):
+        A[x, y] = B[x, z] * C[y, z]  # C transposed: not the algorithm's statement
+        kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A, B, C)
+
+
+def test_build_keeps_an_accumulating_statement() -> None:
+    i, j, k = dt.index_vars("i j k")
+    A = dt.Tensor.from_array("A", np.ones((4, 4)))
+    B = dt.Tensor.from_array("B", np.eye(4))
+    C = dt.Tensor.from_array("C", np.full((4, 4), 2.0))
+    A[i, j] += B[i, k] * C[k, j]
+    kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), A, B, C).evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), np.full((4, 4), 3.0))
+
+
+def test_build_refuses_an_input_computed_from_the_output() -> None:
+    i, j, k = dt.index_vars("i j k")
+    A, B, C = matmul_operands(4, 4, 4)
+    A[i, j] = B[i, k] * C[k, j]
+    with pytest.raises(dt.NotationError, match=r"expected B as the output of summa .* but found input A computed from it"):
+        kernels.build("summa", dt.Machine(dt.Grid(2, 2)), B, C, A)
