@@ -195,10 +195,12 @@ def _innerprod(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: d
 
 
 def _ttm(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+    # Paper 7.2.2: distribute i only; each processor runs matrix products on its
+    # slab of B with the replicated C, so nothing moves between processors.
     return (
-        s.distribute([i, j], [io, jo], [ii, ji], m)
-        .communicate(list(ops), jo)
-        .substitute([ii, ji, l, k], dt.leaf.TTM)
+        s.distribute([i], [io], [ii], m)
+        .communicate(list(ops), io)
+        .substitute([ii, j, l, k], dt.leaf.TTM)
     )
 
 
@@ -236,8 +238,8 @@ ALGORITHMS: dict[str, Algorithm] = {
                   ((i, j), (i, j, k), (k,)), _grid2, ("xy -> xy", "xyz -> xy", "z -> **"), _ttv),
         Algorithm("innerprod", "inner product: local reductions, then one global reduction",
                   ((), (i, j, k), (i, j, k)), _innerprod_machine, (None, "xyz -> x", "xyz -> x"), _innerprod),
-        Algorithm("ttm", "TTM: A(i,j,l) = B(i,j,k) C(k,l), C replicated, no communication",
-                  ((i, j, l), (i, j, k), (k, l)), _grid2, ("xyl -> xy", "xyz -> xy", "zl -> **"), _ttm),
+        Algorithm("ttm", "TTM: A(i,j,l) = B(i,j,k) C(k,l), i distributed, C replicated, no communication",
+                  ((i, j, l), (i, j, k), (k, l)), _innerprod_machine, ("xyl -> x", "xyz -> x", "zl -> *"), _ttm),
         Algorithm("mttkrp", "MTTKRP (Ballard et al.): B in place on a 3D grid, A, C, D on faces",
                   ((i, l), (i, j, k), (j, l), (k, l)), _mttkrp_machine,
                   ("xl -> x00", "xyz -> xyz", "yl -> 0y0", "zl -> 00z"), _mttkrp),

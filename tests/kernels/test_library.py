@@ -183,3 +183,21 @@ def test_build_refuses_an_input_computed_from_the_output() -> None:
     A[i, j] = B[i, k] * C[k, j]
     with pytest.raises(dt.NotationError, match=r"expected B as the output of summa .* but found input A computed from it"):
         kernels.build("summa", dt.Machine(dt.Grid(2, 2)), B, C, A)
+
+
+@pytest.mark.parametrize("procs", [2, 3, 4])
+def test_ttm_distributes_i_only_and_moves_nothing(procs: int) -> None:
+    """Paper 7.2.2: TTM distributes i; C is replicated, so no processor receives anything."""
+    rng = np.random.default_rng(procs)
+    A = dt.Tensor("A", (8, 6, 4))
+    B = dt.Tensor.from_array("B", rng.standard_normal((8, 6, 5)))
+    C = dt.Tensor.from_array("C", rng.standard_normal((5, 4)))
+    m = kernels.machine("ttm", procs)
+    assert m.shape == (procs,)
+    sched = kernels.build("ttm", m, A, B, C)
+    plan = sched.compile()
+    stats = plan.stats()
+    assert stats["total_received_bytes"] == 0 and stats["total_reduced_bytes"] == 0
+    assert "total received 0 B, reduced 0 B" in plan.explain()
+    sched.evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,kl->ijl", B.to_numpy(), C.to_numpy()), rtol=1e-10)
