@@ -279,7 +279,24 @@ def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
         return
     upper = [lo + int(n) for lo, n in zip(low, domain, strict=True)]
     with target_scope(target):
-        _submit(key, args, low, upper, whole_stores=False)
+        if all(n == 1 for n in domain):
+            # Legate runs a one-point 1-D manual launch as a single task and hands it the
+            # whole store instead of the projected tile (measured: a (1,) launch reading tile
+            # (0, 0) of a (2, 12) store saw (2, 12)). Hand the point its tiles as sub-stores.
+            _submit(key, [_point_arg(a, low) for a in args], [0], [1], whole_stores=True, pinned=tuple(low))
+        else:
+            _submit(key, args, low, upper, whole_stores=False)
+
+
+def _point_arg(arg: Arg, point: Sequence[int]) -> Arg:
+    """`arg` as seen by the launch point `point` alone: its tile as a store of its own."""
+    if arg.tile is None:
+        return arg
+    _check_colors(arg, point, [p + 1 for p in point])
+    color = tuple(a.at(point) for a in arg.maps(len(point)))
+    child = arg.store.handle.partition_by_tiling(arg.tile, arg.color_shape()).get_child_store(*color)
+    sub = Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=arg.store.dtype)
+    return Arg(sub, arg.privilege)
 
 
 def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],

@@ -200,7 +200,8 @@ class Layout:
         """The tensor's elements of a padded global array (inverse of `pad`)."""
         if 0 in self.shape:
             return np.zeros(self.shape, dtype=padded.dtype)
-        return np.ascontiguousarray(padded[np.ix_(*self.positions())])
+        # np.ascontiguousarray makes a 0-d array 1-d: reshape back (a scalar stays 0-d)
+        return np.ascontiguousarray(padded[np.ix_(*self.positions())]).reshape(self.shape)
 
     def adopt(self, other: Layout) -> Layout:
         """This layout with its unpartitioned dimensions at ``other``'s padded positions."""

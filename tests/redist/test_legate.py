@@ -185,3 +185,80 @@ def test_block_sizes_match_the_types() -> None:
     for src, dst in itertools.product(["xy -> xy"], ["xy -> **"]):
         moved, _ = redistribute(place(np.ones((5, 7)), dt.Format(src, M22)), dt.Format(dst, M22))
         assert moved.blocks.shape == (2, 2, 35)
+
+
+# -- machines of prime size and one-point launches (issue 11, reproducers 2 and 3) -----------------
+
+VECTOR_SPECS = ["a -> a", "a -> 0", "a -> 1", "a -> *"]
+
+
+def test_all_sixteen_vector_pairs_on_two_processors() -> None:
+    """A one-point 1-D launch (the face of 'a -> 0' on Grid(2)) used to get the whole block store."""
+    m = dt.Machine(dt.Grid(2))
+    a = np.arange(1.0, 12.0)
+    for src, dst in itertools.product(VECTOR_SPECS, VECTOR_SPECS):
+        X = dt.Tensor.from_array("X", a, dt.Format(src, m))
+        X.redistribute(dt.Format(dst, m))
+        assert np.array_equal(X.to_numpy(), a), f"{src} -> {dst}"
+    assert _all_pairs(m, VECTOR_SPECS, (5,)) == 16
+
+
+@pytest.mark.parametrize("grid", [(2,), (3,), (5,), (7,), (2, 1), (1, 3)])
+def test_fixed_faces_on_machines_of_prime_size(grid: tuple[int, ...]) -> None:
+    m = dt.Machine(dt.Grid(*grid))
+    specs = ["a -> a", "a -> 0", "a -> *"] if len(grid) == 1 else ["a -> a0", "a -> 0a", "a -> *a", "a -> 00"]
+    _all_pairs(m, specs, (11,))
+
+
+def test_a_redistributed_vector_is_read_by_a_statement() -> None:
+    m = dt.Machine(dt.Grid(2))
+    x = dt.Tensor.from_array("x", np.arange(1.0, 6.0), dt.Format("a -> a", m))
+    x.redistribute(dt.Format("a -> *", m))
+    y = dt.Tensor("y", (5,))
+    (i,) = dt.index_vars("i")
+    y[i] = x[i] * 2
+    y.schedule().evaluate()
+    assert np.array_equal(y.to_numpy(), np.arange(2.0, 12.0, 2.0))
+
+
+@pytest.mark.parametrize(("src", "dst"), [("-> **", "-> 01"), ("-> 01", "-> **"), ("-> 10", "-> 01"), ("-> **", "-> **")])
+def test_a_redistributed_scalar_keeps_its_shape(src: str, dst: str) -> None:
+    m = dt.Machine(dt.Grid(2, 2))
+    X = dt.Tensor.from_array("X", np.array(2.5), dt.Format(src, m))
+    X.redistribute(dt.Format(dst, m))
+    got = X.to_numpy()
+    assert got.shape == () and got == 2.5
+
+
+def _differently_placed(name: str, data: np.ndarray, machine: dt.Machine) -> dt.Tensor:
+    spec = "".join("abcdef"[: data.ndim]) + " -> " + "*" * machine.grids[0].ndim
+    return dt.Tensor.from_array(name, data, dt.Format(spec, machine))
+
+
+@pytest.mark.parametrize(("name", "procs", "shapes", "expr"), [
+    ("cosma", 3, [(6, 3), (6, 9), (9, 3)], "ik,kj->ij"),
+    ("mttkrp", 2, [(4, 3), (4, 5, 6), (5, 3), (6, 3)], "ijk,jl,kl->il"),
+    ("ttv", 3, [(5, 4), (5, 4, 6), (6,)], "ijk,k->ij"),
+    ("ttm", 3, [(5, 4, 3), (5, 4, 6), (6, 3)], "ijk,kl->ijl"),
+])
+def test_algorithms_redistribute_operands_on_prime_machines(name: str, procs: int, shapes: list[tuple[int, ...]],
+                                                           expr: str) -> None:
+    m = dt.kernels.machine(name, procs)
+    rng = np.random.default_rng(procs)
+    ins = [rng.standard_normal(s) for s in shapes[1:]]
+    out = dt.Tensor(name.upper(), shapes[0])
+    ops = [_differently_placed(f"T{k}", a, m) for k, a in enumerate(ins)]
+    dt.kernels.build(name, m, out, *ops).evaluate()
+    assert np.allclose(out.to_numpy(), np.einsum(expr, *ins), rtol=1e-10)
+
+
+def test_cosma_on_three_with_b_on_a_face() -> None:
+    """Issue 11's reproducer: B in 'xy -> xy0' is redistributed by build (used to fail on 3 processors)."""
+    m = dt.kernels.machine("cosma", 3)
+    rng = np.random.default_rng(3)
+    b, c = rng.standard_normal((6, 9)), rng.standard_normal((9, 3))
+    A = dt.Tensor("A", (6, 3))
+    B = dt.Tensor.from_array("B", b, dt.Format("xy -> xy0", m))
+    C = dt.Tensor.from_array("C", c)
+    dt.kernels.build("cosma", m, A, B, C).evaluate()
+    assert np.allclose(A.to_numpy(), b @ c, rtol=1e-10)

@@ -192,3 +192,26 @@ def test_zero_dimensional_stores(machine: rt.MachineInfo) -> None:
     assert rt.to_numpy(scalar).shape == () and rt.to_numpy(scalar) == 2.5
     with pytest.raises(NotSupportedYet, match="0-d"):
         rt.Arg(scalar, R)
+
+
+def _copy_row(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
+    out[...] = src + point[0]
+
+
+COPY_ROW = rt.register_kernel(_copy_row)
+
+
+@pytest.mark.parametrize(("domain", "lower"), [((1,), (0,)), ((1,), (1,)), ((1, 1), (0, 1))])
+def test_a_one_point_launch_sees_only_its_tile(machine: rt.MachineInfo, domain: tuple[int, ...],
+                                              lower: tuple[int, ...]) -> None:
+    """Legate hands a one-point 1-D launch the whole store unless it is given the tile itself."""
+    src = rt.from_numpy(np.arange(24.0).reshape(2, 12))
+    out = rt.zeros((2, 12))
+    row = Affine(0) if len(domain) == 1 else Affine(1)
+    rt.index_launch(COPY_ROW, domain, [rt.Arg(src, R, (1, 12), (row, Affine(None, 0, 0))),
+                                       rt.Arg(out, W, (1, 12), (row, Affine(None, 0, 0)))], lower=lower)
+    got = rt.to_numpy(out)
+    r = lower[-1]
+    want = np.zeros((2, 12))
+    want[r] = np.arange(24.0).reshape(2, 12)[r] + lower[0]
+    assert np.array_equal(got, want)
