@@ -44,13 +44,38 @@ def describe(name: str) -> str:
 
 
 def machine(name: str, nprocs: int, shape: Sequence[int] | None = None, **params: Any) -> Machine:
-    """A machine suited to the algorithm on `nprocs` processors.
+    """A machine suited to the algorithm on `nprocs` processors; every processor gets work.
 
-    `shape` (m, n, k) matters to COSMA, whose grid is chosen from it (its
-    sequential steps over k come from `build("cosma", ..., memory=bytes per
-    processor)`: the fewest whose chunks fit); `c=` sets the number of layers
-    of Solomonik's 2.5D algorithm.
+    What it picks, and why:
+
+    - SUMMA, Cannon, PUMMA, TTV: the most square 2-D grid gx x gy = nprocs
+      (gx >= gy; a prime count gives nprocs x 1).
+    - Johnson: a c x c x c cube, c the smallest side with c**3 >= nprocs
+      (`johnson_side`; `side=` overrides). On a non-cube count the cube is
+      over-decomposed as in paper 7.1.2: its points are bound block-wise to the
+      real processors (`Machine.bind`), one or two each, so none is idle, where
+      the largest cube that fits would leave processors idle (1x1x1 on 2 to 7).
+    - Solomonik 2.5D: q x q x c with q*q*c == nprocs, c <= q, most layers
+      (`c=` sets the layers); otherwise over-decomposed to the fewest points
+      q*q*c >= nprocs, bound block-wise.
+    - COSMA: gx*gy*gz == nprocs minimising the words each processor moves for
+      `shape` (m, n, k); its sequential steps over k come from
+      `build("cosma", ..., memory=bytes per processor)` (the fewest that fit).
+    - innerprod, TTM: a 1-D grid of nprocs (i distributed). MTTKRP: the most
+      cubic gx*gy*gz == nprocs.
+    - "auto": the machine of the algorithm `build("auto", ...)` would choose
+      for `shape` (matmul (m, n, k)) on nprocs processors, by predicted time
+      (`distal.model`; `model=` picks the machine model).
+
+    A machine with more points than processors is what `bind(nprocs)` maps
+    block-wise at run time; `plan.predict(model, processors=nprocs)` times it so.
     """
+    if isinstance(name, str) and name.lower() == "auto":
+        if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
+            raise MachineError(f"expected a positive processor count, but found {nprocs!r}")
+        from ._auto import machine_auto
+
+        return machine_auto(nprocs, shape, **params)
     alg = _lookup(name)
     if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
         raise MachineError(f"expected a positive processor count, but found {nprocs!r}")

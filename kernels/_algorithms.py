@@ -17,7 +17,7 @@ from distal.format import Format
 from distal.notation.ast import Access, Accumulate, Expr, IndexVar
 from distal.notation.tensor import Tensor
 
-from ._machines import cosma_grid, cosma_steps, cube_side, factor2, factor3, solomonik_grid
+from ._machines import cosma_grid, cosma_steps, factor2, factor3, johnson_side, solomonik_grid
 
 __all__ = ["ALGORITHMS", "Algorithm"]
 
@@ -124,7 +124,7 @@ def _pumma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[
 
 
 def _johnson_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    c = cube_side(p)
+    c = int(params.get("side") or johnson_side(p))
     return dt.Machine(dt.Grid(c, c, c))
 
 

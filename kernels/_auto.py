@@ -95,6 +95,11 @@ def candidates(machine: Machine, *operands: Tensor, memory: int | None = None) -
     return out
 
 
+def _best(cands: list[Candidate]) -> Candidate:
+    ok = [c for c in cands if c.fits] or cands
+    return min(ok, key=lambda c: (c.comm_bytes, c.peak_bytes))
+
+
 def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, **params: Any) -> Schedule:
     """The cheapest library schedule for the operands on `machine.size` processors."""
     from . import build
@@ -103,7 +108,7 @@ def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, *
         raise DistalError(f"expected a Machine for auto, but found {machine!r}")
     cands = candidates(machine, *operands, memory=memory)
     ok = [c for c in cands if c.fits] or cands
-    best = min(ok, key=lambda c: (c.comm_bytes, c.peak_bytes))
+    best = _best(cands)
     why = ("least communication per processor" if len(ok) > 1 else "the only candidate")
     if not any(c.fits for c in cands):
         why += "; no candidate fits the memory bound"
@@ -111,3 +116,22 @@ def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, *
     notes += [f"auto: considered {c.describe()}" for c in cands]
     sched = build(best.algorithm, best.machine, *operands, **dict(best.params), **params)
     return sched.with_notes(*notes)
+
+
+def machine_auto(p: int, shape: Any = None, memory: int | None = None, **params: Any) -> Machine:
+    """The machine `build("auto", ...)` chooses on p processors for a matmul of `shape` (m, n, k)."""
+    from distal.errors import MachineError
+
+    if shape is None or len(shape) != 3:
+        raise MachineError(f"expected shape=(m, n, k) of a matrix product for machine('auto', ...), "
+                           f"but found {shape!r}")
+    m_, n_, k_ = (int(x) for x in shape)
+    ops = (Tensor("A", (m_, n_)), Tensor("B", (m_, k_)), Tensor("C", (k_, n_)))
+    cands = candidates(Machine(_flat(p)), *ops, memory=memory)
+    return _best(cands).machine
+
+
+def _flat(p: int) -> Any:
+    from distal.format.machine import Grid
+
+    return Grid(p)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["cosma_grid", "cosma_steps", "cube_side", "factor2", "factor3", "solomonik_grid"]
+__all__ = ["cosma_grid", "cosma_steps", "cube_side", "factor2", "factor3", "johnson_side", "solomonik_grid"]
 
 
 def _divisors(n: int) -> list[int]:
@@ -39,16 +39,46 @@ def cube_side(p: int) -> int:
     return max(c, 1)
 
 
+def johnson_side(p: int) -> int:
+    """Johnson's cube side on p processors: the smallest c with c**3 >= p.
+
+    A perfect cube gets one grid point per processor. Otherwise the cube is
+    over-decomposed (paper 7.1.2): its c**3 points are bound block-wise to the
+    p processors (`Machine.bind`), one or two points each, so none is idle
+    (2 on 4 processors, 6 on 128, 7 on 256, as in the original DISTAL's scripts;
+    on 16 they use 4, we use 3: 27 points, 11 processors run two).
+    """
+    c = cube_side(p)
+    return c if c**3 == p else c + 1
+
+
 def solomonik_grid(p: int, c: int | None = None) -> tuple[int, int, int]:
-    """Solomonik's 2.5D grid q x q x c with q*q*c <= p (c layers of a square grid)."""
-    if c is None:
-        c = 1
-        for cand in range(1, cube_side(p) + 1):
-            q = math.isqrt(p // cand)
-            if q * q * cand == p:
-                c = cand
-    q = max(1, math.isqrt(p // c))
-    return q, q, c
+    """Solomonik's 2.5D grid q x q x c: c layers of a square grid, c <= q.
+
+    When q*q*c == p for some c the grid uses every processor once (the most
+    layers win). Otherwise, and when `c` is given and q*q*c == p has no
+    solution, the grid is over-decomposed: the fewest points q*q*c >= p, bound
+    block-wise to the p processors (`Machine.bind`) so that none is idle.
+    """
+    if c is not None:
+        q = math.isqrt(p // c) if p >= c else 1
+        if q * q * c != p:
+            q = max(1, math.ceil(math.sqrt(p / c) - 1e-9))
+            while q * q * c < p:
+                q += 1
+        return q, q, c
+    exact = [(cand, math.isqrt(p // cand)) for cand in range(1, p + 1)
+             if p % cand == 0 and math.isqrt(p // cand) ** 2 * cand == p and cand <= math.isqrt(p // cand)]
+    if exact:
+        cc, q = max(exact)
+        return q, q, cc
+    best: tuple[int, int, int] | None = None
+    for q in range(1, math.isqrt(p) + 2):
+        for cc in range(1, q + 1):
+            if q * q * cc >= p and (best is None or q * q * cc < best[0] * best[0] * best[2]):
+                best = (q, q, cc)
+    assert best is not None
+    return best
 
 
 def cosma_grid(p: int, shape: Sequence[int] | None) -> tuple[int, int, int]:

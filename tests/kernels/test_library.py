@@ -51,7 +51,7 @@ def test_3d_algorithms_on_a_cube(name: str, size: tuple[int, int, int]) -> None:
 @pytest.mark.parametrize("procs", [1, 2, 3, 5, 6, 7, 12])
 def test_library_picks_a_valid_machine_for_any_processor_count(name: str, procs: int) -> None:
     m = kernels.machine(name, procs, (10, 9, 11))
-    assert m.size <= procs
+    assert sorted(set(m.bind(procs).values())) == list(range(procs))  # every processor gets grid points
     A, B, C = matmul_operands(10, 9, 11)
     check_matmul(kernels.build(name, m, A, B, C), A, B, C)
 
@@ -64,6 +64,29 @@ def test_machine_shapes() -> None:
     assert kernels.machine("solomonik", 16, c=1).shape == (4, 4, 1)
     assert kernels.machine("cosma", 8, (4096, 4096, 64)).shape[2] == 1  # small k: no k split
     assert kernels.machine("cosma", 8, (64, 64, 100000)).shape == (1, 1, 8)  # large k: split k only
+
+
+@pytest.mark.parametrize(("procs", "side"), [(2, 2), (4, 2), (7, 2), (8, 2), (9, 3), (27, 3), (128, 6), (256, 7)])
+def test_johnson_over_decomposes_to_keep_every_processor_busy(procs: int, side: int) -> None:
+    """Paper 7.1.2: a cube of side 2 on 4 GPUs, 6 on 128, 7 on 256, bound block-wise."""
+    m = kernels.machine("johnson", procs)
+    assert m.shape == (side,) * 3
+    assert sorted(set(m.bind(procs).values())) == list(range(procs))
+
+
+@pytest.mark.parametrize(("procs", "grid"), [(2, (2, 2, 1)), (3, (2, 2, 1)), (6, (2, 2, 2)), (8, (2, 2, 2)),
+                                             (12, (4, 4, 1)), (18, (3, 3, 2)), (32, (4, 4, 2))])
+def test_solomonik_over_decomposes_on_counts_that_are_not_layered_squares(procs: int, grid: tuple[int, ...]) -> None:
+    m = kernels.machine("solomonik", procs)
+    assert m.shape == grid
+    assert sorted(set(m.bind(procs).values())) == list(range(procs))
+
+
+def test_over_decomposed_johnson_computes_the_product() -> None:
+    A, B, C = matmul_operands(10, 9, 11)
+    m = kernels.machine("johnson", 4)
+    assert m.shape == (2, 2, 2)
+    check_matmul(kernels.build("johnson", m, A, B, C), A, B, C)
 
 
 def test_higher_order_kernels() -> None:
