@@ -4,8 +4,9 @@ A problem has a mesh of three axes and an array of rank 1 to 6; in the source
 and in the target type each mesh axis either replicates the array or splits
 one dimension (several axes splitting one dimension come in random order).
 Extents are multiples of what both types need. `random_problem` draws from a
-`random.Random` (the benchmark); `problems` is the same as a Hypothesis
-strategy (the property tests).
+`random.Random` (the benchmark); the same as a Hypothesis strategy
+(`problems`, for the property tests) lives in tests/_strategies/redist.py, since
+Hypothesis is a test-only dependency.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from distal.redist.mesh import Mesh
 from distal.redist.types import Dim, DistType
 
-__all__ = ["AXES", "problems", "random_problem"]
+__all__ = ["AXES", "random_problem"]
 
 AXES = ("a", "b", "c")
 T = TypeVar("T")
@@ -76,28 +77,3 @@ def random_problem(
         return lst
 
     return _build(rng.choice, shuffle, sizes, max_rank, grow)
-
-
-def problems(sizes: Sequence[int] = (2, 3, 4), max_rank: int = 6, max_elements: int = 4096) -> Any:
-    """Hypothesis strategy of small problems (arrays small enough to simulate)."""
-    from hypothesis import strategies as st
-
-    @st.composite
-    def draw_problem(draw: Any) -> tuple[Mesh, DistType, DistType]:
-        def choice(seq: Sequence[Any]) -> Any:
-            return draw(st.sampled_from(list(seq)))
-
-        def shuffle(lst: list[Any]) -> list[Any]:
-            return list(draw(st.permutations(lst))) if len(lst) > 1 else lst
-
-        def grow(need: list[int]) -> list[int]:
-            ext = list(need)
-            for k in range(len(ext)):
-                f = draw(st.sampled_from((1, 2, 2, 3, 4)))
-                if math.prod(ext) * f <= max_elements:
-                    ext[k] *= f
-            return ext
-
-        return _build(choice, shuffle, sizes, max_rank, grow)
-
-    return draw_problem()

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import distal as dt
 from distal.lower.device_standin import DeviceArray, namespace, to_device
 from distal.lower.numpy_exec import run_numpy
-from distal.lower.testing import machine_schedules, machines_of_kind
-from distal.testing import einsum_oracle, schedules, statements
+from tests._strategies import einsum_oracle, schedules, statements
+from tests._strategies.machines import machine_schedules, machines_of_kind
 
 GPU_MACHINES = machines_of_kind("gpu")
 SEEN: collections.Counter[str] = collections.Counter()

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import distal as dt
 from distal.lower import lower
 from distal.lower.plan import Privilege
-from distal.lower.testing import MACHINES, machine_schedules, machines_of_kind
-from distal.testing import einsum_oracle, schedules, statements
+from tests._strategies import einsum_oracle, schedules, statements
+from tests._strategies.machines import MACHINES, machine_schedules, machines_of_kind
 
 pytestmark = pytest.mark.legate
 SEEN: collections.Counter[str] = collections.Counter()

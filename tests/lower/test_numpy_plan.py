@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distal.lower.testing import machine_schedules
-from distal.testing import einsum_oracle, schedules, statements
+from tests._strategies import einsum_oracle, schedules, statements
+from tests._strategies.machines import machine_schedules
 
 
 def _close(got: np.ndarray, expected: np.ndarray) -> None:

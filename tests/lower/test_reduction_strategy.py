@@ -21,8 +21,8 @@ import distal as dt
 from distal.errors import DistalError
 from distal.lower import lower
 from distal.lower.plan import Plan, Privilege
-from distal.lower.testing import MACHINES, machine_schedules
-from distal.testing import einsum_oracle, statements
+from tests._strategies import einsum_oracle, statements
+from tests._strategies.machines import MACHINES, machine_schedules
 
 pytestmark = pytest.mark.legate
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distal as dt
-from distal.testing import statements
+from tests._strategies import statements
 
 i, j, k, l = dt.index_vars("i j k l")
 

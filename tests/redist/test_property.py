@@ -13,7 +13,7 @@ from hypothesis import given, settings
 
 from distal.redist import AllPermute, DistType, Mesh, Program, synthesize
 from distal.redist.simulate import offsets
-from distal.redist.testing import problems
+from tests._strategies.redist import problems
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distal.testing import COMMANDS, einsum_oracle, schedules, statements
+from tests._strategies import COMMANDS, einsum_oracle, schedules, statements
 
 APPLIED: collections.Counter[str] = collections.Counter()
 

@@ -4,6 +4,10 @@
 `schedules(sched)` applies random scheduling commands, keeping those that
 are legal; `einsum_oracle` computes what a statement means, term by term with
 `numpy.einsum`, independently of the compiler.
+
+They live under tests/ (imported as `tests._strategies`), not in the distal
+package, because Hypothesis is a test-only dependency: nothing shipped
+imports it (tests/lower/test_shipped_imports.py checks).
 """
 
 from __future__ import annotations
@@ -301,9 +305,11 @@ def schedules(
     applied: list[str] = []
     for _ in range(draw(st.integers(2, max_steps + 2))):
         name = draw(st.sampled_from(sorted(COMMANDS)))
+        bound = dict(names.bindings)
         try:
             sched = COMMANDS[name](draw, sched, names)
         except (ScheduleError, NotSupportedYet):
+            names.bindings = bound  # a parameter drawn for a refused command is not the schedule's
             continue
         applied.append(name)
     return sched, names.bindings, applied

@@ -107,6 +107,7 @@ def machine_schedules(draw: st.DrawFn, sched: dt.Schedule, max_steps: int = 5,
         loops = list(s.loop_vars())
         if not loops:
             break
+        bound = dict(bindings)
         try:
             if kind in ("split", "divide"):
                 v = draw(st.sampled_from(loops))
@@ -139,5 +140,6 @@ def machine_schedules(draw: st.DrawFn, sched: dt.Schedule, max_steps: int = 5,
                 k = draw(st.integers(1, len(chain)))
                 s = s.substitute(chain[len(chain) - k:], dt.leaf.GENERIC)
         except DistalError:
+            bindings = bound  # a parameter drawn for a refused command is not the schedule's
             continue
     return s, bindings
