@@ -6,6 +6,14 @@ loops (a substituted leaf, or the innermost loops up to a size limit) is
 computed at once with NumPy. Loop values are mapped back to the original index
 variables through the provenance graph, and the guards of divide and split
 drop the iterations past an extent that does not divide.
+
+A substituted leaf's block is a box of each tensor (its loops are original
+variables or inner variables of divide and split), so it runs as the leaf's
+own NumPy kernel (`distal.leaf.Leaf.compute`: GEMM is one `matmul`) on
+slices of the arrays. Other blocks, and leaf blocks whose loops do not map
+to boxes, enumerate their points as index arrays (`distal.cin.blocks`).
+The executor shares no code with the task bodies of the lowering
+(`distal.lower.kernel`), so it stays an independent oracle for them.
 """
 
 from __future__ import annotations
@@ -17,11 +25,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from distal.cin.ast import Assign
-from distal.cin.blocks import run_index_block
-from distal.cin.relations import Substitute
+from distal.cin.blocks import run_index_block, store
+from distal.cin.relations import Divide, Precompute, Split, Substitute
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
-from distal.notation.ast import IndexVar
+from distal.leaf import Leaf, einsum_pattern
+from distal.notation.ast import Access, IndexVar
 from distal.notation.tensor import Tensor
 from distal.sizes import resolve
 
@@ -60,7 +69,8 @@ class _Executor(Walker):
                 self.arrays[t] = data
         for w in sched.workspaces():
             self.arrays[w] = np.zeros(w.concrete_shape(), dtype=w.dtype)
-        self.leaf_vars = [frozenset(r.vars) for r in sched.relations_of(Substitute)]
+        self.leaves = [(frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute)]
+        self.leaf_blocks = 0  # blocks run by a leaf's kernel (tests check the leaf path is taken)
 
     # -- statements ------------------------------------------------------------
 
@@ -69,23 +79,25 @@ class _Executor(Walker):
 
     def nest(self, chain: list[IndexVar], body: Assign, env: dict[IndexVar, int]) -> None:
         """A perfect nest above an assignment: outer loops one by one, a block at once."""
-        split = self.block_start(chain)
+        split, leaf = self.block_start(chain)
         outer, inner = chain[:split], chain[split:]
         for values in itertools.product(*(range(self.ext[v]) for v in outer)):
             local = dict(env)
             local.update(zip(outer, values))
-            self.block(body, local, inner)
+            if leaf is None or not self.leaf_block(body, local, inner, leaf):
+                self.block(body, local, inner)
 
-    def block_start(self, chain: list[IndexVar]) -> int:
-        for leaf in self.leaf_vars:
-            n = len(leaf)
-            if n <= len(chain) and frozenset(chain[-n:]) == leaf:
-                return len(chain) - n
+    def block_start(self, chain: list[IndexVar]) -> tuple[int, Leaf | None]:
+        """Where the block of innermost loops starts, and the leaf substituted for it (if any)."""
+        for vs, leaf in self.leaves:
+            n = len(vs)
+            if n <= len(chain) and frozenset(chain[-n:]) == vs:
+                return len(chain) - n, leaf
         start, points = len(chain), 1
         while start > 0 and points * self.ext[chain[start - 1]] <= BLOCK_LIMIT:
             start -= 1
             points *= self.ext[chain[start]]
-        return start
+        return start, None
 
     # -- one vectorized block -------------------------------------------------
 
@@ -93,6 +105,74 @@ class _Executor(Walker):
         found = self.prov.block_points(env, block_vars, self.ext)
         if found is not None:
             run_index_block(a, *found, self.lookup, self.ext)
+
+    def leaf_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar], leaf: Leaf) -> bool:
+        """Run the block with the leaf's kernel on boxes of the arrays; False when it is no box."""
+        pattern = einsum_pattern(a.lhs, a.rhs)
+        if pattern is None or not leaf.matches(a.lhs, a.rhs):
+            return False
+        box = self.leaf_box(env, block, {v for acc in (a.lhs, *a.rhs.accesses()) for v in acc.indices})
+        if box is None:
+            return False
+        ints, ranges = box
+        if not ranges:
+            return True  # every point past an extent
+
+        def view(acc: Access) -> np.ndarray:
+            idx: list[int | slice] = []
+            for v in acc.indices:
+                idx.append(slice(*ranges[v]) if v in ranges else ints[v])
+            return self.arrays[acc.tensor][(*idx, Ellipsis)]  # Ellipsis: a view even when every index is an int
+
+        factors = [view(f) for f in a.rhs.accesses()]
+        out = view(a.lhs)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value = leaf.compute(*factors, pattern=pattern)
+        store(out, value, a.accumulate)
+        self.leaf_blocks += 1
+        return True
+
+    def leaf_box(self, env: dict[IndexVar, int], block: list[IndexVar], used: set[IndexVar]
+                 ) -> tuple[dict[IndexVar, int], dict[IndexVar, tuple[int, int]]] | None:
+        """The values of the variables in `used` over the block: integers, and ranges [lo, hi).
+
+        Each block variable must reach one used variable through inner
+        variables of divide and split and workspace variables only (an offset
+        plus the block variable); None when the block is no box, no ranges
+        when the guards leave no point.
+        """
+        base, guards = self.prov.recover({**env, **{b: 0 for b in block}}, self.ext)
+        if not all(bool(g) for g in guards):
+            return {}, {}
+        ranges: dict[IndexVar, tuple[int, int]] = {}
+        for b in block:
+            chain, cur, length = [b], b, self.ext[b]
+            while True:
+                d = self.prov.producer(cur)
+                if d is None:
+                    break
+                if isinstance(d, Divide | Split) and cur == d.inner:
+                    cur = d.parent
+                    length = min(length, self.ext[cur] - int(base[cur]))
+                elif isinstance(d, Precompute) and cur in d.workspace_vars:
+                    cur = d.vars[d.workspace_vars.index(cur)]
+                else:
+                    return None  # fused, rotated or an outer variable: not a box
+                chain.append(cur)
+            hits = [v for v in chain if v in used]
+            if len(hits) != 1 or hits[0] in ranges:
+                return None
+            if length <= 0:
+                return {}, {}
+            lo = int(base[hits[0]])
+            ranges[hits[0]] = (lo, lo + length)
+        ints: dict[IndexVar, int] = {}
+        for v in used - ranges.keys():
+            x = base.get(v)
+            if x is None or np.ndim(x) != 0:
+                return None
+            ints[v] = int(x)
+        return ints, ranges
 
     def lookup(self, t: Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
         arr = self.arrays[t]

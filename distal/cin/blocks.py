@@ -26,7 +26,7 @@ from distal.errors import RuntimeFailure
 from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.tensor import Tensor
 
-__all__ = ["Lookup", "evaluate_points", "run_index_block"]
+__all__ = ["Lookup", "evaluate_points", "run_index_block", "store"]
 
 Lookup = Callable[[Tensor], tuple[Any, tuple[int, ...]]]
 
@@ -53,6 +53,14 @@ def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: 
         out.reshape(-1)[:] += np.bincount(flat, weights=value, minlength=out.size).astype(out.dtype)
     else:
         xp.add.at(out, idx, value.astype(out.dtype))
+
+
+def store(out: Any, value: Any, accumulate: bool) -> None:
+    """Write (or add, for `+=`) `value` into the array view `out`."""
+    if accumulate:
+        out += value
+    else:
+        out[...] = value
 
 
 def evaluate_points(e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar], lookup: Lookup,
