@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# `distal bench --results DIR` sets DISTAL_BENCH_RESULTS; scripts run by hand record in bench/results/.
+RESULTS = Path(os.environ.get("DISTAL_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 
 
 def machine() -> dict[str, Any]:

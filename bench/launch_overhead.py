@@ -25,12 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common  # bench/ is on sys.path when run as a script
 import numpy as np
 
 from distal import runtime as rt
 
 R, RW = rt.Privilege.READ, rt.Privilege.READ_WRITE
-RESULTS = Path(__file__).resolve().parent / "results" / "launch_overhead.json"
+RESULTS = _common.RESULTS / "launch_overhead.json"  # bench/results/ unless distal bench --results
 
 
 def _noop(point: tuple[int, ...], *tiles: np.ndarray) -> None:

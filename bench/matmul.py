@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common  # bench/ is on sys.path when run as a script
 import numpy as np
 from _common import interleaved_rounds, median_seconds  # bench/ is on sys.path when run as a script
 
@@ -35,7 +36,7 @@ import distal as dt
 from distal.format.format import Format
 from distal.lower import lower
 
-RESULTS = Path(__file__).resolve().parent / "results" / "matmul.json"
+RESULTS = _common.RESULTS / "matmul.json"  # bench/results/ unless distal bench --results
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
 
 

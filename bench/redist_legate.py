@@ -32,9 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _common  # bench/ is on sys.path when run as a script
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results" / "redist_legate.json"
+RESULTS = _common.RESULTS / "redist_legate.json"  # bench/results/ unless distal bench --results
 SEED = 2024
 CPUS = 4
 CONFIG = f"--cpus {CPUS} --gpus 0 --omps 0 --utility 1 --sysmem 8000"

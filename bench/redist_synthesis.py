@@ -22,16 +22,16 @@ import math
 import random
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
+import _common  # bench/ is on sys.path when run as a script
 from _common import machine
 
 from distal.redist import AllPermute, synthesize
 from distal.redist.synth import _synthesize
 from distal.redist.testing import random_problem
 
-RESULTS = Path(__file__).resolve().parent / "results" / "redist_synthesis.json"
+RESULTS = _common.RESULTS / "redist_synthesis.json"  # bench/results/ unless distal bench --results
 FAMILIES = {"paper": (2,), "mixed": (2, 3, 4, 6, 8)}
 SEED = 2024
 

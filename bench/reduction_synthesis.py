@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
+import _common  # bench/ is on sys.path when run as a script
 from _common import machine  # bench/ is on sys.path when run as a script
 
 from distal.reduction import (
@@ -32,7 +32,7 @@ from distal.reduction import (
     synthesize,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results" / "reduction_synthesis.json"
+RESULTS = _common.RESULTS / "reduction_synthesis.json"  # bench/results/ unless distal bench --results
 
 # (system, axes, reduction axes, the paper's program count for the row)
 APPENDIX: list[tuple[str, list[int], list[int], int]] = [

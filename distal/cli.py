@@ -4,34 +4,53 @@
                    --shape C=1000x1000 --algorithm summa --grid 2x2
     distal run script.py [args...]
     distal redistribute "[32{x,y}512, 128]" "[128{x}512, 32{y}128]" --mesh x=4,y=4
-    distal reduce --system a100x2 ...
-    distal bench [matmul|suite|redist|redist-legate|reduction|launch|kernel-modes|gpu-gemm]
+    distal reduce --system a100x2 --axes 32 --reduce 0
+    distal bench [matmul suite ...] [--results DIR]
+
+`distal COMMAND --help` describes each command; `distal --version` prints the version.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from distal.errors import DistalError
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
 
-_ROOT = Path(__file__).resolve().parent.parent
 BENCHES = {
-    "matmul": "bench/matmul.py",
-    "suite": "bench/suite.py",
-    "redist": "bench/redist_synthesis.py",
-    "reduction": "bench/reduction_synthesis.py",
-    "redist-legate": "bench/redist_legate.py",
-    "launch": "bench/launch_overhead.py",
-    "kernel-modes": "bench/kernel_modes.py",
-    "gpu-gemm": "bench/gpu_gemm.py",  # needs GPUs: run only when named
+    "matmul": "matmul.py",
+    "suite": "suite.py",
+    "redist": "redist_synthesis.py",
+    "reduction": "reduction_synthesis.py",
+    "redist-legate": "redist_legate.py",
+    "launch": "launch_overhead.py",
+    "kernel-modes": "kernel_modes.py",
+    "import-time": "import_time.py",
+    "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm"}
+# bench/_common.py and bench/import_time.py read it: where results are written.
+RESULTS_ENV = "DISTAL_BENCH_RESULTS"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises a DistalError for usage mistakes (main prints it, exit status 2)."""
+
+    def error(self, message: str) -> Any:
+        raise _UsageError(f"{self.prog}: {message}\n{self.format_usage().strip()}")
+
+
+class _UsageError(DistalError):
+    pass
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -49,29 +68,96 @@ def _grid(text: str) -> tuple[int, ...]:
         dims = tuple(int(d) for d in text.split("x"))
     except ValueError:
         raise DistalError(f"expected a grid such as 2x2, but found {text!r}") from None
+    if not dims or any(d < 1 for d in dims):
+        raise DistalError(f"expected positive grid extents such as 2x2, but found {text!r}")
     return dims
+
+
+def _named(flag: str, text: str) -> tuple[str, str]:
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip() or not value.strip():
+        raise DistalError(f"expected NAME=VALUE for {flag}, but found {text!r}")
+    return name.strip(), value.strip()
+
+
+def _check_names(flag: str, given: dict[str, Any], used: list[str], statement: str) -> None:
+    unused = [name for name in given if name not in used]
+    if unused:
+        raise DistalError(
+            f"expected {flag} names of tensors in the statement ({', '.join(used)}), "
+            f"but found {', '.join(repr(n) for n in unused)} in {statement!r}"
+        )
+
+
+def _explain_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="distal explain",
+        description="Compile a statement (with a library algorithm, or the default schedule) and print its "
+        "schedule and plan: launches, tiles, bytes received per processor, peak memory. Nothing runs on Legate.",
+        epilog='example: distal explain "A(i,j) = B(i,k) * C(k,j)" --shape A=8x8 --shape B=8x8 --shape C=8x8 '
+        '--algorithm summa --grid 2x2',
+    )
+    p.add_argument("statement", help='index notation, e.g. "A(i,j) = B(i,k) * C(k,j)"')
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxB",
+                   help="a tensor's shape (every tensor of the statement needs one; () for a scalar)")
+    p.add_argument("--dtype", action="append", default=[], metavar="[NAME=]DTYPE",
+                   help="element type of every tensor (e.g. float32) or of one (B=float32); default float64")
+    p.add_argument("--format", action="append", default=[], metavar='NAME="SPEC"',
+                   help='a tensor\'s distribution on the --grid machine, e.g. B="xy -> xy"')
+    p.add_argument("--algorithm", default=None,
+                   help="a library algorithm (summa, cannon, ...: see distal.kernels.names()) or auto")
+    p.add_argument("--grid", default=None,
+                   help="the machine, e.g. 2x2 or 2x2x2: the algorithm runs on it and --format distributes onto "
+                   "it; refused without --algorithm or --format (the default schedule runs on one processor)")
+    return p
 
 
 def explain_main(argv: list[str]) -> int:
     """Compile a statement with an algorithm or the default schedule and print its plan."""
+    args = _explain_parser().parse_args(argv)
     import distal as dt
 
-    p = argparse.ArgumentParser(prog="distal explain", description=explain_main.__doc__)
-    p.add_argument("statement", help='e.g. "A(i,j) = B(i,k) * C(k,j)"')
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxB", help="each tensor's shape")
-    p.add_argument("--algorithm", default=None, help="a library algorithm (see dt.kernels.names())")
-    p.add_argument("--grid", default=None, help="machine grid, e.g. 2x2 or 2x2x2")
-    args = p.parse_args(argv)
+    if args.grid is not None and args.algorithm is None and not args.format:
+        raise DistalError(
+            f"expected --algorithm or --format with --grid {args.grid} (the default schedule does not use a "
+            f"machine), but found neither for {args.statement!r}"
+        )
     shapes = dict(_shape(s) for s in args.shape)
-    tensors = {name: dt.Tensor(name, shape) for name, shape in shapes.items()}
+    dtypes: dict[str, str] = {}
+    every: str | None = None
+    for text in args.dtype:
+        if "=" in text:
+            name, value = _named("--dtype", text)
+            dtypes[name] = value
+        else:
+            every = text.strip()
+    formats = dict(_named("--format", s) for s in args.format)
+    # A first parse over plain tensors finds the names the statement uses.
+    probe = dt.parse(args.statement, **{name: dt.Tensor(name, shape) for name, shape in shapes.items()})
+    used = list(dict.fromkeys(t.name for t in (probe.lhs.tensor, *probe.tensors())))
+    for flag, given in (("--shape", shapes), ("--dtype", dtypes), ("--format", formats)):
+        _check_names(flag, given, used, args.statement)
+    grid = _grid(args.grid) if args.grid is not None else None
+    machine: dt.Machine | None = None
+    if grid is not None:
+        machine = dt.Machine(dt.Grid(*grid))
+    elif args.algorithm is not None:
+        import distal.kernels as kernels
+
+        machine = kernels.machine(args.algorithm, 4)
+    elif formats:
+        raise DistalError(f"expected --grid with --format (the machine the formats name), but found none "
+                          f"for {args.statement!r}")
+    tensors = {}
+    for name, shape in shapes.items():
+        fmt = dt.Format(formats[name], machine) if name in formats and machine is not None else None
+        tensors[name] = dt.Tensor(name, shape, fmt, dtype=dtypes.get(name, every or "float64"))
     stmt = dt.parse(args.statement, **tensors)
     out = stmt.lhs.tensor
-    if args.algorithm is not None:
+    if args.algorithm is not None and machine is not None:
         import distal.kernels as kernels
 
         operands = [out, *[t for t in stmt.tensors() if t is not out]]
-        grid = _grid(args.grid) if args.grid else None
-        machine = dt.Machine(dt.Grid(*grid)) if grid else kernels.machine(args.algorithm, 4)
         sched = kernels.build(args.algorithm, machine, *operands)
     else:
         sched = out.schedule()
@@ -80,33 +166,90 @@ def explain_main(argv: list[str]) -> int:
     return 0
 
 
+def _run_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="distal run",
+        description="Run a Python script with distal, as `python script.py args...` would. Legate starts on "
+        "first use with defaults sized to the machine (or with LEGATE_CONFIG, when set).",
+    )
+    p.add_argument("script", help="the Python script")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script (its sys.argv[1:])")
+    return p
+
+
 def run_main(argv: list[str]) -> int:
     """Run a Python script with distal (Legate starts with embedded defaults)."""
-    if not argv:
-        raise DistalError("expected a script to run: distal run script.py [args...]")
-    script = argv[0]
+    args = _run_parser().parse_args(argv)
+    script = args.script
     if not Path(script).is_file():
         raise DistalError(f"expected a Python script, but found no file {script!r}")
-    sys.argv = list(argv)
+    sys.argv = [script, *args.args]
     runpy.run_path(script, run_name="__main__")
     return 0
 
 
+def _bench_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="distal bench",
+        description="Run distal's benchmarks (the scripts in bench/ of a distal checkout) and record their "
+        "results as JSON with a description of the machine. Each benchmark prints its own progress.",
+        epilog=f"benchmarks: {', '.join(BENCHES)} (gpu-gemm needs GPUs and runs only when named). "
+        "Arguments after -- go to every benchmark script, e.g. distal bench matmul -- --quick",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all but gpu-gemm)")
+    p.add_argument("--results", type=Path, default=None, metavar="DIR",
+                   help="folder the results are written to (default: $XDG_CACHE_HOME/distal/bench, i.e. "
+                   "~/.cache/distal/bench); pass bench/results to re-record a checkout's results")
+    p.add_argument("--bench-dir", type=Path, default=None, metavar="DIR",
+                   help="the benchmark scripts (default: bench/ of the checkout distal was installed from)")
+    return p
+
+
+def default_results() -> Path:
+    """Where `distal bench` writes unless told: the user's cache, never a checkout's tracked files."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "distal" / "bench"
+
+
+def _bench_dir(given: Path | None) -> Path:
+    where = given if given is not None else Path(__file__).resolve().parent.parent / "bench"
+    if not (where / "_common.py").is_file():
+        raise DistalError(
+            f"expected distal's benchmark scripts (bench/ of a distal checkout), but found none in {where}; "
+            "clone distal and run its `distal bench`, or pass --bench-dir"
+        )
+    return where
+
+
 def bench_main(argv: list[str]) -> int:
-    """Run benchmarks (all, or the named ones) and record results in bench/results/."""
-    p = argparse.ArgumentParser(prog="distal bench", description=bench_main.__doc__)
-    p.add_argument("names", nargs="*", choices=[[], *BENCHES], help=f"any of {', '.join(BENCHES)}")
-    args, rest = p.parse_known_args(argv)
+    """Run benchmarks (all, or the named ones) and record results in a results folder."""
+    rest: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, rest = argv[:cut], argv[cut + 1:]
+    args = _bench_parser().parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHES]
+    if unknown:
+        raise DistalError(f"expected benchmark names among {', '.join(BENCHES)}, but found "
+                          f"{', '.join(repr(n) for n in unknown)}")
     names = args.names or [name for name in BENCHES if name not in _ONLY_WHEN_NAMED]
-    for name in names:
-        script = _ROOT / BENCHES[name]
+    where = _bench_dir(args.bench_dir)
+    results = (args.results if args.results is not None else default_results()).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, RESULTS_ENV: str(results)}
+    start = time.perf_counter()
+    print(f"distal bench: {len(names)} benchmark(s) from {where}, results in {results}", flush=True)
+    for n, name in enumerate(names, 1):
+        script = where / BENCHES[name]
         if not script.is_file():
-            print(f"distal bench: {name}: {script} is not there", file=sys.stderr)
-            return 2
-        print(f"== {name}: {script.relative_to(_ROOT)}", flush=True)
-        code = subprocess.call([sys.executable, str(script), *rest], cwd=_ROOT)
+            raise DistalError(f"expected the benchmark script {script} for {name!r}, but found no file")
+        print(f"[{n}/{len(names)}] {name}: {script.name}  (elapsed {time.perf_counter() - start:.0f} s)",
+              flush=True)
+        code = subprocess.call([sys.executable, str(script), *rest], cwd=where, env=env)
         if code:
+            print(f"distal bench: {name} exited with status {code}", file=sys.stderr)
             return code
+    print(f"distal bench: done in {time.perf_counter() - start:.0f} s; results in {results}", flush=True)
     return 0
 
 
@@ -122,31 +265,58 @@ def reduce_main(argv: list[str]) -> int:
     return run(argv)
 
 
-COMMANDS = {
-    "explain": explain_main,
-    "run": run_main,
-    "redistribute": redistribute_main,
-    "reduce": reduce_main,
-    "bench": bench_main,
+COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
+    "explain": (explain_main, "compile a statement and print its schedule and plan"),
+    "run": (run_main, "run a Python script with distal"),
+    "redistribute": (redistribute_main, "synthesize collectives between two distributions"),
+    "reduce": (reduce_main, "placements and reduction programs for a hierarchical system"),
+    "bench": (bench_main, "run the benchmarks of a checkout and record their results"),
 }
 
 
+def _version() -> str:
+    import distal
+
+    return distal.__version__
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    commands = "\n".join(f"  {name:<13} {text}" for name, (_, text) in COMMANDS.items())
+    p = _Parser(
+        prog="distal",
+        description="DISTAL, the distributed tensor algebra compiler, on Legate.",
+        epilog=f"commands:\n{commands}\n\n`distal COMMAND --help` describes a command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"distal {_version()}")
+    p.add_argument("command", choices=list(COMMANDS), metavar="COMMAND", help="one of: " + ", ".join(COMMANDS))
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the command's arguments")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `distal` console script."""
+    """Entry point of the `distal` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        print("commands:", ", ".join(COMMANDS))
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    command = COMMANDS.get(name)
-    if command is None:
-        print(f"distal: expected a command ({', '.join(COMMANDS)}), but found {name!r}", file=sys.stderr)
-        return 2
+    name = argv[0] if argv and argv[0] in COMMANDS else None
     try:
-        return command(rest)
+        if name is None:
+            if argv and not argv[0].startswith("-"):
+                print(f"distal: expected a command ({', '.join(COMMANDS)}), but found {argv[0]!r}; "
+                      "see distal --help", file=sys.stderr)
+                return 2
+            if not argv:
+                _main_parser().print_help(sys.stderr)
+                return 2
+            _main_parser().parse_args(argv)  # --help, --version, or an unknown command
+            return 2
+        return COMMANDS[name][0](argv[1:])
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else 0
+    except _UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     except DistalError as exc:
-        print(f"distal {name}: {exc}", file=sys.stderr)
+        print(f"distal {name or ''}: {exc}".replace("distal : ", "distal: "), file=sys.stderr)
         return 1
 
 

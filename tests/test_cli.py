@@ -14,10 +14,37 @@ from distal.cli import main
 
 def test_help_and_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
-    assert "commands: explain, run, redistribute, reduce, bench" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "usage: distal [-h] [--version] COMMAND" in out
+    for command in ("explain", "run", "redistribute", "reduce", "bench"):
+        assert f"\n  {command} " in out
     assert main(["frobnicate"]) == 2
     assert "expected a command (explain, run, redistribute, reduce, bench), but found 'frobnicate'" in (
         capsys.readouterr().err)
+    assert main([]) == 2
+    assert "usage: distal" in capsys.readouterr().err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import distal
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"distal {distal.__version__}\n"
+    assert distal.__version__[0].isdigit()
+
+
+@pytest.mark.parametrize("command", ["explain", "run", "redistribute", "reduce", "bench"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: distal {command}")
+    assert "[]" not in out  # argparse choices once showed {[],matmul,...}
+
+
+def test_a_usage_mistake_exits_2_with_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "A(i) = B(i)", "--frobnicate"]) == 2
+    err = capsys.readouterr().err
+    assert "distal explain: unrecognized arguments: --frobnicate" in err and "usage: distal explain" in err
 
 
 def test_explain_an_algorithm(capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,6 +68,36 @@ def test_explain_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert "expected a known tensor (given: A), but found 'Q'" in capsys.readouterr().err
 
 
+MATMUL = ["A(i,j) = B(i,k) * C(k,j)", "--shape", "A=8x8", "--shape", "B=8x8", "--shape", "C=8x8"]
+
+
+def test_explain_takes_formats_and_dtypes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", *MATMUL, "--grid", "2x2", "--format", "B=xy -> xy", "--format", "C=xy -> x0",
+                 "--dtype", "float32", "--dtype", "A=float64"]) == 0
+    out = capsys.readouterr().out
+    assert "tensor A[8, 8] float64 output" in out
+    assert "tensor B[8, 8] float32 format xy -> xy" in out
+    assert "tensor C[8, 8] float32 format xy -> x0" in out
+
+
+def test_explain_refuses_a_grid_without_an_algorithm_or_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", *MATMUL, "--grid", "2x2"]) == 1
+    assert ("expected --algorithm or --format with --grid 2x2 (the default schedule does not use a machine), "
+            "but found neither for 'A(i,j) = B(i,k) * C(k,j)'") in capsys.readouterr().err
+    assert main(["explain", *MATMUL, "--format", "B=xy -> xy"]) == 1
+    assert "expected --grid with --format (the machine the formats name)" in capsys.readouterr().err
+
+
+def test_explain_refuses_names_the_statement_does_not_use(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", *MATMUL, "--shape", "D=4"]) == 1
+    assert ("expected --shape names of tensors in the statement (A, B, C), but found 'D' in "
+            "'A(i,j) = B(i,k) * C(k,j)'") in capsys.readouterr().err
+    assert main(["explain", *MATMUL, "--grid", "2x2", "--format", "E=xy -> xy"]) == 1
+    assert "expected --format names of tensors in the statement (A, B, C), but found 'E'" in capsys.readouterr().err
+    assert main(["explain", *MATMUL, "--dtype", "Z=float32"]) == 1
+    assert "expected --dtype names of tensors in the statement (A, B, C), but found 'Z'" in capsys.readouterr().err
+
+
 def test_run_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "hello.py"
     script.write_text("import sys\nprint('ran with', sys.argv[1:])\n")
@@ -50,16 +107,72 @@ def test_run_a_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "expected a Python script, but found no file" in capsys.readouterr().err
 
 
-def test_bench_runs_the_gpu_benchmark_only_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_passes_options_to_the_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "args.py"
+    script.write_text("import sys\nprint('argv', sys.argv)\n")
+    assert main(["run", str(script), "--help", "-n", "3"]) == 0
+    assert f"argv {[str(script), '--help', '-n', '3']}" in capsys.readouterr().out
+
+
+def test_bench_runs_the_gpu_benchmark_only_when_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import distal.cli as cli
 
     ran: list[str] = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda argv, cwd: ran.append(Path(argv[1]).name) or 0)
-    assert main(["bench"]) == 0
+    monkeypatch.setattr(cli.subprocess, "call", lambda argv, cwd, env: ran.append(Path(argv[1]).name) or 0)
+    assert main(["bench", "--results", str(tmp_path)]) == 0
     assert "gpu_gemm.py" not in ran and "matmul.py" in ran
     ran.clear()
-    assert main(["bench", "gpu-gemm"]) == 0
+    assert main(["bench", "gpu-gemm", "--results", str(tmp_path)]) == 0
     assert ran == ["gpu_gemm.py"]
+
+
+def _fake_bench(folder: Path) -> Path:
+    """A bench/ folder whose scripts record where they were told to write, and their arguments."""
+    folder.mkdir()
+    (folder / "_common.py").write_text("")
+    for name in ("matmul.py", "launch_overhead.py"):
+        (folder / name).write_text(
+            "import os, sys\nfrom pathlib import Path\n"
+            "out = Path(os.environ['DISTAL_BENCH_RESULTS'])\n"
+            f"(out / '{name}.json').write_text(' '.join(sys.argv[1:]))\n"
+            "print('step 1/1 done')\n"
+        )
+    return folder
+
+
+def test_bench_writes_where_told_and_shows_progress(tmp_path: Path) -> None:
+    bench = _fake_bench(tmp_path / "bench")
+    results = tmp_path / "mine"
+    done = subprocess.run([sys.executable, "-m", "distal.cli", "bench", "matmul", "launch", "--bench-dir", str(bench),
+                           "--results", str(results), "--", "--quick"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (results / "matmul.py.json").read_text() == "--quick"
+    assert (results / "launch_overhead.py.json").read_text() == "--quick"
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"distal bench: 2 benchmark(s) from {bench}, results in {results}"
+    assert lines[1].startswith("[1/2] matmul: matmul.py  (elapsed ")
+    assert lines[2] == "step 1/1 done"
+    assert lines[3].startswith("[2/2] launch: launch_overhead.py  (elapsed ")
+    assert lines[-1].startswith("distal bench: done in ") and lines[-1].endswith(f"results in {results}")
+
+
+def test_bench_defaults_to_the_user_cache_not_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _fake_bench(tmp_path / "bench")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "distal.cli", "bench", "matmul", "--bench-dir", str(bench)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "cache" / "distal" / "bench" / "matmul.py.json").is_file()
+    assert not (bench / "results").exists()
+
+
+def test_bench_refuses_unknown_names_and_missing_scripts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "matmull", "--results", str(tmp_path)]) == 1
+    assert "expected benchmark names among matmul, suite," in capsys.readouterr().err
+    assert main(["bench", "matmul", "--bench-dir", str(tmp_path), "--results", str(tmp_path)]) == 1
+    assert f"expected distal's benchmark scripts (bench/ of a distal checkout), but found none in {tmp_path}" in (
+        capsys.readouterr().err)
 
 
 def test_the_gpu_benchmark_says_why_it_records_nothing_without_gpus() -> None:

@@ -1,0 +1,67 @@
+"""How long `import distal` (and `import distal.runtime`) takes in a fresh interpreter.
+
+Each sample is a new `python -c "import ..."` process timed from inside
+(`time.perf_counter()` around the import, so interpreter start-up is not
+counted); the median of the samples is recorded with the modules that were
+loaded (sympy and legate must not be, for plain `import distal`). Writes
+bench/results/import_time.json (or into `distal bench --results DIR`).
+
+Run: `python bench/import_time.py [--repeats 15]` or `distal bench import-time`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+from _common import write  # bench/ is on sys.path when run as a script
+
+_PROBE = (
+    "import sys, time; start = time.perf_counter(); import {module}; seconds = time.perf_counter() - start; "
+    "import json; print(json.dumps({{'seconds': seconds, 'sympy': 'sympy' in sys.modules, "
+    "'legate': 'legate' in sys.modules, 'modules': len(sys.modules)}}))"
+)
+
+
+def sample(module: str) -> dict[str, object]:
+    """One fresh interpreter's import of `module`: seconds and what else got loaded."""
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(module=module)], capture_output=True, text=True,
+                          check=True)
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure(module: str, repeats: int) -> dict[str, object]:
+    sample(module)  # warm the file system cache
+    samples = [sample(module) for _ in range(repeats)]
+    seconds = [float(str(s["seconds"])) for s in samples]
+    return {
+        "median_s": round(statistics.median(seconds), 4),
+        "min_s": round(min(seconds), 4),
+        "max_s": round(max(seconds), 4),
+        "repeats": repeats,
+        "imports_sympy": samples[-1]["sympy"],
+        "imports_legate": samples[-1]["legate"],
+        "modules_loaded": samples[-1]["modules"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="5 repeats")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else args.repeats
+    record: dict[str, object] = {"method": "median of fresh interpreters, perf_counter around the import"}
+    for n, module in enumerate(("distal", "distal.runtime", "numpy"), 1):
+        record[module] = measure(module, repeats)
+        print(f"[{n}/3] import {module}: {record[module]}", flush=True)
+    path = write("import_time", record)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
