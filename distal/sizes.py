@@ -42,20 +42,29 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class MachineDim:
-    """One dimension of a machine grid (`m.x`); usable wherever a size is."""
+    """One dimension of a machine grid (`m.x`); usable wherever a size is.
+
+    Its `size` is a `Param` when the grid is symbolic (`Grid(Param("gx"))`):
+    then it binds like the parameter, and `int()` refuses it until bound.
+    """
 
     name: str
-    size: int
+    size: int | Param
     level: int = 0
 
     def __str__(self) -> str:
         return f"m.{self.name}" if self.level == 0 else f"m.{self.name}@{self.level}"
 
     def __int__(self) -> int:
+        if isinstance(self.size, Param):
+            raise DistalError(
+                f"expected a concrete machine dimension, but {self} has symbolic size {self.size}; "
+                f"bind it first ({self.size}=... at compile)"
+            )
         return self.size
 
     def __index__(self) -> int:
-        return self.size
+        return int(self)
 
 
 Size = int | Param | MachineDim
@@ -66,7 +75,7 @@ def as_expr(size: Size) -> Any:
     if isinstance(size, Param):
         return size.symbol
     if isinstance(size, MachineDim):
-        return sympy.Integer(size.size)
+        return as_expr(size.size)
     if isinstance(size, bool) or not isinstance(size, int):
         raise DistalError(f"expected a size (int, Param or machine dimension), but found {size!r}")
     return sympy.Integer(size)
@@ -75,7 +84,7 @@ def as_expr(size: Size) -> Any:
 def resolve(size: Size, bindings: Mapping[str, int] | None = None) -> int:
     """The integer value of a size, binding parameters from `bindings`."""
     if isinstance(size, MachineDim):
-        return size.size
+        return resolve(size.size, bindings)
     if isinstance(size, Param):
         if bindings is None or size.name not in bindings:
             raise DistalError(f"parameter {size.name} is not bound; pass {size.name}=... to compile")

@@ -14,6 +14,7 @@ machine's own dimension names are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from distal.errors import FormatError
 
@@ -233,7 +234,7 @@ class Distribution:
         """The machine dimensions the tensor is replicated along."""
         return tuple(k for k, y in enumerate(self.machine_names) if y == BROADCAST)
 
-    def check_grid(self, dims: tuple[int, ...], level: int = 0, where: str | None = None) -> None:
+    def check_grid(self, dims: tuple[Any, ...], level: int = 0, where: str | None = None) -> None:
         """Refuse it unless it fits a grid of shape `dims`: |Y| = dim M and fixed indices in range."""
         context = where if where is not None else _quote(str(self))
         at = f" at level {level}" if level else ""
@@ -245,7 +246,7 @@ class Distribution:
                 context,
             )
         for k, value in self.fixed:
-            if value >= dims[k]:
+            if isinstance(dims[k], int) and value >= dims[k]:  # a symbolic size is checked once bound
                 raise FormatError(
                     f"machine dimension {k} is fixed to index {value}, but the grid{at} has extent "
                     f"{dims[k]} there (indices 0..{dims[k] - 1}) in {_quote(str(self))}",

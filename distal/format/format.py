@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +129,7 @@ class Format:
                 where,
             )
         for level, dist in enumerate(levels):
-            dist.check_grid(machine.grids[level].dims, level, where)
+            dist.check_grid(machine.grids[level].sizes, level, where)
             if dist.ndim != levels[0].ndim:
                 raise FormatError(
                     f"expected every level to name {levels[0].ndim} tensor dimension(s) like level 0 "
@@ -148,6 +148,26 @@ class Format:
 
     def __repr__(self) -> str:
         return f"Format({str(self)!r}, {self.machine!r})"
+
+    # -- symbolic machines -------------------------------------------------------
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The parameters among its machine's grid sizes (empty when the machine is concrete)."""
+        return self.machine.params
+
+    def bound(self, bindings: Mapping[str, int]) -> Format:
+        """The same distribution on the machine with its parameters bound (`Machine.bound`).
+
+        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.sizes import Param
+        >>> fmt = Format("xy -> xy", Machine(Grid(Param("gx"), Param("gy"))))
+        >>> fmt, fmt.bound({"gx": 2, "gy": 1})
+        (Format('xy -> xy', Machine(Grid(gx, gy))), Format('xy -> xy', Machine(Grid(2, 1))))
+        """
+        if not self.params:
+            return self
+        return Format(list(self.levels), self.machine.bound(bindings))
 
     # -- structure -------------------------------------------------------------
 

@@ -6,6 +6,13 @@ grid says what kind of processor its points are (`cpu`, `gpu`, `omp`) and
 which memory holds their data (`sysmem`, `fbmem`, `zcmem`). `m.x` is a
 `MachineDim` usable wherever a size is.
 
+Grid sizes may be symbolic (`Grid(Param("gx"), Param("gy"))`, paper Figure
+2): such a machine prints, formats and schedules with the parameter names,
+and its `m.x` is a symbolic size; `bound({"gx": 2, ...})` gives the concrete
+machine, which compiling a schedule does with its bindings. What needs
+concrete sizes (a processor count, coordinates, `bind`) refuses a symbolic
+machine with a `MachineError` asking for the binding.
+
 An abstract machine is separate from the real processors it runs on:
 `Machine.bind(n_real)` assigns each abstract processor a real one, block-wise.
 """
@@ -14,11 +21,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from distal.errors import MachineError
-from distal.sizes import MachineDim
+from distal.sizes import MachineDim, Param, resolve
 
 __all__ = [
     "DEFAULT_NAMES",
@@ -45,6 +52,17 @@ _ADDRESSABLE = {"cpu": ("sysmem", "zcmem"), "gpu": ("fbmem", "zcmem"), "omp": ("
 
 #: A processor coordinate: one index per grid dimension (levels concatenated).
 Coord = tuple[int, ...]
+
+#: A grid size: a positive integer or a symbolic parameter bound at compile time.
+GridSize = int | Param
+
+
+def _unbound(what: str, names: tuple[str, ...]) -> MachineError:
+    binding = ", ".join(f"{n}=..." for n in names)
+    return MachineError(
+        f"expected concrete grid sizes for {what}, but found parameter(s) {', '.join(names)}; "
+        f"bind them first (sched.compile({binding}) or machine.bound({{{', '.join(repr(n) for n in names)}: ...}}))"
+    )
 
 
 def _count(n: int, what: str) -> str:
@@ -89,14 +107,14 @@ class Grid:
     Grid(3, names=('i',), kind='gpu', memory='zcmem')
     """
 
-    dims: tuple[int, ...]
+    sizes: tuple[GridSize, ...]
     names: tuple[str, ...]
     kind: str
     memory: str
 
     def __init__(
         self,
-        *dims: int,
+        *dims: GridSize,
         names: tuple[str, ...] | list[str] | str | None = None,
         kind: str = "cpu",
         memory: str | None = None,
@@ -104,8 +122,10 @@ class Grid:
         if not dims:
             raise MachineError("expected at least one grid dimension, but found none")
         for d in dims:
+            if isinstance(d, Param):
+                continue
             if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-                raise MachineError(f"expected positive integer grid sizes, but found {d!r}", dims)
+                raise MachineError(f"expected positive integer grid sizes or dt.Param, but found {d!r}", dims)
         if names is None:
             if len(dims) > len(DEFAULT_NAMES):
                 raise MachineError(f"grids have at most {len(DEFAULT_NAMES)} unnamed dimensions")
@@ -121,10 +141,22 @@ class Grid:
             if not isinstance(n, str) or not n.isidentifier():
                 raise MachineError(f"expected identifiers as dimension names, but found {n!r}")
         k = _kind(kind)
-        object.__setattr__(self, "dims", tuple(dims))
+        object.__setattr__(self, "sizes", tuple(dims))
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "kind", k)
         object.__setattr__(self, "memory", _memory(memory, k))
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The names of the parameters among the sizes, in order (empty for a concrete grid)."""
+        return tuple(dict.fromkeys(d.name for d in self.sizes if isinstance(d, Param)))
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The sizes as integers; refused (asking for the binding) while a size is a parameter."""
+        if self.params:
+            raise _unbound(repr(self), self.params)
+        return tuple(d for d in self.sizes if isinstance(d, int))
 
     @property
     def size(self) -> int:
@@ -133,15 +165,29 @@ class Grid:
 
     @property
     def ndim(self) -> int:
-        return len(self.dims)
+        return len(self.sizes)
 
     def coords(self) -> Iterator[Coord]:
         """Every processor coordinate, row-major (the last dimension varies fastest)."""
         return itertools.product(*(range(d) for d in self.dims))
 
+    def bound(self, bindings: Mapping[str, int]) -> Grid:
+        """The grid with its parameters replaced by their values in `bindings`.
+
+        >>> Grid(Param("gx"), 2).bound({"gx": 3})
+        Grid(3, 2)
+        """
+        if not self.params:
+            return self
+        for name in self.params:
+            if name not in bindings:
+                raise _unbound(repr(self), tuple(n for n in self.params if n not in bindings))
+        dims = tuple(resolve(d, bindings) for d in self.sizes)
+        return Grid(*dims, names=self.names, kind=self.kind, memory=self.memory)
+
     def __repr__(self) -> str:
-        args = ", ".join(str(d) for d in self.dims)
-        if self.names != DEFAULT_NAMES[: len(self.dims)]:
+        args = ", ".join(str(d) for d in self.sizes)
+        if self.names != DEFAULT_NAMES[: len(self.sizes)]:
             args += f", names={self.names!r}"
         if self.kind != "cpu":
             args += f", kind={self.kind!r}"
@@ -164,6 +210,12 @@ class Machine:
     >>> mh = Machine(Grid(2, 2), Grid(4, kind="gpu"))
     >>> mh.size, mh.levels, mh.kind
     (16, 2, 'gpu')
+    >>> gx, gy = Param("gx"), Param("gy")
+    >>> ms = Machine(Grid(gx, gy))
+    >>> ms, ms.x, ms.params
+    (Machine(Grid(gx, gy)), MachineDim(name='x', size=Param(name='gx'), level=0), ('gx', 'gy'))
+    >>> ms.bound({"gx": 2, "gy": 3})
+    Machine(Grid(2, 3))
     """
 
     grids: tuple[Grid, ...]
@@ -188,8 +240,26 @@ class Machine:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """The shape of the top-level grid."""
+        """The shape of the top-level grid (refused while it is symbolic: see `bound`)."""
         return self.grids[0].dims
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The names of the parameters among the grid sizes of every level (empty when concrete)."""
+        return tuple(dict.fromkeys(n for g in self.grids for n in g.params))
+
+    def bound(self, bindings: Mapping[str, int]) -> Machine:
+        """The machine with its parameters replaced by their values in `bindings`."""
+        if not self.params:
+            return self
+        missing = tuple(n for n in self.params if n not in bindings)
+        if missing:
+            raise _unbound(repr(self), missing)
+        return Machine(*(g.bound(bindings) for g in self.grids))
+
+    def _concrete(self, what: str) -> None:
+        if self.params:
+            raise _unbound(f"{what} of {self!r}", self.params)
 
     @property
     def ndim(self) -> int:
@@ -199,6 +269,7 @@ class Machine:
     @property
     def size(self) -> int:
         """The number of processors at the leaves (the product over all levels)."""
+        self._concrete("the processor count")
         return math.prod(g.size for g in self.grids)
 
     @property
@@ -214,6 +285,7 @@ class Machine:
     @property
     def full_shape(self) -> tuple[int, ...]:
         """The grid shapes of all levels, concatenated (the shape of a processor coordinate)."""
+        self._concrete("the processor coordinates")
         return tuple(d for g in self.grids for d in g.dims)
 
     def dim(self, name: str, level: int = 0) -> MachineDim:
@@ -227,7 +299,7 @@ class Machine:
         grid = self.grids[level]
         if name not in grid.names:
             raise MachineError(f"expected a dimension of {grid.names} at level {level}, but found {name!r}")
-        return MachineDim(name, grid.dims[grid.names.index(name)], level)
+        return MachineDim(name, grid.sizes[grid.names.index(name)], level)
 
     def dims(self, level: int = 0) -> tuple[MachineDim, ...]:
         """Every dimension of the grid at `level`."""
@@ -254,6 +326,7 @@ class Machine:
         """
         if isinstance(n_real, bool) or not isinstance(n_real, int) or n_real < 1:
             raise MachineError(f"expected a positive number of real processors, but found {n_real!r}", self)
+        self._concrete("binding to real processors")
         size = self.size
         if size <= n_real:
             return {c: k for k, c in enumerate(self.coords())}

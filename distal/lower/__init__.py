@@ -4,7 +4,7 @@
 passes, each in its own module; with `DISTAL_DEBUG=1` the IR after each pass
 is logged to stderr (logger `distal.lower`):
 
-1. bind      -- integer extents of every index variable, tensor shapes (`dt.Param` bound)
+1. bind      -- integer extents of every index variable, tensor shapes, machines (`dt.Param` bound)
 2. nest      -- launch dimensions, sequential steps, machine (`distal.lower.nest`)
 3. tiling    -- bounds analysis per launch point, tilings, projections, privileges
                 (`distal.lower.bounds`, `distal.lower.tiling`)
@@ -110,7 +110,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     ))
 
     # 2. nest
-    nest = find_nest(sched.stmt, sched.relations, ext, sched.tensors())
+    nest = find_nest(sched.stmt, sched.relations, ext, sched.tensors(), binds)
     _log("nest", nest)
 
     # 3. tiling

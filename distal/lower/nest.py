@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from distal.cin.ast import Forall, Stmt, loop_vars
 from distal.cin.relations import Communicate, Distribute
@@ -60,8 +60,15 @@ def root_chain(stmt: Stmt) -> list[IndexVar]:
 
 
 def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, int],
-              tensors: tuple[Tensor, ...]) -> Nest:
-    """The launch structure of `stmt` under `relations` (extents bound)."""
+              tensors: tuple[Tensor, ...], bindings: Mapping[str, int] | None = None) -> Nest:
+    """The launch structure of `stmt` under `relations` (extents bound).
+
+    A symbolic machine (`Grid(dt.Param("gx"))`) of a distribute or of a
+    tensor's format is bound with `bindings`: the plan's machine is concrete.
+    """
+    binds = bindings or {}
+    relations = tuple(replace(r, grid=r.grid.bound(binds)) if isinstance(r, Distribute) and r.grid is not None
+                      else r for r in relations)
     chain = root_chain(stmt)
     notes: list[str] = []
     dists = [r for r in relations if isinstance(r, Distribute)]
@@ -92,12 +99,12 @@ def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, 
             if v not in chain:
                 notes.append(f"communicate at {v}, which is not in the outermost loop nest: "
                              "data for the whole task")
-    machine, slots = _machine(dists, dist, ext, tensors)
+    machine, slots = _machine(dists, dist, ext, tensors, binds)
     return Nest(dist, steps, machine, slots, tuple(notes))
 
 
 def _machine(dists: list[Distribute], dist: tuple[IndexVar, ...], ext: Mapping[IndexVar, int],
-             tensors: tuple[Tensor, ...]) -> tuple[Machine | None, tuple[int, ...]]:
+             tensors: tuple[Tensor, ...], binds: Mapping[str, int]) -> tuple[Machine | None, tuple[int, ...]]:
     """The abstract machine of the distributed loops and each loop's slot in a processor coordinate."""
     if not dist:
         return None, ()
@@ -112,6 +119,8 @@ def _machine(dists: list[Distribute], dist: tuple[IndexVar, ...], ext: Mapping[I
     machine: Machine | None = None
     for t in tensors:
         m = getattr(getattr(t, "format", None), "machine", None)
+        if isinstance(m, Machine) and m.params:
+            m = m.bound(binds)
         if isinstance(m, Machine) and m.levels >= levels and all(
             m.grids[lv].dims == g.dims for lv, g in grids.items()
         ):

@@ -401,7 +401,7 @@ class Schedule:
         grid, dims = self._distribution_grid(ts, machine, onto, level)
         s = self
         for t, d, l, g in zip(ts, ds, ls, dims):
-            s = s._divide(t, d, l, MachineDim(grid.names[g], grid.dims[g], level))
+            s = s._divide(t, d, l, MachineDim(grid.names[g], grid.sizes[g], level))
         s = s._reorder(ds + ls)._distribute(ds, grid, level, dims)
         return s._traced("distribute", list(ts), list(ds), list(ls), machine, onto=onto,
                          level=level or None)

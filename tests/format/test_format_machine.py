@@ -50,8 +50,8 @@ def test_grid_repr_round_trips(grid: Grid) -> None:
     ("make", "message"),
     [
         (lambda: Grid(), "expected at least one grid dimension, but found none"),
-        (lambda: Grid(2, 0), "expected positive integer grid sizes, but found 0"),
-        (lambda: Grid(2, True), "expected positive integer grid sizes, but found True"),
+        (lambda: Grid(2, 0), "expected positive integer grid sizes or dt.Param, but found 0"),
+        (lambda: Grid(2, True), "expected positive integer grid sizes or dt.Param, but found True"),
         (lambda: Grid(2, 2, names="x"), "expected 2 dimension names, but found 1"),
         (lambda: Grid(2, 2, names="xx"), "expected distinct dimension names, but found ('x', 'x')"),
         (lambda: Grid(2, names=("1a",)), "expected identifiers as dimension names, but found '1a'"),
