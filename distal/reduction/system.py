@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
+from distal.model.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
 
 __all__ = [
     "NIC",
@@ -38,50 +39,9 @@ __all__ = [
     "v100_system",
 ]
 
-GB = 1e9
-
-
-@dataclass(frozen=True, slots=True)
-class Interconnect:
-    """A switched interconnect: per-port bandwidth (bytes/s) and latency (s).
-
-    >>> NIC.bandwidth / 1e9
-    8.0
-    >>> str(NVSWITCH_A100)
-    'nvswitch(270 GB/s, 2 us)'
-    """
-
-    name: str
-    bandwidth: float
-    latency: float
-
-    def __post_init__(self) -> None:
-        if not self.name.isidentifier():
-            raise ReductionError(f"expected an identifier as interconnect name, but found {self.name!r}")
-        if not self.bandwidth > 0:
-            raise ReductionError(
-                f"expected a positive bandwidth for interconnect {self.name}, "
-                f"but found {self.bandwidth!r}"
-            )
-        if not self.latency >= 0:
-            raise ReductionError(
-                f"expected a non-negative latency for interconnect {self.name}, "
-                f"but found {self.latency!r}"
-            )
-
-    def __str__(self) -> str:
-        return f"{self.name}({self.bandwidth / GB:g} GB/s, {self.latency * 1e6:g} us)"
-
-
-# Section 5 of the paper: 100 Gb/s NICs used at 60% (7.5 GB/s; the paper calls it
-# an effective 8 GB/s and so do we), PCIe 32 GB/s, the V100 NVLink ring
-# 135 GB/s and the A100 NVSwitch 270 GB/s per direction. The paper gives no
-# latencies; ours are typical NCCL figures (see docs/reduction.md).
-NIC = Interconnect("nic", 8 * GB, 10e-6)
-PCIE = Interconnect("pcie", 32 * GB, 3e-6)
-NVLINK_V100 = Interconnect("nvlink", 135 * GB, 2e-6)
-NVSWITCH_A100 = Interconnect("nvswitch", 270 * GB, 2e-6)
-SHARED_MEMORY = Interconnect("shm", 20 * GB, 1e-6)
+# One description of links for the reduction simulator and the time model
+# (distal.model.links, where the figures are cited). `Interconnect` is its name here.
+Interconnect = Link
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,3 +109,11 @@ def test_errors(build: object, message: str) -> None:
     with pytest.raises(ReductionError) as info:
         build()  # type: ignore[operator]
     assert info.value.message == message
+
+
+def test_the_simulator_and_the_time_model_share_one_link_description() -> None:
+    from distal.model import links
+
+    assert Interconnect is links.Link
+    assert NIC is links.NIC and NVSWITCH_A100 is links.NVSWITCH_A100
+    assert parse_levels("node=2,gpu=4:nvlink").levels[1].interconnect is links.NVLINK_V100

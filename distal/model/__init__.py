@@ -1,0 +1,1 @@
+"""distal.model: predicting the time of a plan on a machine model."""
