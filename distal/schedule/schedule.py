@@ -509,7 +509,15 @@ class Schedule:
             raise self._error(f"substitute: expected a leaf kernel such as dt.leaf.GEMM, but found {leaf!r}")
         if not vs or len(set(vs)) != len(vs):
             raise self._error("substitute: expected distinct loop variables")
-        paths = [self._loop(v, "substitute") for v in vs]
+        paths = [self._loop(v, "substitute", transform=False) for v in vs]
+        for r in self.relations:
+            named = r.vars if isinstance(r, Substitute | Distribute) else ()
+            if clash := [v for v in vs if v in named]:
+                what = ("already runs as a leaf" if isinstance(r, Substitute)
+                        else "is distributed: its iterations are tasks, not loops inside one")
+                raise self._error(
+                    f"substitute: expected loops that run inside a task, but {clash[0]} {what} ({r})"
+                )
         deepest = max(paths, key=len)
         _, chain, body = tree.chain_at(self.stmt, deepest)
         if not isinstance(body, Assign) or set(chain[len(chain) - len(vs):]) != set(vs):
@@ -524,13 +532,22 @@ class Schedule:
                 f"substitute: expected a statement of pattern {kernel.pattern} for {kernel.name}, "
                 f"but found {found} in {body}"
             )
+        def covered(u: IndexVar) -> bool:
+            """Whether the loops `vs` run all of `u` (u itself, or both parts of a split of u)."""
+            if u in vs:
+                return True
+            cut = [d for d in self.provenance.derivations if isinstance(d, Divide | Split) and d.parent == u]
+            return bool(cut) and covered(cut[0].outer) and covered(cut[0].inner)
+
         roots: set[IndexVar] = set()
         for v in vs:
             d = self.provenance.producer(v)
-            if d is not None and not (isinstance(d, Divide | Split) and v == d.inner):
+            # the outer loop of a divide/split covers a contiguous block together with its inner loop
+            whole = isinstance(d, Divide | Split) and v == d.outer and covered(d.inner)
+            if d is not None and not whole and not (isinstance(d, Divide | Split) and v == d.inner):
                 raise self._error(
-                    f"substitute: expected loops over contiguous blocks (original or inner of divide/split), "
-                    f"but {v} comes from {d}"
+                    f"substitute: expected loops over contiguous blocks (original, inner of divide/split, "
+                    f"or outer with its inner), but {v} comes from {d}"
                 )
             roots |= self.provenance.roots(v)
         out = self._with(self.stmt, Substitute(vs, kernel))
