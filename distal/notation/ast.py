@@ -68,6 +68,9 @@ def index_vars(names: str) -> tuple[IndexVar, ...]:
     parts = names.replace(",", " ").split()
     if not parts:
         raise NotationError("expected at least one index variable name, but found none", names)
+    for n, p in enumerate(parts):
+        if p in parts[:n]:
+            raise NotationError(f"expected distinct index variable names, but {p} is listed twice", names)
     return tuple(IndexVar(p) for p in parts)
 
 

@@ -17,6 +17,7 @@ s.t. divide(i, io, ii, 2)
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -63,6 +64,10 @@ def _vars(value: object, what: str, ctx: object) -> tuple[IndexVar, ...]:
     for v in items:
         if not isinstance(v, IndexVar):
             raise ScheduleError(f"expected index variables for {what}, but found {v!r}", ctx)
+    for n, v in enumerate(items):
+        if v in items[:n]:
+            message = f"{what}: expected distinct loop variables, but {v} is listed twice"
+            raise ctx._error(message) if isinstance(ctx, Schedule) else ScheduleError(message, ctx)
     return tuple(items)  # type: ignore[arg-type]
 
 
@@ -100,7 +105,8 @@ class Schedule:
         """The commands as Python that replays to an equal schedule.
 
         Evaluate it with `dt` (the distal module), the tensors and the index
-        variables in scope.
+        variables in scope, and the machine as `m` where a machine dimension
+        (`m.x`) is a size.
         """
         out = f"({self.source.lhs.tensor.name}.schedule()"
         for c in self.trace:
@@ -564,12 +570,54 @@ class Schedule:
         """
         from distal.lower import lower
 
+        self._check_bindings(bindings)
         plan = lower(self, bindings, rotation=rotation, reduction=reduction)
         if self.notes:
             # what happened before scheduling (operands placed or redistributed,
             # the auto choice) is part of what explain() reports
             plan = replace(plan, notes=(*self.notes, *plan.notes))
         return plan
+
+    def parameters(self) -> tuple[str, ...]:
+        """The names of the `dt.Param` sizes the schedule uses (commands, tensor shapes, machines), sorted."""
+        found: set[str] = set()
+        seen: set[int] = set()
+
+        def walk(value: object) -> None:
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            if isinstance(value, Param):
+                found.add(value.name)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    walk(v)
+            elif isinstance(value, Tensor):
+                walk(tuple(value.shape))
+                walk(getattr(value, "format", None))
+            elif value is not None and hasattr(value, "__dataclass_fields__"):
+                for name in value.__dataclass_fields__:
+                    walk(getattr(value, name, None))
+            elif value is not None and hasattr(value, "machine"):
+                walk(getattr(value, "machine", None))
+
+        for c in self.trace:
+            walk(c.args)
+            walk(tuple(v for _, v in c.kwargs))
+        walk(self.tensors())
+        walk(self.relations)
+        return tuple(sorted(found))
+
+    def _check_bindings(self, bindings: Mapping[str, object]) -> None:
+        """Refuse a binding that names no parameter of the schedule (a typo would otherwise pass silently)."""
+        params = self.parameters()
+        unknown = sorted(set(bindings) - set(params))
+        if unknown:
+            have = ", ".join(params) if params else "none"
+            raise self._error(
+                f"compile: expected bindings for the schedule's parameters ({have}), "
+                f"but found {', '.join(f'{u}={bindings[u]!r}' for u in unknown)}"
+            )
 
     def evaluate(
         self, backend: str = "legate", *, rotation: str | None = None, reduction: str | None = None, **bindings: int
@@ -582,6 +630,7 @@ class Schedule:
         if backend == "reference":
             from distal.reference import run_reference
 
+            self._check_bindings(bindings)
             run_reference(self, bindings)
             return self.output
         if backend == "legate":

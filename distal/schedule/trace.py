@@ -19,7 +19,11 @@ def _grid(g: Grid) -> str:
 
 
 def python(value: Any) -> str:
-    """Python source that evaluates to `value` with `dt`, tensors and index variables in scope."""
+    """Python source that evaluates to `value` with `dt`, tensors and index variables in scope.
+
+    A machine dimension prints as `m.x` (`m.dim('x', 1)` below the top level):
+    the machine it belongs to is expected in scope as `m`.
+    """
     if isinstance(value, IndexVar | Tensor):
         return value.name
     if isinstance(value, list | tuple):
@@ -31,7 +35,8 @@ def python(value: Any) -> str:
     if isinstance(value, Machine):
         return "dt.Machine(" + ", ".join(_grid(g) for g in value.grids) + ")"
     if isinstance(value, MachineDim):
-        return f"dt.MachineDim({value.name!r}, {value.size}, {value.level})"
+        # the machine's dimension as the user wrote it, with the machine in scope as `m`
+        return f"m.{value.name}" if value.level == 0 else f"m.dim({value.name!r}, {value.level})"
     if isinstance(value, Param):
         return f"dt.Param({value.name!r})"
     if isinstance(value, Expr):
