@@ -8,9 +8,9 @@
 ∀i ∀j ∀k A(i,j) += B(i,k) * C(k,j)
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from distal import leaf, reduction
+from distal import leaf
 from distal.errors import (
     DistalError,
     FormatError,
@@ -27,15 +27,15 @@ from distal.errors import (
 )
 from distal.format import Distribution, Format, Grid, Machine
 from distal.notation import Assignment, IndexVar, Sum, Tensor, index_vars, parse
-from distal.redist import DistType, Mesh, Program, synthesize
-from distal.reduction import System, plan_reduction
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
-try:
-    __version__ = version("distal")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
+if TYPE_CHECKING:
+    from distal import kernels, reduction, runtime
+    from distal.redist import DistType, Mesh, Program, synthesize
+    from distal.reduction import System, plan_reduction
+
+    __version__: str
 
 __all__ = [
     "Assignment",
@@ -76,11 +76,39 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # distal.kernels and distal.runtime load on first use: the runtime imports
-    # Legate, which plain compiler use never needs.
-    if name in ("kernels", "runtime"):
-        import importlib
+# Loaded on first use, to keep `import distal` fast: distal.runtime and
+# distal.kernels import Legate (which plain compiler use never needs), the
+# synthesizers are their own worlds, and the version reads package metadata.
+_LAZY = {
+    "DistType": "distal.redist",
+    "Mesh": "distal.redist",
+    "Program": "distal.redist",
+    "synthesize": "distal.redist",
+    "System": "distal.reduction",
+    "plan_reduction": "distal.reduction",
+}
+_SUBMODULES = ("kernels", "reduction", "runtime")
 
-        return importlib.import_module(f"distal.{name}")
-    raise AttributeError(f"module 'distal' has no attribute {name!r}")
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("distal")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name == "__version__":
+        value: object = _version()
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"distal.{name}")
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'distal' has no attribute {name!r}")
+    globals()[name] = value
+    return value

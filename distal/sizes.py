@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import sympy
-
 from distal.errors import DistalError
 
 __all__ = ["MachineDim", "Param", "Size", "as_expr", "resolve"]
@@ -34,6 +32,8 @@ class Param:
 
     @property
     def symbol(self) -> Any:
+        import sympy  # imported on first use: it costs 0.3 s, and only parameters need it
+
         return sympy.Symbol(self.name, integer=True, positive=True)
 
     def __str__(self) -> str:
@@ -78,6 +78,8 @@ def as_expr(size: Size) -> Any:
         return as_expr(size.size)
     if isinstance(size, bool) or not isinstance(size, int):
         raise DistalError(f"expected a size (int, Param or machine dimension), but found {size!r}")
+    import sympy
+
     return sympy.Integer(size)
 
 
