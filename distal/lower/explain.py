@@ -1,14 +1,35 @@
 """Explaining a plan: launches, tiles, projections, and the paper's execution-space costs.
 
 Cost model (paper section 3.3). Each launch point runs on the abstract
-processor of its distributed coordinates; a launch is one time step. Before
-a step, a processor receives every element of its tiles that its own memory
-does not hold under the tensor's format (F(P(coord)), `Format.owners`); a
-tensor without a format lives on processor 0. A tile reduced into
-(REDUCE_ADD) is sent back to the owners of its elements after the step
-(counted as `reduced` bytes). Memory per processor is its share of every
-tensor under its format, plus at each step the tiles it received and its
-reduction buffers; the peak is the largest over steps.
+processor of its distributed coordinates; a launch is one time step.
+
+Placement comes first, as its own step: a tensor with a format over the
+plan's machine is held tile by tile where the format puts it (paper 5.3:
+`Format.tiles` and `Format.owners`; broadcast dimensions on every processor
+along them, fixed dimensions on their face). A tensor without a format (or
+with a format over another machine) lives in one global store that no
+processor of the plan holds: everything a processor reads of it is received.
+
+Before a launch, a processor receives every element its points read that it
+does not hold: not placed on it by the format, not fetched or used by it in
+the previous launch (a tile that `communicate(T, v)` fetches at an outer loop
+keeps the same box across the inner steps and is fetched once), not written
+by itself, and not received by another of its points in this launch. Values
+written by another processor earlier in the plan are received from it. The
+output of an `=` statement starts at zero where it is used (nothing to
+receive); with `+=` its values are read like an input's. A tile reduced into
+(REDUCE_ADD) starts at zero and the part of it its processor does not own is
+sent to the owners after the launch (`reduced`; without a format, all of it
+goes to the global store). Elements of a formatted output written away from
+their owners are sent to them once the plan ends (`returned`).
+
+Memory per processor is what its formats place on it, plus at each launch
+the data it holds for that launch beyond that (received or cached tiles, its
+output tiles, reduction buffers); the peak is the largest over launches.
+Each launch also reports what its points receive (per point and in all) and
+write; a launch whose points receive more than `WARN_RATIO` times what they
+write (and at least `WARN_MIN_BYTES`) gets a warning: the performance cliff
+of a distribution where every point fetches a whole operand.
 
 A distributed reduction into the output (`Plan.reduction`) is reported with
 its strategy: Legate's one reduction (and why), or the synthesized program
@@ -35,104 +56,280 @@ def _meet(a: Box, b: Box) -> int:
     return math.prod(max(min(ah, bh) - max(al, bl), 0) for (al, ah), (bl, bh) in zip(a, b))
 
 
+def _empty(box: Box) -> bool:
+    return any(hi <= lo for lo, hi in box)
+
+
+def _cut(box: Box, hole: Box) -> list[Box]:
+    """The parts of `box` outside `hole`, as disjoint boxes."""
+    if _empty(box) or _meet(box, hole) == 0:
+        return [] if _empty(box) else [box]
+    out: list[Box] = []
+    rest = list(box)
+    for d, ((lo, hi), (hl, hh)) in enumerate(zip(box, hole)):
+        if lo < hl:
+            out.append((*rest[:d], (lo, hl), *rest[d + 1:]))
+        if hh < hi:
+            out.append((*rest[:d], (hh, hi), *rest[d + 1:]))
+        rest[d] = (max(lo, hl), min(hi, hh))
+    return out
+
+
+def _minus(boxes: Sequence[Box], holes: Sequence[Box]) -> list[Box]:
+    """`boxes` (disjoint) less every hole, as disjoint boxes."""
+    out = [b for b in boxes if not _empty(b)]
+    for hole in holes:
+        if not out:
+            break
+        if _empty(hole):
+            continue
+        out = [piece for b in out for piece in _cut(b, hole)]
+    return out
+
+
+def _total(boxes: Sequence[Box]) -> int:
+    return sum(_volume(b) for b in boxes)
+
+
 class _Owners:
-    """Which boxes of each tensor each abstract processor holds under its format."""
+    """Which boxes of each tensor each abstract processor holds under its format (placement, paper 5.3).
+
+    A tensor with a format over the plan's machine is held tile by tile by
+    `Format.owners` of each tile's color (broadcast dimensions: every
+    processor along them; fixed dimensions: the face). A tensor without a
+    format, or with a format over another machine, lives in one global store
+    that no processor of the plan holds (`placed` is None for it).
+    """
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.held: list[dict[tuple[int, ...], list[Box]]] = []
-        for info in plan.tensors:
-            self.held.append(self._held(info))
+        self.held: list[dict[tuple[int, ...], list[Box]] | None] = [self._held(info) for info in plan.tensors]
 
-    def _held(self, info: TensorInfo) -> dict[tuple[int, ...], list[Box]]:
+    def _held(self, info: TensorInfo) -> dict[tuple[int, ...], list[Box]] | None:
         fmt = getattr(info.tensor, "format", None)
         machine = self.plan.machine
-        whole: Box = tuple((0, n) for n in info.shape)
-        origin = (0,) * (len(machine.full_shape) if machine is not None else 1)
         if fmt is None or machine is None or getattr(fmt, "machine", None) != machine:
-            return {origin: [whole]}
+            return None
         held: dict[tuple[int, ...], list[Box]] = {}
-        try:
-            for color, bounds in fmt.tiles(info.shape):
-                for p in fmt.owners(color):
-                    held.setdefault(tuple(p), []).append(tuple(bounds))
-        except Exception:  # a format this plan cannot read: count everything as remote
-            return {origin: [whole]}
+        for color, bounds in fmt.tiles(info.shape):
+            if _empty(tuple(bounds)):
+                continue
+            for p in fmt.owners(color):
+                held.setdefault(tuple(p), []).append(tuple(bounds))
         return held
 
-    def local(self, n: int, proc: tuple[int, ...], box: Box) -> int:
-        return sum(_meet(box, b) for b in self.held[n].get(proc, []))
+    def boxes(self, n: int, proc: tuple[int, ...]) -> list[Box]:
+        held = self.held[n]
+        return [] if held is None else held.get(proc, [])
 
     def share(self, n: int, proc: tuple[int, ...]) -> int:
-        return sum(_volume(b) for b in self.held[n].get(proc, []))
+        return _total(self.boxes(n, proc))
 
 
 def _proc_text(p: Sequence[int]) -> str:
     return "(" + ",".join(str(x) for x in p) + ")"
 
 
+# A launch is flagged when its points receive more than this many times the bytes they
+# write, and at least WARN_MIN_BYTES in all (issue 11: a launch where every point
+# receives the whole of an operand).
+WARN_RATIO = 16
+WARN_MIN_BYTES = 1 << 20
+
+_OWNERS = (-1,)  # the writer of reduced values: the tensor's home (its owners, or the global store)
+
+
+class _Model:
+    """The execution-space cost model, launch by launch (see the module docstring)."""
+
+    def __init__(self, plan: Plan, owners: _Owners) -> None:
+        self.plan = plan
+        self.owners = owners
+        # per tensor and processor: the boxes it used in the previous launch (still held)
+        self.cache: dict[tuple[int, tuple[int, ...]], list[Box]] = {}
+        # per tensor written by the plan: disjoint pieces with their last writer and launch
+        self.written: dict[int, list[tuple[Box, tuple[int, ...], int]]] = {}
+
+    def held_now(self, n: int, proc: tuple[int, ...], box: Box, launch: int) -> list[Box]:
+        """The parts of `box` processor `proc` must receive before launch number `launch`."""
+        info = self.plan.tensors[n]
+        home = self.owners.boxes(n, proc)
+        cached = self.cache.get((n, proc), [])
+        pieces = self.written.get(n)
+        if pieces is None:  # never written by this plan: its initial values
+            if info.output and self.plan.zero_output:
+                return []  # '=': the output starts at zero, made where it is used
+            return _minus(_minus([box], home), cached)
+        need: list[Box] = []
+        unwritten = [box]
+        for piece, writer, when in pieces:
+            part = _clip(box, piece)
+            if part is None:
+                continue
+            unwritten = _minus(unwritten, [piece])
+            if writer == proc:
+                continue  # it wrote these values and holds them
+            got = [part] if writer != _OWNERS else _minus([part], home)
+            if when < launch - 1:  # fetched in the previous launch after this write: still valid
+                got = _minus(got, cached)
+            need.extend(got)
+        if unwritten and not (info.output and self.plan.zero_output):
+            need.extend(_minus(_minus(unwritten, home), cached))
+        return need
+
+    def write(self, n: int, box: Box, writer: tuple[int, ...], launch: int) -> None:
+        pieces = self.written.setdefault(n, [])
+        kept: list[tuple[Box, tuple[int, ...], int]] = []
+        for piece, w, when in pieces:
+            kept.extend((rest, w, when) for rest in _cut(piece, box))
+        kept.append((box, writer, launch))
+        self.written[n] = kept
+
+
+def _clip(a: Box, b: Box) -> Box | None:
+    out = tuple((max(al, bl), min(ah, bh)) for (al, ah), (bl, bh) in zip(a, b))
+    return None if _empty(out) else out
+
+
 def stats(plan: Plan) -> dict[str, Any]:
     """The numbers of `explain()` as data.
 
-    Keys: `launches` (one dict per launch: step, domain, points, pinned,
-    operands with tile shapes, projections and privileges, `received` bytes
-    per processor), `received_bytes` and `reduced_bytes` per processor and in
-    total, `peak_bytes` per processor, `launch_count`, `notes`, and
-    `reduction` (None without a distributed reduction into the output; else
-    its strategy, reason, groups of device ids, program, steps, predicted
-    seconds and single-AllReduce seconds).
+    Keys: `placement` (bytes each processor holds under its tensors' formats
+    before any launch, per processor and per tensor; tensors without a format
+    are listed in `global_store_bytes` instead), `launches` (one dict per
+    launch: step, domain, points, pinned, operands with tile shapes,
+    projections and privileges, `received_bytes` per processor, the per-point
+    `point_received_bytes` (max and mean), `received_total`, `written_bytes`
+    and a `warning` or None), `received_bytes`, `reduced_bytes` and
+    `returned_bytes` per processor and in total, `peak_bytes` per processor,
+    `launch_count`, `notes`, `warnings`, and `reduction` (None without a
+    distributed reduction into the output; else its strategy, reason, groups
+    of device ids, program, steps, predicted seconds and single-AllReduce
+    seconds).
     """
     owners = _Owners(plan)
-    received: dict[str, int] = {}
-    reduced: dict[str, int] = {}
-    peak: dict[str, int] = {}
+    model = _Model(plan, owners)
+    procs = [tuple(c) for c in plan.machine.coords()] if plan.machine is not None else [(0,)]
+    received = {_proc_text(p): 0 for p in procs}
+    reduced = dict(received)
+    returned = dict(received)
     base: dict[str, int] = {}
-    procs: list[tuple[int, ...]] = []
-    if plan.machine is not None:
-        procs = [tuple(c) for c in plan.machine.coords()]
-    else:
-        procs = [(0,)]
+    placement: dict[str, dict[str, int]] = {}
     for p in procs:
         key = _proc_text(p)
         base[key] = sum(owners.share(n, p) * info.itemsize for n, info in enumerate(plan.tensors))
-        received[key] = reduced[key] = 0
-        peak[key] = base[key]
-    out_launches = []
-    for group, launch in plan.launches():
+    for n, info in enumerate(plan.tensors):
+        if owners.held[n] is not None:
+            placement[info.name] = {_proc_text(p): owners.share(n, p) * info.itemsize for p in procs}
+    peak = dict(base)
+    out_launches: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for index, (group, launch) in enumerate(plan.launches()):
         step_recv: dict[str, int] = {}
-        step_mem: dict[str, int] = {}
+        used: dict[tuple[int, tuple[int, ...]], list[Box]] = {}
+        extra: dict[str, int] = {}
+        writes: list[tuple[int, Box, tuple[int, ...]]] = []
+        per_point: list[int] = []
+        written_bytes = 0
         for point in launch.points():
             proc = plan.processor_of(group, point)
             key = _proc_text(proc)
+            got = 0
             for op in launch.operands:
                 info = plan.tensors[op.tensor]
                 box = op.box(point, info.shape)
-                size = _volume(box)
-                remote = size - owners.local(op.tensor, proc, box)
+                if _empty(box) and info.shape:
+                    continue
+                mine = used.setdefault((op.tensor, proc), [])
                 if op.privilege is Privilege.REDUCE_ADD:
-                    reduced[key] = reduced.get(key, 0) + remote * info.itemsize
-                    step_mem[key] = step_mem.get(key, 0) + size * info.itemsize
-                else:
-                    step_recv[key] = step_recv.get(key, 0) + remote * info.itemsize
-                    step_mem[key] = step_mem.get(key, 0) + remote * info.itemsize
+                    # a reduction buffer: starts at zero, sent to the tensor's home after the launch
+                    away = _total(_minus([box], owners.boxes(op.tensor, proc)))
+                    reduced[key] = reduced.get(key, 0) + away * info.itemsize
+                    extra[key] = extra.get(key, 0) + _volume(box) * info.itemsize
+                    written_bytes += _volume(box) * info.itemsize
+                    writes.append((op.tensor, box, _OWNERS))
+                    continue
+                if op.privilege is not Privilege.WRITE:
+                    need = _minus(model.held_now(op.tensor, proc, box, index), mine)
+                    got += _total(need) * info.itemsize
+                new = _minus(_minus([box], mine), owners.boxes(op.tensor, proc))
+                extra[key] = extra.get(key, 0) + _total(new) * info.itemsize
+                mine.extend(new)
+                if op.privilege is not Privilege.READ:
+                    written_bytes += _volume(box) * info.itemsize
+                    writes.append((op.tensor, box, proc))
+            per_point.append(got)
+            if got:
+                step_recv[key] = step_recv.get(key, 0) + got
         for key, b in step_recv.items():
             received[key] = received.get(key, 0) + b
-        for key, b in step_mem.items():
+        for key, b in extra.items():
             peak[key] = max(peak.get(key, 0), base.get(key, 0) + b)
-        out_launches.append(_launch_data(plan, group, launch, step_recv))
+        for n, box, writer in writes:
+            model.write(n, box, writer, index)
+        model.cache = {k: [b for b in v if not _empty(b)] for k, v in used.items()}
+        total = sum(per_point)
+        warning = None
+        if total >= WARN_MIN_BYTES and total > WARN_RATIO * written_bytes:
+            mean = total / max(len(per_point), 1)
+            warning = (f"launch {len(out_launches)}: its {len(per_point)} point(s) receive {_bytes(total)} "
+                       f"({_bytes(mean)} per point on average, up to {_bytes(max(per_point))}), "
+                       f"{_ratio(total, written_bytes)} the {_bytes(written_bytes)} they write; "
+                       "a coarser distribution or communicating at an outer loop would move less")
+            warnings.append(warning)
+        item = _launch_data(plan, group, launch, step_recv)
+        item.update({
+            "point_received_bytes": {"max": max(per_point, default=0),
+                                     "mean": total / max(len(per_point), 1)},
+            "received_total": total,
+            "written_bytes": written_bytes,
+            "warning": warning,
+        })
+        out_launches.append(item)
+    _returned(plan, owners, model, returned)
     return {
         "statement": plan.statement,
         "machine": repr(plan.machine) if plan.machine is not None else None,
         "launch_count": plan.launch_count(),
+        "placement": {
+            "per_processor": base,
+            "per_tensor": placement,
+            "total_bytes": sum(sum(v.values()) for v in placement.values()),
+        },
+        "global_store_bytes": {info.name: info.size * info.itemsize
+                               for n, info in enumerate(plan.tensors) if owners.held[n] is None},
         "launches": out_launches,
         "received_bytes": received,
         "reduced_bytes": reduced,
+        "returned_bytes": returned,
         "total_received_bytes": sum(received.values()),
         "total_reduced_bytes": sum(reduced.values()),
+        "total_returned_bytes": sum(returned.values()),
         "peak_bytes": peak,
         "notes": [*plan.notes, *(n for g in plan.groups for n in g.notes)],
+        "warnings": warnings,
         "reduction": _reduction_data(plan, plan.reduction),
     }
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.0f}x" if b else "far more than"
+
+
+def _returned(plan: Plan, owners: _Owners, model: _Model, returned: dict[str, int]) -> None:
+    """Bytes of a formatted tensor written away from its owners, sent to them once the plan ends."""
+    for n, pieces in model.written.items():
+        held = owners.held[n]
+        if held is None:
+            continue  # the global store: what a processor wrote is the store's data
+        itemsize = plan.tensors[n].itemsize
+        for piece, writer, _ in pieces:
+            if writer == _OWNERS:
+                continue
+            key = _proc_text(writer)
+            for proc, boxes in held.items():
+                if proc != writer:
+                    returned[key] = returned.get(key, 0) + sum(_meet(piece, b) for b in boxes) * itemsize
 
 
 def _reduction_data(plan: Plan, red: Reduction | None) -> dict[str, Any] | None:
@@ -233,22 +430,39 @@ def _operand_text(plan: Plan, op: Operand) -> str:
     if op.tile is None:
         return f"{info.name}: {op.privilege.value}, whole tensor {list(info.shape)}"
     proj = ", ".join(map(str, op.projection or ()))
-    return f"{info.name}: {op.privilege.value}, tile {list(op.tile)} of {list(op.colors or ())} at ({proj})"
+    # a dimension every task gets whole (tile = extent: the tiling chose no block size) is marked *
+    tile = ", ".join("*" if t == n and n > 0 else str(t) for t, n in zip(op.tile, info.shape))
+    return f"{info.name}: {op.privilege.value}, tile [{tile}] of {list(op.colors or ())} at ({proj})"
 
 
 def explain(plan: Plan) -> str:
-    """`describe()` plus, per launch and processor, bytes received; totals and peak memory."""
+    """`describe()` plus placement, then per launch and processor bytes received; totals, peak memory."""
     data = stats(plan)
-    lines = [describe(plan), "  communication (execution-space model):"]
+    lines = [describe(plan), "  placement (before the launches, by each tensor's format):"]
+    for name, per in data["placement"]["per_tensor"].items():
+        held = ", ".join(f"{p} {_bytes(b)}" for p, b in per.items() if b) or "nothing"
+        lines.append(f"    {name}: {held}")
+    for name, b in data["global_store_bytes"].items():
+        lines.append(f"    {name}: no format: one global store of {_bytes(b)}, held by no processor")
+    lines.append("  communication (execution-space model):")
     for n, item in enumerate(data["launches"]):
         recv = ", ".join(f"{p} {_bytes(b)}" for p, b in item["received_bytes"].items() if b) or "nothing"
         step = ", ".join(f"{k}={v}" for k, v in item["step"].items())
+        per = item["point_received_bytes"]
         lines.append(f"    launch {n}{f' ({step})' if step else ''}: receives {recv}")
+        if item["received_total"]:
+            lines.append(f"      {item['points']} point(s): {_bytes(per['mean'])} per point on average "
+                         f"(max {_bytes(per['max'])}), {_bytes(item['received_total'])} in all; "
+                         f"they write {_bytes(item['written_bytes'])}")
     lines.append(f"  total received {_bytes(data['total_received_bytes'])}, "
-                 f"reduced {_bytes(data['total_reduced_bytes'])}")
+                 f"reduced {_bytes(data['total_reduced_bytes'])}"
+                 + (f", returned to owners {_bytes(data['total_returned_bytes'])}"
+                    if data["total_returned_bytes"] else ""))
     for p, b in data["peak_bytes"].items():
-        lines.append(f"    processor {p}: received {_bytes(data['received_bytes'].get(p, 0))}, "
+        lines.append(f"    processor {p}: placed {_bytes(data['placement']['per_processor'].get(p, 0))}, "
+                     f"received {_bytes(data['received_bytes'].get(p, 0))}, "
                      f"reduced {_bytes(data['reduced_bytes'].get(p, 0))}, peak memory {_bytes(b)}")
+    lines.extend(f"  warning: {w}" for w in data["warnings"])
     red = plan.reduction
     if red is not None:
         name = plan.tensors[red.tensor].name
