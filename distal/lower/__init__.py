@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distal.cin.relations import Substitute
+from distal.cin.relations import Communicate, Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
 from distal.lower.kernel import TaskBody
-from distal.lower.nest import find_nest
+from distal.lower.nest import Nest, find_nest, root_chain
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.tiling import ROTATIONS, build_launches
@@ -118,9 +118,12 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     accs = accesses(sched.stmt)
     launch_vars = nest.dist + nest.steps
 
+    fixed_by = _communicated_at(sched, nest, infos)
+
     def box_of(point: tuple[int, ...]) -> tuple[Any, ...]:
-        iv = bounds.intervals(dict(zip(launch_vars, point)))
-        return tuple(bounds.box(i.tensor, i.shape, accs, iv) for i in infos)
+        values = dict(zip(launch_vars, point))
+        ivs = {n: bounds.intervals({v: values[v] for v in launch_vars[:n]}) for n in set(fixed_by)}
+        return tuple(bounds.box(i.tensor, i.shape, accs, ivs[n]) for i, n in zip(infos, fixed_by))
 
     if any(i.size == 0 for i in infos):
         launches: list[Launch] = []
@@ -153,6 +156,30 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
                           + (f"\n{strategy.description}" if strategy.description else ""))
     _log("plan", plan)
     return plan
+
+
+def _communicated_at(sched: Schedule, nest: Nest, infos: tuple[TensorInfo, ...]) -> tuple[int, ...]:
+    """Per tensor, how many launch variables (distributed loops, then steps) fix its tile.
+
+    A tensor's tile is the data it needs under one iteration of its own
+    `communicate` loop (paper 3.3, 6.2): the distributed loops and the steps
+    down to that loop are fixed, deeper steps range over their whole extent,
+    so the tile is aggregated at that loop and launches of deeper steps share
+    it. A tensor communicated inside the tasks, or not communicated, gets the
+    tile of one launch (every launch variable fixed): the finest partition
+    the launches give (see docs/reference.md, communicate).
+    """
+    chain = root_chain(sched.stmt)
+    at: dict[int, int] = {}
+    for r in sched.relations_of(Communicate):
+        for t in r.tensors:
+            if r.var not in chain:
+                continue
+            depth = chain.index(r.var)
+            n = len(nest.dist) + sum(1 for s in nest.steps if chain.index(s) <= depth)
+            at[id(t)] = max(at.get(id(t), 0), n)
+    full = len(nest.dist) + len(nest.steps)
+    return tuple(at.get(id(i.tensor), full) for i in infos)
 
 
 def _symbolic(sched: Schedule, ext: Mapping[Any, int]) -> tuple[tuple[str, str, int], ...]:
