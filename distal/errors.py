@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "DistalError",
+    "DistalFallbackWarning",
     "FormatError",
     "MachineError",
     "NotSupportedYet",
@@ -90,3 +91,7 @@ class RuntimeFailure(DistalError):
 
 class NotSupportedYet(DistalError):
     """A known limit of this implementation, not a user mistake."""
+
+
+class DistalFallbackWarning(UserWarning):
+    """Something asked for runs another way: processors Legate does not run, a parallel unit the processors lack."""

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from distal.errors import DistalError, MachineError
+from distal.errors import DistalError, DistalFallbackWarning, MachineError
 
 from ._start import ensure_started, legate_runtime
 
@@ -31,10 +31,6 @@ TARGETS = ("cpu", "gpu", "omp")
 
 _lock = threading.Lock()
 _warned: set[str] = set()
-
-
-class DistalFallbackWarning(UserWarning):
-    """A machine asked for processors Legate does not run; its tasks run on the CPUs."""
 
 
 @functools.cache

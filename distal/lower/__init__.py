@@ -8,7 +8,8 @@ is logged to stderr (logger `distal.lower`):
 2. nest      -- launch dimensions, sequential steps, machine (`distal.lower.nest`)
 3. tiling    -- bounds analysis per launch point, tilings, projections, privileges
                 (`distal.lower.bounds`, `distal.lower.tiling`)
-4. kernel    -- the leaf kernel run by every task (`distal.lower.kernel`)
+4. kernel    -- the leaf kernel run by every task (`distal.lower.kernel`), with how each
+                parallel loop runs in it (`distal.lower.parallel`)
 5. reduction -- how a distributed reduction into the output runs: Legate's
                 reduction, or a synthesized program of collectives on a
                 hierarchical machine (`distal.lower.reductions`)
@@ -37,6 +38,7 @@ from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
 from distal.lower.kernel import TaskBody
 from distal.lower.nest import Nest, find_nest, root_chain
+from distal.lower.parallel import plan_parallel, warn_fallbacks
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.tiling import ROTATIONS, build_launches
@@ -137,9 +139,13 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
 
     # 4. kernel
     leaves = tuple((frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute))
+    parallel = plan_parallel(sched.stmt, sched.relations, launch_vars,
+                             nest.machine.kind if nest.machine is not None else "cpu")
+    warn_fallbacks(parallel)
+    tile_notes = [*tile_notes, *(str(p) for p in parallel)]
     body = TaskBody(sched.stmt, sched.provenance, ext, launch_vars, tuple(i.tensor for i in infos),
                     tuple(i.shape for i in infos), leaves, origins,
-                    name=f"distal_{sched.output.name}")
+                    name=f"distal_{sched.output.name}", parallel=parallel)
     _log("kernel", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
                    f"leaves {[str(leaf) for _, leaf in leaves]}")
 

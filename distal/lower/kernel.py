@@ -21,15 +21,24 @@ The innermost loops above an assignment run as one block:
 No mode loops over elements in Python. The calls go to the tiles' array
 namespace: NumPy on CPU processors, CuPy on GPUs (cuBLAS for GEMM), so a
 GPU task never copies its tiles to the host.
+
+Parallel loops (`parallelize`, modes chosen by `distal.lower.parallel`): a
+"vector" loop starts the block (it and every loop inside it run as one
+vectorised block, whatever the cost model would pick); a "threads" loop
+splits its iterations into contiguous chunks run by a thread pool, each
+thread adding into its own zeroed copy of the output when the loop reduces
+into it; "sequential" runs as if not parallel.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +50,7 @@ from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
+from distal.lower.parallel import ParallelLoop
 from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.tensor import Tensor
 from distal.schedule.provenance import Provenance
@@ -75,6 +85,8 @@ class TaskBody:
     name: str = "distal_task"
     xp: Any = field(default=np, repr=False)
     timings: list[tuple[tuple[int, ...], float, int]] | None = field(default=None, repr=False)
+    parallel: tuple[ParallelLoop, ...] = ()
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1, repr=False)
     _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
     _facts: dict[int, tuple[dict[IndexVar, int], tuple[Access, ...], bool]] = field(
         default_factory=dict, repr=False)
@@ -122,7 +134,16 @@ class TaskBody:
                 how = "a broadcast NumPy expression"
             name = f"{leaf.name} " if leaf is not None else ""
             out.append(f"{a}: {name}{how} on the tiles")
+        out.extend(str(p) for p in self.parallel)
         return "; ".join(out)
+
+    def mode_of(self, v: IndexVar) -> str | None:
+        """How parallel loop `v` runs ("vector", "threads"), or None when it is not parallel."""
+        for p in self.parallel:
+            if p.var == v and p.mode != "sequential":
+                return p.mode
+        return None
+
 
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         for vs, leaf in self.leaves:
@@ -149,6 +170,10 @@ class _Run(Walker):
 
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
+        at = next(((n, m) for n, v in enumerate(chain) if (m := self.body.mode_of(v)) is not None), None)
+        if at is not None:
+            self.parallel_nest(chain, at[0], at[1], a, env)
+            return
         start = self._slice_start(chain, a, env)
         if start is None:
             self.index_nest(chain, a, env)
@@ -158,6 +183,47 @@ class _Run(Walker):
             local = {**env, **dict(zip(outer, values))}
             if self.slice_block(a, local, inner) is None:
                 self.index_nest(inner, a, local)
+
+    def parallel_nest(self, chain: list[IndexVar], p: int, mode: str, a: Assign, env: dict[IndexVar, int]) -> None:
+        """`chain` whose loop `chain[p]` is parallel: the loops outside it one by one, then it in `mode`."""
+        outer, v, inner = chain[:p], chain[p], chain[p + 1:]
+        for values in itertools.product(*(range(self.ext[x]) for x in outer)):
+            local = {**env, **dict(zip(outer, values))}
+            if mode == "vector":
+                if self.slice_block(a, local, chain[p:]) is None:
+                    self.index_nest(chain[p:], a, local)
+            else:
+                self.thread_loop(v, inner, a, local)
+
+    def thread_loop(self, v: IndexVar, inner: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
+        """Loop `v`'s iterations in contiguous chunks on a thread pool, each chunk running `inner` above `a`.
+
+        Where `v` does not fix the output element (it reduces into the output,
+        which parallelize allows only for `+=`), each chunk adds into its own
+        zeroed copy of the output tile, and the copies are added in after.
+        """
+        n = self.ext[v]
+        workers = max(1, min(self.body.threads, n))
+        bounds = [(n * c // workers, n * (c + 1) // workers) for c in range(workers)]
+        lhs_roots: set[IndexVar] = set()
+        for x in a.lhs.indices:
+            lhs_roots |= self.prov.roots(x)
+        private = not self.prov.roots(v) <= lhs_roots
+        out, origin = self.arrays[a.lhs.tensor]
+
+        def chunk(lo: int, hi: int) -> Any:
+            run = self
+            if private:
+                run = _Run(self.body, {**self.arrays, a.lhs.tensor: (self.xp.zeros_like(out), origin)}, self.xp)
+            for value in range(lo, hi):
+                run.nest(inner, a, {**env, v: value})
+            return run.arrays[a.lhs.tensor][0] if private else None
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distal-parallel") as pool:
+            partials = list(pool.map(lambda b: chunk(*b), bounds))
+        if private:
+            for part in partials:
+                out += part
 
     def index_nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` above `a` in index mode, blocks of at most BLOCK_LIMIT / 4 points."""

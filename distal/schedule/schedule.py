@@ -273,7 +273,15 @@ class Schedule:
     # -- parallelize, precompute -----------------------------------------------
 
     def parallelize(self, i: IndexVar, unit: str = "cpu_thread") -> Schedule:
-        """Run loop i in parallel on `unit` (one of PARALLEL_UNITS) of its processor."""
+        """Run loop i in parallel on `unit` (one of PARALLEL_UNITS) of its processor.
+
+        How it runs, and what runs instead where the processors lack the
+        unit, is decided when the schedule is compiled (`distal.lower.parallel`).
+        A loop that reduces into its output (`+=`) is race-free: vector and
+        GPU units reduce inside one block, `cpu_thread` gives each thread its
+        own partial output, added in after the loop. A loop whose iterations
+        overwrite (`=`) the same elements is refused for `cpu_thread`.
+        """
         path = self._loop(i, "parallelize", transform=False)
         if unit not in PARALLEL_UNITS:
             raise self._error(f"parallelize: expected a unit in {PARALLEL_UNITS}, but found {unit!r}")
@@ -286,10 +294,10 @@ class Schedule:
             lhs_roots: frozenset[IndexVar] = frozenset()
             for v in a.lhs.indices:
                 lhs_roots |= self.provenance.roots(v)
-            if not mine <= lhs_roots:
+            if unit == "cpu_thread" and not a.accumulate and not mine <= lhs_roots:
                 raise self._error(
-                    f"parallelize: expected a loop that writes distinct outputs, but {i} reduces "
-                    f"into {a.lhs} (a race)"
+                    f"parallelize: expected a loop whose threads write distinct elements, but every "
+                    f"iteration of {i} overwrites {a.lhs} in {a} (a race; cpu_vector runs it as one block)"
                 )
         return self._with(self.stmt, Parallelize(i, unit))._traced("parallelize", i, unit)
 

@@ -74,7 +74,9 @@ REFUSED: list[tuple[str, Cmd, str]] = [
     ("reorder-nest", lambda s, A, B, C: s.precompute(B[i, k] * C[k, j], [k], [w1]).reorder([w1, k]),
      "reorder: expected loops of one perfect nest, but k is not in the nest of w1"),
     ("fuse-not-nested", lambda s, A, B, C: s.fuse(i, k, f), "fuse: expected k directly inside i"),
-    ("parallelize-race", lambda s, A, B, C: s.parallelize(k), "parallelize: expected a loop that writes distinct"),
+    ("parallelize-race", lambda s, A, B, C: s.precompute(B[i, k] * C[k, j], [k], [w1]).parallelize(j),
+     "parallelize: expected a loop whose threads write distinct elements, but every iteration of j overwrites "
+     "w0(w1) in w0(w1) = B(i,w1) * C(w1,j) (a race; cpu_vector runs it as one block)"),
     ("parallelize-unit", lambda s, A, B, C: s.parallelize(i, "warp"), "parallelize: expected a unit in"),
     ("precompute-missing", lambda s, A, B, C: s.precompute(B[i, j] * C[k, j], [k], [w1]),
      "precompute: expected a subexpression of the statement"),
