@@ -15,6 +15,7 @@ __all__ = [
     "MachineError",
     "NotSupportedYet",
     "NotationError",
+    "OutOfMemory",
     "ParseError",
     "ReductionError",
     "RuntimeFailure",
@@ -87,6 +88,10 @@ class ReductionError(DistalError):
 
 class RuntimeFailure(DistalError):
     """Legate (or the reference executor) failed while running a plan."""
+
+
+class OutOfMemory(DistalError):
+    """A plan or an allocation that does not fit in the memory it needs, refused before anything is queued."""
 
 
 class NotSupportedYet(DistalError):

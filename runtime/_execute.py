@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 
 from ._launch import Affine, Arg, index_launch, point_launch
@@ -140,7 +141,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     its program (see the module docstring); `trace` (if given) receives one
     `ReduceRecord` per step of its program.
     """
-    ensure_started()
+    check_plan_memory(plan, ensure_started())  # OutOfMemory before anything is queued (distal.lower.memory)
     target = plan_target(plan)
     if target == "gpu":
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)

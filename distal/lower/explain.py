@@ -201,8 +201,9 @@ def stats(plan: Plan) -> dict[str, Any]:
     projections and privileges, `received_bytes` per processor, the per-point
     `point_received_bytes` (max and mean), `received_total`, `written_bytes`
     and a `warning` or None), `received_bytes`, `reduced_bytes` and
-    `returned_bytes` per processor and in total, `peak_bytes` per processor,
-    `launch_count`, `notes`, `warnings`, and `reduction` (None without a
+    `returned_bytes` per processor and in total, `peak_bytes` per processor
+    (and `peak_launch`: the launch index where it is reached, absent when the
+    peak is the placement alone), `launch_count`, `notes`, `warnings`, and `reduction` (None without a
     distributed reduction into the output; else its strategy, reason, groups
     of device ids, program, steps, predicted seconds and single-AllReduce
     seconds).
@@ -222,6 +223,7 @@ def stats(plan: Plan) -> dict[str, Any]:
         if owners.held[n] is not None:
             placement[info.name] = {_proc_text(p): owners.share(n, p) * info.itemsize for p in procs}
     peak = dict(base)
+    peak_at: dict[str, int] = {}  # the launch at which each processor's peak is reached
     out_launches: list[dict[str, Any]] = []
     warnings: list[str] = []
     for index, (group, launch) in enumerate(plan.launches()):
@@ -264,7 +266,9 @@ def stats(plan: Plan) -> dict[str, Any]:
         for key, b in step_recv.items():
             received[key] = received.get(key, 0) + b
         for key, b in extra.items():
-            peak[key] = max(peak.get(key, 0), base.get(key, 0) + b)
+            if base.get(key, 0) + b > peak.get(key, 0):
+                peak[key] = base.get(key, 0) + b
+                peak_at[key] = index
         for n, box, writer in writes:
             model.write(n, box, writer, index)
         model.cache = {k: [b for b in v if not _empty(b)] for k, v in used.items()}
@@ -306,6 +310,7 @@ def stats(plan: Plan) -> dict[str, Any]:
         "total_reduced_bytes": sum(reduced.values()),
         "total_returned_bytes": sum(returned.values()),
         "peak_bytes": peak,
+        "peak_launch": peak_at,
         "notes": [*plan.notes, *(n for g in plan.groups for n in g.notes)],
         "warnings": warnings,
         "reduction": _reduction_data(plan, plan.reduction),

@@ -1,0 +1,181 @@
+"""Memory checked before anything is queued (issue 15): a plan that cannot fit is refused, not aborted.
+
+Legate aborts the whole process when an instance does not fit in its memory
+(`LEGATE ERROR: Out of memory`, no Python exception). distal knows every
+size before it launches, so `check_plan_memory` (called first thing by
+`distal.runtime`'s `run_plan`) compares what the plan needs with the memory
+Legate was started with and raises `OutOfMemory` instead.
+
+What a plan needs in Legate's system memory (all CPU processors of a node
+share it; `--sysmem`, or distal's default of half the available memory):
+
+- resident: every tensor of the plan once, as its store (`explain()`'s
+  global store for a tensor without a format; for a tensor with a format,
+  what its format places, replicas of broadcast dimensions included, at
+  least the whole tensor);
+- the largest peak of one processor in `explain()`'s accounting (what is
+  placed on it plus, at its peak launch, received tiles, its output tiles
+  and reduction buffers): processors of one node share the memory and read
+  tiles of the resident stores in place, so the need is the larger of the
+  two, not their sum (a bound that never refuses a plan that fits because
+  of double counting; copies Legate makes beyond it are not predicted);
+- overhead: `OVERHEAD_FRACTION` of that (instance alignment and padding,
+  Legate's own allocations, the kernel's temporaries) plus `OVERHEAD_BYTES`.
+
+The limit is the system memory Legate was started with. Stores of other live
+tensors are not subtracted (distal does not track them), so a plan can still
+run out of memory next to large live tensors; GPU framebuffers are not
+checked (their size is not known before a task runs). Host-side copies
+(`Tensor.from_array`, an input without data made as zeros) are checked by
+`check_host_allocation` against the memory the operating system reports
+available.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from distal.errors import OutOfMemory
+from distal.lower.plan import Plan
+
+__all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_host_allocation", "check_plan_memory",
+           "plan_memory"]
+
+OVERHEAD_FRACTION = 0.10
+OVERHEAD_BYTES = 16 << 20
+_MIB = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryNeed:
+    """What a plan needs in one memory, and the largest single processor's part of it."""
+
+    resident: tuple[tuple[str, int], ...]  # (tensor text, bytes of its store(s))
+    working: int  # the largest working set of one processor beyond what is placed on it
+    processor: str | None  # that processor
+    tiles: tuple[str, ...]  # its operand tiles at its peak launch
+    peak: int  # that processor's peak (placed + working)
+
+    @property
+    def base(self) -> int:
+        return max(self.resident_bytes, self.peak)
+
+    @property
+    def overhead(self) -> int:
+        return int(OVERHEAD_FRACTION * self.base) + OVERHEAD_BYTES
+
+    @property
+    def resident_bytes(self) -> int:
+        return sum(b for _, b in self.resident)
+
+    @property
+    def total(self) -> int:
+        return self.base + self.overhead
+
+
+def _gib(n: float) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.1f} GiB"
+    return f"{n / _MIB:.1f} MiB"
+
+
+def _fast_fit(plan: Plan, limit: int) -> bool:
+    """True when the plan fits whatever its schedule: every processor could hold every tensor."""
+    procs = math.prod(plan.machine.full_shape) if plan.machine is not None else 1
+    total = sum(t.size * t.itemsize for t in plan.tensors)
+    # placement holds at most every tensor on every processor; a peak adds at most a few tensors' worth
+    return total * (procs + 4) * (1 + OVERHEAD_FRACTION) + OVERHEAD_BYTES <= limit
+
+
+def plan_memory(plan: Plan) -> MemoryNeed:
+    """The plan's need in system memory, from `explain()`'s accounting (see the module docstring)."""
+    from distal.lower.explain import stats
+
+    data = stats(plan)
+    placed = data["placement"]["per_tensor"]
+    resident = []
+    for info in plan.tensors:
+        whole = info.size * info.itemsize
+        held = sum(placed[info.name].values()) if info.name in placed else 0
+        where = "its format's tiles" if info.name in placed else "one global store"
+        resident.append((f"{info.name}{list(info.shape)} {info.dtype} ({where})", max(whole, held)))
+    per_proc = data["placement"]["per_processor"]
+    best, working = None, 0
+    for p, b in data["peak_bytes"].items():
+        extra = b - per_proc.get(p, 0)
+        if best is None or extra > working:
+            best, working = p, extra
+    tiles: tuple[str, ...] = ()
+    if best is not None and best in data["peak_launch"]:
+        launch = data["launches"][data["peak_launch"][best]]
+        tiles = tuple(f"{op['tensor']} {'whole ' if op['whole'] else 'tile '}{op['tile']}"
+                      for op in launch["operands"])
+    peak = data["peak_bytes"].get(best, 0) if best is not None else 0
+    return MemoryNeed(tuple(resident), working, best, tiles, peak)
+
+
+def check_plan_memory(plan: Plan, machine: Any) -> Any:
+    """Raise `OutOfMemory` when `plan` cannot fit in the system memory of `machine`; return `machine`.
+
+    `machine` describes the started runtime (`distal.runtime.MachineInfo`:
+    `sysmem_mb`, `cpus`). Nothing is queued before this check.
+    """
+    sysmem_mb = getattr(machine, "sysmem_mb", None)
+    if not isinstance(sysmem_mb, int) or sysmem_mb <= 0:
+        return machine
+    limit = sysmem_mb * _MIB
+    if _fast_fit(plan, limit):
+        return machine
+    need = plan_memory(plan)
+    if need.total <= limit:
+        return machine
+    cpus = getattr(machine, "cpus", None)
+    shared = f", shared by its {cpus} CPU processor(s)" if isinstance(cpus, int) else ""
+    stores = "; ".join(f"{text} {_gib(b)}" for text, b in need.resident)
+    where = ""
+    if need.processor is not None:
+        tiles = f" ({', '.join(need.tiles)})" if need.tiles else ""
+        where = (f"; processor {need.processor} needs {_gib(need.peak)} at its peak, "
+                 f"{_gib(need.working)} of it beyond its placement{tiles}")
+    raise OutOfMemory(
+        f"expected the plan to fit in Legate's system memory of {_gib(limit)} (--sysmem {sysmem_mb}{shared}), "
+        f"but it needs {_gib(need.total)}: stores {stores} ({_gib(need.resident_bytes)} in all){where}; "
+        f"plus {_gib(need.overhead)} runtime overhead "
+        f"({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB). Nothing was queued; use a smaller problem, "
+        "more processors' memory (LEGATE_CONFIG='--sysmem ...'), or a schedule that moves less",
+        plan.statement.splitlines()[0],
+    )
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | None = None) -> None:
+    """Raise `OutOfMemory` when an array of `shape` and `dtype` cannot fit in the host's available memory.
+
+    `what` names the allocation (e.g. "a copy of B's data"); `available`
+    defaults to what the operating system reports (MemAvailable).
+    """
+    try:
+        need = math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize
+    except (TypeError, ValueError):
+        return
+    limit = _available_bytes() if available is None else available
+    if limit is None or need <= limit:
+        return
+    raise OutOfMemory(
+        f"expected {what} ({list(shape)} {np.dtype(dtype)}) to fit in the host's available memory "
+        f"of {_gib(limit)}, but it needs {_gib(need)}; nothing was allocated"
+    )
