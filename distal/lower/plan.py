@@ -319,6 +319,16 @@ class Plan:
 
         return stats(self)
 
+    def predict(self, model: Any = None, processors: int | None = None) -> Any:
+        """The predicted time on a machine model (`distal.model.predict`; default: this machine, calibrated).
+
+        `processors` is the number of real processors (default: one per point of
+        the plan's machine; fewer run several points each, block-wise).
+        """
+        from distal.model import predict, this_machine
+
+        return predict(self, model if model is not None else this_machine(), processors)
+
     def explain(self) -> str:
         """A readable report of `stats()` (see `distal.lower.explain`)."""
         from distal.lower.explain import explain

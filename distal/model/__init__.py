@@ -1,1 +1,48 @@
-"""distal.model: predicting the time of a plan on a machine model."""
+"""distal.model: machine models as data, and the predicted time of a plan on one.
+
+>>> import distal as dt
+>>> from distal import model
+>>> A, B, C = dt.Tensor("A", (64, 64)), dt.Tensor("B", (64, 64)), dt.Tensor("C", (64, 64))
+>>> plan = dt.kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), A, B, C).compile()
+>>> p = plan.predict(model.lassen_gpu())
+>>> p.steps, p.fits, p.seconds > 0
+(2, True, True)
+"""
+
+from distal.model.links import LINKS, Link, LinkError
+from distal.model.machine import (
+    LEAF_KINDS,
+    MachineModel,
+    ModelError,
+    ProcessorModel,
+    dgx_a100,
+    lassen_cpu,
+    lassen_gpu,
+    preset,
+)
+from distal.model.predict import Prediction, predict
+
+
+def this_machine(recalibrate: bool = False) -> MachineModel:
+    """This machine's model, calibrated once and cached (see `distal.model.calibrate`)."""
+    from distal.model.calibrate import this_machine as calibrated
+
+    return calibrated(recalibrate)
+
+
+__all__ = [
+    "LEAF_KINDS",
+    "LINKS",
+    "Link",
+    "LinkError",
+    "MachineModel",
+    "ModelError",
+    "Prediction",
+    "ProcessorModel",
+    "dgx_a100",
+    "lassen_cpu",
+    "lassen_gpu",
+    "predict",
+    "preset",
+    "this_machine",
+]

@@ -1,0 +1,98 @@
+"""The time model: what a plan's predicted time is made of, on the presets and on this machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import distal as dt
+from distal import kernels, model
+from distal.model import calibrate
+
+
+def _matmul(n: int) -> list[dt.Tensor]:
+    return [dt.Tensor(x, (n, n)) for x in "ABC"]
+
+
+def test_presets_describe_the_papers_machines() -> None:
+    gpu, cpu = model.lassen_gpu(), model.lassen_cpu()
+    assert gpu.per_node == 4 and gpu.processor.kind == "gpu"
+    assert cpu.per_node == 2 and cpu.processor.kind == "cpu"
+    assert gpu.inter.bandwidth == 18e9 and cpu.inter is model.links.EDR_LASSEN
+    assert model.dgx_a100().per_node == 8
+    assert model.preset("Lassen-GPU") == gpu
+    assert "4 gpu per node" in gpu.describe()
+
+
+def test_compute_is_flops_at_the_leaf_rate() -> None:
+    n = 4096
+    plan = kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *_matmul(n)).compile()
+    m = model.lassen_gpu()
+    p = plan.predict(m)
+    expected = 2 * n**3 / 4 / m.processor.rate("GEMM") + p.steps * m.task_seconds
+    assert p.compute_seconds == pytest.approx(expected, rel=1e-9)
+    assert p.flops == 2 * n**3
+    assert p.seconds > p.compute_seconds  # communication is not all hidden
+    assert p.idle == 0 and p.fits
+
+
+def test_no_communication_means_no_communication_time() -> None:
+    ops = [dt.Tensor("A", (512, 64, 32)), dt.Tensor("B", (512, 64, 48)), dt.Tensor("C", (48, 32))]
+    p = kernels.build("ttm", kernels.machine("ttm", 8), *ops).compile().predict(model.lassen_gpu())
+    assert p.comm_seconds == 0.0
+    assert all(row["intra_bytes"] == 0 and row["inter_bytes"] == 0 for row in p.per_processor)
+
+
+def test_bytes_between_nodes_use_the_nodes_port() -> None:
+    """The same plan on one node (NVLink) and spread over four nodes (InfiniBand) of one processor each."""
+    plan = kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), *_matmul(8192)).compile()
+    one_node = plan.predict(model.lassen_gpu())
+    spread = plan.predict(model.lassen_gpu().with_(per_node=1))
+    assert one_node.comm_seconds < spread.comm_seconds
+    assert sum(r["inter_bytes"] for r in one_node.per_processor) == 0
+    assert sum(r["intra_bytes"] for r in spread.per_processor) == 0
+    exact = plan.stats()["total_received_bytes"]
+    assert sum(r["inter_bytes"] for r in spread.per_processor) == pytest.approx(exact)
+
+
+def test_over_decomposed_grid_on_fewer_processors() -> None:
+    """Johnson's 2x2x2 cube on 4 processors: two points each, none idle; a 1x1x1 cube leaves 3 idle."""
+    ops = _matmul(2048)
+    over = kernels.build("johnson", kernels.machine("johnson", 4), *ops).compile().predict(model.lassen_gpu(), 4)
+    assert over.processors_total == 4 and over.idle == 0
+    assert all(row["points"] == 2 for row in over.per_processor)
+    ops = _matmul(2048)
+    small = kernels.build("johnson", dt.Machine(dt.Grid(1, 1, 1)), *ops).compile().predict(model.lassen_gpu(), 4)
+    assert small.idle == 3
+    assert over.seconds < small.seconds
+
+
+def test_peak_memory_against_the_processors_memory() -> None:
+    p = kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *_matmul(60000)).compile().predict(model.lassen_gpu())
+    assert not p.fits and "DOES NOT FIT" in p.summary()
+    assert p.peak_bytes > model.lassen_gpu().processor.memory
+
+
+def test_broadcasts_cost_the_sender() -> None:
+    """On a wide grid over many nodes SUMMA's row and column broadcasts are slower than Cannon's shifts."""
+    m = model.lassen_gpu().with_(per_node=1)
+    summa = kernels.build("summa", dt.Machine(dt.Grid(8, 8)), *_matmul(16384)).compile().predict(m)
+    cannon = kernels.build("cannon", dt.Machine(dt.Grid(8, 8)), *_matmul(16384)).compile().predict(m)
+    assert cannon.comm_seconds < summa.comm_seconds
+
+
+def test_this_machine_is_calibrated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISTAL_CACHE_DIR", str(tmp_path))
+    first = model.this_machine()
+    saved = json.loads((tmp_path / "machine-model.json").read_text())
+    assert set(saved["flops"]) == set(model.LEAF_KINDS) and saved["bandwidth"] > 0
+
+    def refuse() -> None:
+        raise AssertionError("measured again although cached")
+
+    monkeypatch.setattr(calibrate, "calibrate", refuse)
+    again = model.this_machine()
+    assert again == first
+    assert again.cores == saved["cores"]
