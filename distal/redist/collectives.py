@@ -25,7 +25,7 @@ from distal.errors import TypeNotationError
 from distal.redist.mesh import Mesh
 from distal.redist.types import DistType, ref_factors
 
-__all__ = ["AllGather", "AllPermute", "AllToAll", "Collective", "DynSlice", "FactorLists"]
+__all__ = ["AllGather", "AllPermute", "AllToAll", "Collective", "DynSlice", "FactorLists", "Relabel"]
 
 FactorLists = tuple[tuple[int, ...], ...]
 
@@ -73,11 +73,13 @@ class Collective:
         body = text.strip()
         if body == "allpermute":
             return AllPermute()
+        if body == "relabel":
+            return Relabel()
         m = re.fullmatch(r"(allgather|dynslice|alltoall)\((.*)\)", body)
         if m is None:
             raise TypeNotationError(
                 "expected a collective like allgather(0{x}), dynslice(0{x}), "
-                f"alltoall(0->1{{x}}) or allpermute, but found {body!r}"
+                f"alltoall(0->1{{x}}), allpermute or relabel, but found {body!r}"
             )
         kind, groups = m.group(1), []
         for part in re.split(r",(?![^{]*\})", m.group(2)):
@@ -223,3 +225,36 @@ class AllPermute(Collective):
 
     def cost(self, src: DistType, dst: DistType) -> int:
         return src.local_size
+
+
+@dataclass(frozen=True, slots=True)
+class Relabel(Collective):
+    """Re-choose the device map so that the tiles read as another type; no data moves.
+
+    The device-map relabelling of the paper's low-level semantics (Fig. 10:
+    ``beta' . phi'^-1 = beta . phi^-1``), made a step of its own: any two types
+    with equal local types put the same set of tiles on the devices, so the
+    new map sends each device to a point of the prime-factor mesh where the
+    new type has the tile the device already holds. The steps after it act
+    on that map (`Program.frames`) until an `AllPermute` returns to the
+    mesh's own map. Costs nothing.
+
+    >>> a, b = DistType.parse("[1{z,x}6, 12]"), DistType.parse("[1{x,z}6, 12]")
+    >>> Relabel().check(a, b, Mesh(x=3, z=2)); Relabel().cost(a, b)
+    0
+    """
+
+    def __str__(self) -> str:
+        return "relabel"
+
+    def infer(self, src: DistType, mesh: Mesh) -> DistType:
+        raise TypeNotationError("expected a target type for relabel, but found none")
+
+    def check(self, src: DistType, dst: DistType, mesh: Mesh) -> None:
+        src.check(mesh)
+        dst.check(mesh)
+        if src.local_type != dst.local_type or src.global_type != dst.global_type:
+            raise TypeNotationError(f"expected relabel between equal local types, but found {src} and {dst}")
+
+    def cost(self, src: DistType, dst: DistType) -> int:
+        return 0

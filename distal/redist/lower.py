@@ -24,7 +24,7 @@ from typing import Any
 from distal.redist.mesh import Mesh
 from distal.redist.search import WeakOp
 
-__all__ = ["ConcreteOp", "FTypes", "lower"]
+__all__ = ["ConcreteOp", "FTypes", "lower", "lower_relabelled"]
 
 FType = tuple[tuple[int, ...], ...]
 FTypes = list[FType]
@@ -264,5 +264,57 @@ def _join(
         t, c = low.forward(before, low.ops[step], after)
         assert t == after, (t, after)
         types.append(t)
+        cops.append(c)
+    return types, cops
+
+
+def lower_relabelled(mesh: Mesh, src: FType, dst: FType, ops: Sequence[WeakOp]) -> tuple[FTypes, list[ConcreteOp]]:
+    """The paper's lowering (Theorem 6.4, eq. (8), section 7.3): never stuck, one final allpermute.
+
+    The path runs forwards from the source, biased towards the target like
+    `lower`. Where a pop finds a factor of another prime on top, a
+    ``("relabel",)`` step re-chooses the device map so that the factors to pop
+    are on top (Fig. 10: no data moves). Before the path's final allgathers
+    (found backwards from the target) one allpermute returns to the mesh's own
+    device map and the target's axes, unless the forward pass is already
+    there without a relabel. The program therefore costs the weak path's cost
+    plus at most ``localsize`` of the type before the final allgathers, which is
+    at most ``localsize(dst)`` (Theorem 6.7).
+    """
+    ops = _slice_blocks(ops)
+    low = _Lowering(mesh, src, dst, ops)
+    m = len(ops)
+    t = m
+    while t > 0 and ops[t - 1][0] == "gather":
+        t -= 1
+    # backwards from the target over the final allgathers (pushes never get stuck)
+    tail: list[FType] = [dst]
+    for k in range(m - 1, t - 1, -1):
+        tail.append(low.backward(tail[-1], ops[k], None))
+    tail.reverse()  # tail[k - t] is the type before ops[k]
+    hints = low.backward_pass([None] * (m + 1))
+    for k in range(t, m + 1):
+        hints[k] = tail[k - t]
+    types: FTypes = [src]
+    cops: list[ConcreteOp] = []
+    relabelled = False
+    for k in range(t):
+        try:
+            nxt, c = low.forward(types[-1], ops[k], hints[k + 1])
+        except _Stuck:
+            fixed = _reorder_for(low, types[-1], ops[k])
+            types.append(fixed)
+            cops.append(("relabel",))
+            relabelled = True
+            nxt, c = low.forward(fixed, ops[k], hints[k + 1])
+        types.append(nxt)
+        cops.append(c)
+    if relabelled or types[-1] != tail[0]:
+        types.append(tail[0])
+        cops.append(("permute",))
+    for k in range(t, m):
+        nxt, c = low.forward(types[-1], ops[k], tail[k - t + 1])
+        assert nxt == tail[k - t + 1], (nxt, tail[k - t + 1])
+        types.append(nxt)
         cops.append(c)
     return types, cops

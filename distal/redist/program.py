@@ -5,20 +5,24 @@ plain per-device meaning that an executor can follow one step at a time (see
 `distal.redist.simulate`): dynslice keeps a block of the local tile,
 allgather concatenates the tiles of the devices that differ only along the
 gathered axes, alltoall exchanges blocks among such devices, allpermute
-sends whole tiles to other devices.
+sends whole tiles to other devices, relabel moves nothing but re-chooses the
+device map (the paper's Fig. 10) that the next steps' groups follow, until an
+allpermute returns to the mesh's own map (`distal.redist.frames`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from distal.errors import TypeNotationError
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
+from distal.redist.frames import Frame, identity, offsets_at, relabel
 from distal.redist.mesh import Mesh
-from distal.redist.types import DistType
+from distal.redist.types import DistType, factors_to_refs, ref_factors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,12 +30,71 @@ if TYPE_CHECKING:
 __all__ = ["Program"]
 
 
-def _shardy_refs(axes: tuple[str, ...]) -> str:
+def _shardy_refs(axes: Sequence[str]) -> str:
     parts = []
     for ref in reversed(axes):
         name, _, sub = ref.partition(":")
         parts.append(f'"{name}"' + (f":{sub}" if sub else ""))
     return "{" + ", ".join(parts) + "}"
+
+
+# A dimension's sharding for Shardy, minor-first: factor axes (ints) and axes of size 1 (names),
+# which have no factors but which Shardy keeps where a sharding names them.
+_Token = int | str
+
+
+def _ref_tokens(refs: Sequence[str], mesh: Mesh) -> list[_Token]:
+    out: list[_Token] = []
+    for ref in refs:
+        name = ref.partition(":")[0]
+        if mesh.axis_size(name) == 1:
+            out.append(name)
+        else:
+            out.extend(ref_factors(mesh, ref))
+    return out
+
+
+def _tokens(t: DistType, mesh: Mesh) -> list[list[_Token]]:
+    return [_ref_tokens(d.axes, mesh) for d in t.dims]
+
+
+def _run_factors(mesh: Mesh, refs: Sequence[str]) -> list[int]:
+    return [f for ref in refs if mesh.axis_size(ref.partition(":")[0]) > 1 for f in ref_factors(mesh, ref)]
+
+
+def _pop_tokens(toks: list[_Token], run: list[int]) -> tuple[list[_Token], list[_Token]]:
+    """Remove the minor-most axes with the factors ``run`` (and the size-1 axes among them)."""
+    k, need = 0, list(run)
+    while need:
+        tok = toks[k]
+        if isinstance(tok, int):
+            assert tok == need[0], (toks, run)
+            need.pop(0)
+        k += 1
+    return toks[k:], toks[:k]
+
+
+def _token_refs(toks: Sequence[_Token], mesh: Mesh) -> list[str]:
+    """Axis references, minor-first, merging runs of factor axes of one axis."""
+    refs: list[str] = []
+    run: list[int] = []
+    for tok in [*toks, ""]:
+        if isinstance(tok, int):
+            run.append(tok)
+            continue
+        refs.extend(factors_to_refs(mesh, run))
+        run = []
+        if tok:
+            refs.append(tok)
+    return refs
+
+
+def _shardy_tokens(toks: Sequence[_Token], mesh: Mesh) -> str:
+    return _shardy_refs(_token_refs(toks, mesh))
+
+
+def _shardy_sharding(cur: Sequence[Sequence[_Token]], mesh: Mesh) -> str:
+    return "[" + ", ".join(_shardy_tokens(t, mesh) for t in cur) + "]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +124,24 @@ class Program:
         self.types[0].check(self.mesh)
         for k, step in enumerate(self.steps):
             step.check(self.types[k], self.types[k + 1], self.mesh)
+        last = self.frames[-1]
+        if last != identity(self.mesh):
+            offs = offsets_at(self.types[-1], self.mesh)
+            if any(offs[h] != offs[dev] for h, dev in enumerate(last)):
+                raise TypeNotationError(
+                    f"expected an allpermute after the last relabel (the devices hold {self.types[-1]} "
+                    "only under the relabelled device map), but found none"
+                )
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        """The device map at every type (`distal.redist.frames`): the identity unless relabelled."""
+        return _frames(self)
+
+    @property
+    def relabels(self) -> int:
+        """How many `Relabel` steps the program has (0: every step acts along mesh axes)."""
+        return sum(isinstance(s, Relabel) for s in self.steps)
 
     @staticmethod
     def parse(text: str) -> Program:
@@ -132,30 +213,60 @@ class Program:
         """
         shape = "x".join(str(g) for g in self.source.global_type)
         tensor = f"tensor<{shape}{'x' if shape else ''}{element}>"
+        mesh = self.mesh
+        # one Shardy mesh per device map: the mesh's own, and one with device_ids per relabelled map
+        names: dict[Frame, str] = {identity(mesh): mesh_name}
+        decls = [mesh.shardy(mesh_name)]
+        for frame in self.frames:
+            if frame not in names:
+                names[frame] = f"{mesh_name}_{len(names)}"
+                ids = ", ".join(str(i) for i in frame)
+                decls.append(mesh.shardy(names[frame])[:-1] + f", device_ids=[{ids}]>")
 
         def sharding(t: DistType) -> str:
             return f"{{sdy.sharding = #sdy.sharding<@{mesh_name}, {t.to_shardy()}>}}"
 
         lines = [
-            self.mesh.shardy(mesh_name),
+            *decls,
             f"func.func @{func}(%arg0: {tensor} {sharding(self.source)})",
             f"    -> ({tensor} {sharding(self.target)}) {{",
         ]
-        rank = self.source.rank
+        # each dimension's sharding as Shardy infers it, minor-first: factor axes and the
+        # mesh axes of size 1 (no factors) where the types name them
+        cur = _tokens(self.source, mesh)
         prev = "%arg0"
-        for k, (step, t) in enumerate(zip(self.steps, self.types[1:])):
-            out = f"out_sharding=<@{mesh_name}, {t.to_shardy()}> : {tensor}"
-            if isinstance(step, (AllGather, DynSlice)):
-                per: Mapping[int, tuple[str, ...]] = dict(step.axes)
-                lists = ", ".join(_shardy_refs(per.get(d, ())) for d in range(rank))
-                name = "all_gather" if isinstance(step, AllGather) else "all_slice"
-                lines.append(f"  %{k} = sdy.{name} [{lists}] {prev} {out}")
+        k = 0
+        for step, t, frame in zip(self.steps, self.types[1:], self.frames[1:]):
+            if isinstance(step, (AllPermute, Relabel)):
+                cur = _tokens(t, mesh)
+                op = "sdy.collective_permute"
             elif isinstance(step, AllToAll):
-                params = ", ".join(f"{_shardy_refs(a)}: {i}->{j}" for i, j, a in sorted(step.moves))
-                lines.append(f"  %{k} = sdy.all_to_all [{params}] {prev} {out}")
+                params = []
+                for i, j, a in sorted(step.moves):
+                    cur[i], run = _pop_tokens(cur[i], _run_factors(mesh, a))
+                    cur[j] = run + cur[j]
+                    params.append(f"{_shardy_tokens(run, mesh)}: {i}->{j}")
+                op = f"sdy.all_to_all [{', '.join(params)}]"
             else:
-                assert isinstance(step, AllPermute)
-                lines.append(f"  %{k} = sdy.collective_permute {prev} {out}")
+                assert isinstance(step, (AllGather, DynSlice))
+                per: dict[int, list[_Token]] = {}
+                for i, a in step.axes:
+                    if isinstance(step, AllGather):
+                        cur[i], per[i] = _pop_tokens(cur[i], _run_factors(mesh, a))
+                    else:
+                        per[i] = _ref_tokens(a, mesh)
+                        cur[i] = per[i] + cur[i]
+                lists = ", ".join(_shardy_tokens(per.get(d, []), mesh) for d in range(len(cur)))
+                op = f"sdy.{'all_gather' if isinstance(step, AllGather) else 'all_slice'} [{lists}]"
+            out = f"out_sharding=<@{names[frame]}, {_shardy_sharding(cur, mesh)}> : {tensor}"
+            lines.append(f"  %{k} = {op} {prev} {out}")
+            prev = f"%{k}"
+            k += 1
+        final = _tokens(self.target, mesh)
+        if _shardy_sharding(cur, mesh) != _shardy_sharding(final, mesh):
+            # differs only in where axes of size 1 are named: a permute that moves no data
+            out = f"out_sharding=<@{mesh_name}, {_shardy_sharding(final, mesh)}> : {tensor}"
+            lines.append(f"  %{k} = sdy.collective_permute {prev} {out}")
             prev = f"%{k}"
         lines += [f"  return {prev} : {tensor}", "}"]
         return "\n".join(lines)
@@ -175,3 +286,16 @@ class Program:
         from distal.redist.simulate import simulate
 
         return simulate(self, global_array)
+
+
+@lru_cache(maxsize=1024)
+def _frames(prog: Program) -> tuple[Frame, ...]:
+    frame = identity(prog.mesh)
+    out = [frame]
+    for step, a, b in zip(prog.steps, prog.types, prog.types[1:]):
+        if isinstance(step, Relabel):
+            frame = relabel(prog.mesh, frame, a, b)
+        elif isinstance(step, AllPermute):
+            frame = identity(prog.mesh)
+        out.append(frame)
+    return tuple(out)

@@ -4,7 +4,9 @@ The devices of the mesh each hold one tile. A step is carried out from the
 tiles alone, as a real collective would be: a device's new tile is built from
 blocks of the tiles of its group (the devices that differ from it only along
 the axes the step gathers or moves). After every step each tile is compared
-with what the step's type prescribes (the base offset map of Fig. 7a).
+with what the step's type prescribes (the base offset map of Fig. 7a) in the
+step's device map (`Program.frames`): after a relabel, device ``phi(h)`` holds
+the tile of point ``h`` and groups are formed over points, not devices.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from distal.errors import RuntimeFailure, ShapeError
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
+from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
 from distal.redist.program import Program
 from distal.redist.types import DistType, ref_factors
@@ -41,8 +44,11 @@ def offsets(t: DistType, mesh: Mesh, device: Device) -> tuple[int, ...]:
     return tuple(d.local * _index(lst, coords, mesh) for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True))
 
 
-def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device) -> np.ndarray:
-    off = offsets(t, mesh, device)
+def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device, frame: Frame | None = None) -> np.ndarray:
+    if frame is None:
+        off = offsets(t, mesh, device)
+    else:
+        off = offsets_at(t, mesh)[frame.index(mesh.devices().index(device))]
     return a[tuple(slice(o, o + n) for o, n in zip(off, t.local_type))]
 
 
@@ -57,12 +63,18 @@ def _exchange(
     dst: DistType,
     gathers: list[tuple[int, tuple[int, ...]]],
     slices: list[tuple[int, tuple[int, ...]]],
+    frame: Frame,
 ) -> dict[Device, np.ndarray]:
     """Each device assembles blocks: from every group member ``m``, ``m``'s tile cut
-    along ``slices`` at this device's index, placed along ``gathers`` at ``m``'s index."""
+    along ``slices`` at this device's index, placed along ``gathers`` at ``m``'s index
+    (indices and groups by the devices' points in ``frame``)."""
     devices = list(tiles)
-    coords = {d: mesh.factor_coords(d) for d in devices}
-    by_coords = {coords[d]: d for d in devices}
+    order = mesh.devices()
+    pts = point_coords(mesh)
+    coords = {order[dev]: pts[h] for h, dev in enumerate(frame)}
+
+    def member(c: tuple[int, ...]) -> Device:
+        return order[frame[point_index(mesh, c)]]
     group_facs = sorted({f for _, run in gathers for f in run})
     out: dict[Device, np.ndarray] = {}
     for d in devices:
@@ -72,7 +84,7 @@ def _exchange(
             mc = list(c)
             for f, v in zip(group_facs, values):
                 mc[f] = v
-            piece = tiles[by_coords[tuple(mc)]]
+            piece = tiles[member(tuple(mc))]
             for dim, run in slices:
                 n = src.dims[dim].local // math.prod(mesh.factors[f].size for f in run)
                 k = _index(run, c, mesh)
@@ -87,11 +99,16 @@ def _exchange(
     return out
 
 
-def _permute(mesh: Mesh, tiles: dict[Device, np.ndarray], src: DistType, dst: DistType) -> dict[Device, np.ndarray]:
-    """Each device receives a whole tile from one holder of the tile it needs."""
+def _permute(
+    mesh: Mesh, tiles: dict[Device, np.ndarray], src: DistType, dst: DistType, frame: Frame
+) -> dict[Device, np.ndarray]:
+    """Each device receives a whole tile from one holder (in ``frame``) of the tile it
+    needs (in the identity frame)."""
+    order = mesh.devices()
+    before = offsets_at(src, mesh)
     holders: dict[tuple[int, ...], list[Device]] = {}
-    for d in tiles:
-        holders.setdefault(offsets(src, mesh, d), []).append(d)
+    for h, dev in enumerate(frame):
+        holders.setdefault(before[h], []).append(order[dev])
     out = {}
     for d in tiles:
         want = offsets(dst, mesh, d)
@@ -109,19 +126,25 @@ def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray
             f"expected an array of shape {prog.source.global_type} for {prog.source}, but found shape {a.shape}"
         )
     tiles = {d: _tile(a, prog.source, mesh, d).copy() for d in mesh.devices()}
+    frames = prog.frames
     for k, (step, src, dst) in enumerate(zip(prog.steps, prog.types, prog.types[1:]), 1):
+        frame = frames[k - 1]
         if isinstance(step, AllPermute):
-            tiles = _permute(mesh, tiles, src, dst)
+            tiles = _permute(mesh, tiles, src, dst, frame)
+        elif isinstance(step, Relabel):
+            tiles = {d: t.copy() for d, t in tiles.items()}  # no data moves
         elif isinstance(step, AllGather):
-            tiles = _exchange(mesh, tiles, src, dst, [(i, _refs(mesh, r)) for i, r in step.axes], [])
+            tiles = _exchange(mesh, tiles, src, dst, [(i, _refs(mesh, r)) for i, r in step.axes], [], frame)
         elif isinstance(step, DynSlice):
-            tiles = _exchange(mesh, tiles, src, dst, [], [(i, _refs(mesh, r)) for i, r in step.axes])
+            tiles = _exchange(mesh, tiles, src, dst, [], [(i, _refs(mesh, r)) for i, r in step.axes], frame)
         else:
             assert isinstance(step, AllToAll)
             runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
-            tiles = _exchange(mesh, tiles, src, dst, [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs])
+            gathers, slices = [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs]
+            tiles = _exchange(mesh, tiles, src, dst, gathers, slices, frame)
+        after = frames[k] if frames[k] != identity(mesh) else None
         for d, tile in tiles.items():
-            if not np.array_equal(tile, _tile(a, dst, mesh, d)):
+            if not np.array_equal(tile, _tile(a, dst, mesh, d, after)):
                 raise RuntimeFailure(
                     f"expected device {d} to hold its tile of {dst} after step {k} ({step}), but found different data",
                     str(prog),

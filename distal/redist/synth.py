@@ -3,8 +3,12 @@
 1. Check both types on the mesh and that they describe the same global array.
 2. Decompose the mesh into prime factors and search the weak types for a
    cheapest path within the height bound (`distal.redist.search`).
-3. Lower the path to concrete collectives with at most one allpermute,
-   biased towards the target's axes (`distal.redist.lower`).
+3. Lower the path to concrete collectives biased towards the target's axes
+   (`distal.redist.lower`), both with the mesh's own device map throughout
+   and, unless ``relabel=False``, as the paper does: relabelling the device
+   map where a pop would otherwise need data moved, and one allpermute at the
+   end (Theorem 6.7), so the program never costs more than the weak optimum
+   plus ``localsize(dst)``.
 4. Merge neighbouring collectives of one kind (dynslices; allgathers;
    alltoalls on disjoint dimensions), which never costs more.
 """
@@ -16,8 +20,8 @@ from collections import Counter
 from functools import lru_cache
 
 from distal.errors import SynthesisError, TypeNotationError
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
-from distal.redist.lower import ConcreteOp, FTypes, lower
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
+from distal.redist.lower import ConcreteOp, FTypes, lower, lower_relabelled
 from distal.redist.mesh import Mesh
 from distal.redist.program import Program
 from distal.redist.search import WeakOp, WeakProblem, paths_below, shortest_paths
@@ -34,11 +38,16 @@ def _as_type(t: DistType | str) -> DistType:
     return DistType.parse(t) if isinstance(t, str) else t
 
 
-def synthesize(src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search") -> Program:
+def synthesize(
+    src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search", relabel: bool = True
+) -> Program:
     """A program of collectives redistributing ``src`` to ``dst`` on ``mesh``.
 
     ``method="search"`` (default) finds a cheapest memory-bounded program;
-    ``method="naive"`` gathers everything, then slices.
+    ``method="naive"`` gathers everything, then slices. With ``relabel=False``
+    every step acts along mesh (sub-)axes of the mesh's own device map (no
+    `Relabel` steps; the Legate executor runs these); such programs may need
+    an allpermute in the middle and then exceed the paper's bound.
 
     >>> m = Mesh(x=4, y=4)
     >>> p = synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", m)
@@ -51,11 +60,11 @@ def synthesize(src: DistType | str, dst: DistType | str, mesh: Mesh | str, metho
     mh = Mesh.parse(mesh) if isinstance(mesh, str) else mesh
     if method not in METHODS:
         raise SynthesisError(f"expected a method among {', '.join(METHODS)}, but found {method!r}")
-    return _synthesize(s, d, mh, method)
+    return _synthesize(s, d, mh, method, bool(relabel))
 
 
 @lru_cache(maxsize=4096)
-def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Program:
+def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str, relabel: bool = True) -> Program:
     for t in (src, dst):
         t.check(mesh)
     if src.global_type != dst.global_type:
@@ -75,29 +84,37 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str) -> Progra
     )
     _, paths = shortest_paths(pb, PATHS)
     # programs compare by cost, then whether they need more than one allpermute,
-    # then number of steps, then messages per device (latency: an allpermute
-    # sends one, a collective over n devices n-1), then number of allpermutes
-    best: tuple[tuple[int, bool, int, int, int], FTypes, list[ConcreteOp]] | None = None
+    # then whether they relabel the device map, then number of steps, then
+    # messages per device (latency: an allpermute sends one, a collective over
+    # n devices n-1), then number of allpermutes
+    Key = tuple[int, bool, bool, int, int, int]
+    best: tuple[Key, FTypes, list[ConcreteOp]] | None = None
 
-    def consider(path: list[WeakOp]) -> tuple[int, bool, int, int, int]:
+    def consider(path: list[WeakOp]) -> Key:
         nonlocal best
-        types, ops = _merge(*lower(mesh, s_lists, d_lists, path))
-        perms = sum(o[0] == "permute" for o in ops)
-        cost = _cost(types, ops, mesh, src.global_type)
-        key = (cost, perms > 1, len(ops), _messages(ops, mesh), perms)
-        if best is None or key < best[0]:
-            best = (key, types, ops)
-        return key
+        lowered = [_merge(*lower(mesh, s_lists, d_lists, path))]
+        if relabel:
+            lowered.append(_merge(*lower_relabelled(mesh, s_lists, d_lists, path)))
+        keys = []
+        for types, ops in lowered:
+            perms = sum(o[0] == "permute" for o in ops)
+            relabels = any(o[0] == "relabel" for o in ops)
+            cost = _cost(types, ops, mesh, src.global_type)
+            key = (cost, perms > 1, relabels, len(ops), _messages(ops, mesh), perms)
+            keys.append(key)
+            if best is None or key < best[0]:
+                best = (key, types, ops)
+        return min(keys)
 
     for path in paths:
-        if consider(path)[4] == 0:
+        if consider(path)[5] == 0:
             break
     assert best is not None
-    if best[0][4]:
+    if best[0][5]:
         # the permutation made it dearer: try weak paths up to the best total
         # (one without permutation may cost as much or less)
         for cost, path in paths_below(pb, best[0][0] + 1, PATHS_BELOW, 8 * PATHS_BELOW):
-            if cost > best[0][0] or (best[0][4] == 0 and cost == best[0][0]):
+            if cost > best[0][0] or (best[0][5] == 0 and cost == best[0][0]):
                 break
             consider(path)
     return _program(mesh, src, dst, best[1], best[2])
@@ -108,7 +125,7 @@ def _messages(ops: list[ConcreteOp], mesh: Mesh) -> int:
     for op in ops:
         if op[0] == "permute":
             total += 1
-        elif op[0] != "slice":
+        elif op[0] not in ("slice", "relabel"):
             total += math.prod(mesh.factors[f].size for g in op[1] for f in g[-1]) - 1
     return total
 
@@ -123,7 +140,7 @@ def _cost(types: FTypes, ops: list[ConcreteOp], mesh: Mesh, global_type: tuple[i
     for op, before, after in zip(ops, types, types[1:]):
         if op[0] == "gather":
             cost += local(after)
-        elif op[0] != "slice":
+        elif op[0] not in ("slice", "relabel"):
             cost += local(before)
     return cost
 
@@ -168,7 +185,7 @@ def _dims(op: ConcreteOp) -> set[int]:
 
 
 def _mergeable(a: ConcreteOp, b: ConcreteOp) -> bool:
-    if a[0] != b[0] or a[0] == "permute":
+    if a[0] != b[0] or a[0] in ("permute", "relabel"):
         return False
     return a[0] != "a2a" or not _dims(a) & _dims(b)
 
@@ -195,6 +212,8 @@ def _program(mesh: Mesh, src: DistType, dst: DistType, types: FTypes, ops: list[
         kind = op[0]
         if kind == "permute":
             steps.append(AllPermute())
+        elif kind == "relabel":
+            steps.append(Relabel())
         elif kind == "a2a":
             steps.append(AllToAll(tuple((i, j, factors_to_refs(mesh, r)) for i, j, r in op[1])))
         else:

@@ -142,7 +142,7 @@ def test_step_round_trips(text: str) -> None:
         (
             "allscatter(0{x})",
             "expected a collective like allgather(0{x}), dynslice(0{x}), "
-            "alltoall(0->1{x}) or allpermute, but found 'allscatter(0{x})'",
+            "alltoall(0->1{x}), allpermute or relabel, but found 'allscatter(0{x})'",
         ),
         ("alltoall(0{x})", "expected a group like 0{x} or 0->1{x}, but found '0{x}'"),
         ("allgather(0->1{x})", "expected a group like 0{x} or 0->1{x}, but found '0->1{x}'"),
