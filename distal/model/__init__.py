@@ -6,7 +6,7 @@
 >>> plan = dt.kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), A, B, C).compile()
 >>> p = plan.predict(model.lassen_gpu())
 >>> p.steps, p.fits, p.seconds > 0
-(2, True, True)
+(4, True, True)
 """
 
 from distal.model.links import LINKS, Link, LinkError
