@@ -150,6 +150,9 @@ class Tensor:
     @classmethod
     def from_array(cls, name: str, array: Any, format: Any = None) -> Tensor:
         """A tensor holding a copy of `array` (NumPy or cuPyNumeric)."""
+        from distal.lower.memory import check_host_allocation
+
+        check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
         data = np.array(array, copy=True)
         if data.dtype.type not in _DTYPES:
             raise ShapeError(
@@ -183,6 +186,9 @@ class Tensor:
         if self.storage is not None:
             return np.array(self.storage.to_numpy(), dtype=self.dtype, copy=True)
         if self._array is None:
+            from distal.lower.memory import check_host_allocation
+
+            check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
             return np.zeros(self.concrete_shape(), dtype=self.dtype)
         return self._array.copy()
 

@@ -88,3 +88,14 @@ def test_out_of_memory_on_legate_leaves_the_runtime_usable() -> None:
     y[i] = x[i] * 2
     y.schedule().evaluate()
     np.testing.assert_array_equal(y.to_numpy(), np.arange(6.0) * 2)
+
+
+def test_host_copies_of_tensors_are_checked_before_allocating() -> None:
+    # a read-only broadcast view takes no memory; from_array's copy of it would take 298 GiB
+    huge = np.broadcast_to(np.float64(1.0), (200000, 200000))
+    with pytest.raises(dt.OutOfMemory, match=r"expected a copy of B's data \(\[200000, 200000\] float64\) to fit "
+                                             r"in the host's available memory"):
+        dt.Tensor.from_array("B", huge)
+    with pytest.raises(dt.OutOfMemory, match=r"expected A's zeros \(it has no data\) \(\[200000, 200000\] float64\)"):
+        dt.Tensor("A", (200000, 200000)).to_numpy()
+    np.testing.assert_array_equal(dt.Tensor.from_array("x", np.arange(3.0)).to_numpy(), np.arange(3.0))
