@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from distal import leaf
 from distal.errors import (
     DistalError,
+    DtypeError,
     FormatError,
     MachineError,
     NotationError,
@@ -43,6 +44,7 @@ __all__ = [
     "DistType",
     "DistalError",
     "Distribution",
+    "DtypeError",
     "Format",
     "FormatError",
     "Grid",

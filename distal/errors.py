@@ -62,6 +62,10 @@ class ShapeError(NotationError):
     """Data whose shape or dtype does not match its tensor."""
 
 
+class DtypeError(ShapeError):
+    """A dtype distal does not compute with, or a right side that cannot be cast into its output."""
+
+
 class ScheduleError(DistalError):
     """A scheduling command whose preconditions do not hold."""
 

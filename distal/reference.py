@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from distal.cin.ast import Assign
-from distal.cin.blocks import run_index_block, store
+from distal.cin.blocks import operand, run_index_block, store
 from distal.cin.relations import Divide, Precompute, Split, Substitute
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
-from distal.leaf import Leaf, einsum_pattern
+from distal.leaf import GENERIC, Leaf, einsum_pattern
 from distal.notation.ast import Access, IndexVar
+from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
 from distal.sizes import resolve
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["BLOCK_LIMIT", "run_reference"]
 
 BLOCK_LIMIT = 1 << 20  # points computed at once in one vectorized block
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) -> None:
@@ -108,27 +110,38 @@ class _Executor(Walker):
 
     def leaf_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar], leaf: Leaf) -> bool:
         """Run the block with the leaf's kernel on boxes of the arrays; False when it is no box."""
-        pattern = einsum_pattern(a.lhs, a.rhs)
-        if pattern is None or not leaf.matches(a.lhs, a.rhs):
+        if einsum_pattern(a.lhs, a.rhs) is None or not leaf.matches(a.lhs, a.rhs):
             return False
-        box = self.leaf_box(env, block, {v for acc in (a.lhs, *a.rhs.accesses()) for v in acc.indices})
+        accesses = (a.lhs, *a.rhs.accesses())
+        box = self.leaf_box(env, block, {v for acc in accesses for v in acc.indices})
         if box is None:
             return False
         ints, ranges = box
         if not ranges:
             return True  # every point past an extent
-
-        def view(acc: Access) -> np.ndarray:
-            idx: list[int | slice] = []
+        letters: dict[IndexVar, str] = {}
+        for acc in accesses:  # the block's own pattern: variables fixed outside it drop out
             for v in acc.indices:
-                idx.append(slice(*ranges[v]) if v in ranges else ints[v])
-            return self.arrays[acc.tensor][(*idx, Ellipsis)]  # Ellipsis: a view even when every index is an int
+                if v in ranges and v not in letters:
+                    letters[v] = _LETTERS[len(letters)]
 
+        def view(acc: Access) -> tuple[np.ndarray, str]:
+            idx = [slice(*ranges[v]) if v in ranges else ints[v] for v in acc.indices]
+            axes = "".join(letters[v] for v in acc.indices if v in ranges)
+            return self.arrays[acc.tensor][(*idx, Ellipsis)], axes  # Ellipsis: a view even when all are ints
+
+        dtype = compute_dtype(a.lhs, a.rhs)  # NumPy's einsum with out=: operands converted first
         factors = [view(f) for f in a.rhs.accesses()]
-        out = view(a.lhs)
+        out, out_axes = view(a.lhs)
+        present = "".join(ax for _, ax in factors)
+        keep = "".join(c for c in out_axes if c in present)
+        spec = ",".join(ax for _, ax in factors) + "->" + keep
+        kernel = leaf if leaf.pattern == spec else GENERIC  # a block of another shape than the leaf's
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value = leaf.compute(*factors, pattern=pattern)
-        store(out, value, a.accumulate)
+            value = kernel.compute(*(operand(arr, dtype) for arr, _ in factors),
+                                   pattern=None if kernel.pattern else spec)
+        value = np.reshape(value, [n if c in keep else 1 for n, c in zip(out.shape, out_axes)])
+        store(out, value, a.accumulate)  # broadcast along output loops no operand has
         self.leaf_blocks += 1
         return True
 

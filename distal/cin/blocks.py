@@ -24,9 +24,10 @@ import numpy as np
 from distal.cin.ast import Assign
 from distal.errors import RuntimeFailure
 from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
 
-__all__ = ["Lookup", "evaluate_points", "run_index_block", "store"]
+__all__ = ["Lookup", "add", "evaluate_points", "operand", "run_index_block", "store"]
 
 Lookup = Callable[[Tensor], tuple[Any, tuple[int, ...]]]
 
@@ -38,34 +39,66 @@ def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: 
     A scalar left side written with `=` by several points keeps the last
     point's value, as the sequential loops would.
     """
+    dtype = compute_dtype(a.lhs, a.rhs)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        value = xp.asarray(evaluate_points(a.rhs, vals, [], lookup, ext, xp))
+        value = xp.asarray(evaluate_points(a.rhs, vals, [], lookup, ext, xp, dtype))
     out, origin = lookup(a.lhs.tensor)
     idx = tuple(_device(xp, np.broadcast_to(np.asarray(_value_of(vals, v)) - o, (npts,)))
                 for v, o in zip(a.lhs.indices, origin))
     value = xp.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
     if not idx:
-        out[()] = (out[()] + value.sum()) if a.accumulate else value[-1]
+        if a.accumulate:
+            add(out, _sum(value, None, xp), xp)
+        else:
+            out[()] = value[-1]
     elif not a.accumulate:
         out[idx] = value
-    elif xp is np and out.dtype.kind == "f" and out.flags.c_contiguous:
+    elif xp is np and out.dtype.kind == "f" and value.dtype.kind == "f" and out.flags.c_contiguous:
         flat = np.ravel_multi_index(idx, out.shape)  # bincount: much faster than add.at
-        out.reshape(-1)[:] += np.bincount(flat, weights=value, minlength=out.size).astype(out.dtype)
+        add(out.reshape(-1), np.bincount(flat, weights=value, minlength=out.size), xp)
     else:
-        xp.add.at(out, idx, value.astype(out.dtype))
+        xp.add.at(out, idx, value.astype(out.dtype))  # the casting rule was checked when the statement was built
 
 
-def store(out: Any, value: Any, accumulate: bool) -> None:
-    """Write (or add, for `+=`) `value` into the array view `out`."""
+def store(out: Any, value: Any, accumulate: bool, xp: Any = np) -> None:
+    """Write (or add, for `+=`) `value` into the array view `out`, cast to its dtype.
+
+    The statement's casting rule was checked when it was built, so the cast
+    is unchecked here (a `casting="unsafe"` output truncates as NumPy's
+    astype does).
+    """
     if accumulate:
-        out += value
+        add(out, value, xp)
     else:
         out[...] = value
 
 
+def add(out: Any, value: Any, xp: Any = np) -> None:
+    """`out += value` computed in the promotion of both dtypes, then cast into `out` (NumPy's `+=`)."""
+    if xp is np:
+        np.add(out, value, out=out, casting="unsafe")
+    elif value.dtype == out.dtype:
+        out += value
+    else:
+        out[...] = out + value
+
+
+def _sum(x: Any, axis: int | None, xp: Any) -> Any:
+    """`x` summed in its own dtype, as einsum sums (NumPy's `sum` widens small integers)."""
+    return x.sum(axis=axis, dtype=x.dtype) if xp is np else x.sum(axis=axis)
+
+
+def operand(arr: Any, dtype: Any) -> Any:
+    """An operand converted to the dtype the statement computes in (no copy when it has it)."""
+    return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
 def evaluate_points(e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar], lookup: Lookup,
-                    ext: Mapping[IndexVar, int], xp: Any = np) -> Any:
-    """`e` at every point: axis 0 runs over the points, axis 1 + n over `scope[n]` (sums being taken)."""
+                    ext: Mapping[IndexVar, int], xp: Any = np, dtype: Any = None) -> Any:
+    """`e` at every point: axis 0 runs over the points, axis 1 + n over `scope[n]` (sums being taken).
+
+    Every operand is converted to `dtype` (the statement's `compute_dtype`) when given.
+    """
     depth = 1 + len(scope)
     if isinstance(e, Access):
         arr, origin = lookup(e.tensor)
@@ -79,19 +112,19 @@ def evaluate_points(e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar]
                 x = _value_of(vals, v)
                 idx.append(_device(xp, x.reshape((-1,) + (1,) * (depth - 1)) - o) if isinstance(x, np.ndarray)
                            else x - o)
-        return arr[tuple(idx)]
+        return arr[tuple(idx)] if dtype is None else operand(arr[tuple(idx)], dtype)
     if isinstance(e, Literal):
         return e.value
     if isinstance(e, Neg):
-        return -evaluate_points(e.operand, vals, scope, lookup, ext, xp)
+        return -evaluate_points(e.operand, vals, scope, lookup, ext, xp, dtype)
     if isinstance(e, Sum):
-        b = xp.asarray(evaluate_points(e.body, vals, [*scope, e.var], lookup, ext, xp))
+        b = xp.asarray(evaluate_points(e.body, vals, [*scope, e.var], lookup, ext, xp, dtype))
         b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
         b = xp.broadcast_to(b, (*b.shape[:-1], ext[e.var]))
-        return b.sum(axis=-1)
+        return _sum(b, -1, xp)
     assert isinstance(e, BinaryOp), e
-    x = _align(evaluate_points(e.a, vals, scope, lookup, ext, xp), depth)
-    y = _align(evaluate_points(e.b, vals, scope, lookup, ext, xp), depth)
+    x = _align(evaluate_points(e.a, vals, scope, lookup, ext, xp, dtype), depth)
+    y = _align(evaluate_points(e.b, vals, scope, lookup, ext, xp, dtype), depth)
     if isinstance(e, Mul):
         return x * y
     if isinstance(e, Div):

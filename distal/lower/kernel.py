@@ -45,13 +45,14 @@ from typing import Any
 import numpy as np
 
 from distal.cin.ast import Assign, Forall, Stmt, assignments
-from distal.cin.blocks import run_index_block
+from distal.cin.blocks import operand, run_index_block, store
 from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
 from distal.lower.parallel import ParallelLoop
 from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
 from distal.schedule.provenance import Provenance
 
@@ -383,13 +384,16 @@ class _Run(Walker):
         out, out_axes = view(a.lhs)
         if len(set(out_axes)) != len(out_axes):
             return None
+        dtype = compute_dtype(a.lhs, a.rhs)  # as numpy.einsum(..., out=): operands converted first
+
+        def rhs_view(acc: Access) -> tuple[Any, str]:
+            arr, axes = view(acc)
+            return operand(arr, dtype), axes
+
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, axes = self._value(a.rhs, view, letters, sums, out_axes, self.body.leaf_of(block))
+            value, axes = self._value(a.rhs, rhs_view, letters, sums, out_axes, self.body.leaf_of(block))
         value = _to_axes(self.xp, value, axes, out_axes)
-        if a.accumulate:
-            out += value
-        else:
-            out[...] = value
+        store(out, value, a.accumulate, self.xp)  # cast into the output (the casting rule was checked)
         return True
 
     def _value(self, e: Expr, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int],

@@ -1,12 +1,28 @@
-"""Checks that make an assignment a valid tensor index notation statement."""
+"""Checks that make an assignment a valid tensor index notation statement.
+
+Dtypes follow NumPy, as `numpy.einsum(..., out=output)` does: the right
+side's type (`result_dtype`) is NumPy's promotion of its operands and
+literals (a sum keeps its body's type, as einsum does; `/` of integers is
+float64, as NumPy's true division); the statement computes in the promotion
+of that and the output's dtype (`compute_dtype`: every operand is converted
+to it first, so sums into a wider integer output do not wrap); and the
+result must be castable into the output by the output tensor's `casting`
+rule (`same_kind` by default: float into an integer output is refused with a
+`DtypeError` naming both dtypes when the statement is built).
+"""
 
 from __future__ import annotations
 
-from distal.errors import NotationError
-from distal.notation.ast import Access, Assignment, IndexVar, Sum
+import functools
+from typing import Any
+
+import numpy as np
+
+from distal.errors import DtypeError, NotationError
+from distal.notation.ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.sizes import Size
 
-__all__ = ["check_statement", "extents"]
+__all__ = ["check_statement", "compute_dtype", "extents", "result_dtype"]
 
 
 def extents(stmt: Assignment) -> dict[IndexVar, Size]:
@@ -51,7 +67,77 @@ def check_statement(stmt: Assignment) -> Assignment:
             )
     _check_sums(stmt)
     extents(stmt)
+    _check_dtypes(stmt)
     return stmt
+
+
+def result_dtype(e: Expr) -> np.dtype:
+    """The dtype NumPy computes `e` in: its operands' and literals' promotion (`DtypeError` if none)."""
+    return _result_dtype(_signature(e))
+
+
+def compute_dtype(lhs: Access, rhs: Expr) -> np.dtype:
+    """The dtype `lhs = rhs` computes in: the right side's promoted with the output's (einsum's `out=`)."""
+    return _compute_dtype(lhs.tensor.dtype, _signature(rhs))
+
+
+Signature = tuple[Any, ...]
+
+
+def _signature(e: Expr) -> Signature:
+    """`e` with each access replaced by its tensor's dtype: what its dtype depends on (a cache key)."""
+    if isinstance(e, Access):
+        return ("access", e.tensor.dtype)
+    if isinstance(e, Literal):
+        return ("literal", e.value)
+    return (type(e).__name__, *(_signature(c) for c in e.children()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compute_dtype(out: np.dtype, rhs: Signature) -> np.dtype:
+    return np.result_type(_result_dtype(rhs), out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _result_dtype(sig: Signature) -> np.dtype:
+    with np.errstate(all="ignore"):
+        return np.asarray(_sample(sig)).dtype
+
+
+def _sample(sig: Signature) -> Any:
+    """The expression evaluated on one-element arrays of its operands' dtypes (literals stay Python numbers)."""
+    kind = sig[0]
+    if kind == "access":
+        return np.ones(1, dtype=sig[1])
+    if kind == "literal":
+        return sig[1]
+    if kind == Neg.__name__:
+        return -_sample(sig[1])
+    if kind == Sum.__name__:
+        return _sample(sig[1])  # einsum's sums keep the type (np.sum would widen small integers)
+    a, b = _sample(sig[1]), _sample(sig[2])
+    ufunc = {Mul.__name__: np.multiply, Div.__name__: np.true_divide, Sub.__name__: np.subtract,
+             Add.__name__: np.add}[kind]
+    try:
+        return ufunc(a, b)
+    except (OverflowError, TypeError) as exc:
+        raise DtypeError(f"expected operands NumPy can combine, but found {exc}") from None
+
+
+def _check_dtypes(stmt: Assignment) -> None:
+    out = stmt.lhs.tensor
+    try:
+        rhs = result_dtype(stmt.rhs)
+    except DtypeError as exc:
+        raise DtypeError(exc.message, stmt) from None
+    casting: Any = getattr(out, "casting", "same_kind")
+    if not np.can_cast(rhs, out.dtype, casting=casting):
+        raise DtypeError(
+            f"expected a right side castable to {out.dtype.name} (the dtype of {out.name}) under "
+            f"casting={casting!r}, but found {rhs.name}; give {out.name} a dtype of that kind, or make it "
+            f"with casting='unsafe' to truncate as NumPy's astype does",
+            stmt,
+        )
 
 
 def _check_sums(stmt: Assignment) -> None:

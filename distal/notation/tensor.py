@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distal.errors import FormatError, NotationError, ShapeError
+from distal.errors import DtypeError, FormatError, NotationError, ShapeError
 from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
 from distal.sizes import MachineDim, Param, Size
@@ -17,11 +17,41 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor"]
 
-_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.complex128, np.complex64)
+# NumPy's numeric dtypes that numpy.einsum computes with (bool is not: its + is `or`, and index
+# notation's sums would silently become `any`)
+_DTYPES = (
+    np.float64, np.float32, np.float16,
+    np.int64, np.int32, np.int16, np.int8,
+    np.uint64, np.uint32, np.uint16, np.uint8,
+    np.complex128, np.complex64,
+)
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def check_dtype(dtype: Any, name: str) -> np.dtype:
+    """`dtype` as a NumPy dtype that distal computes with; a `DtypeError` naming it otherwise."""
+    try:
+        dt: np.dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise DtypeError(f"expected a NumPy dtype for {name}, but found {dtype!r}") from exc
+    if dt.type not in _DTYPES:
+        raise DtypeError(
+            f"expected a numeric dtype ({', '.join(np.dtype(d).name for d in _DTYPES)}) "
+            f"for {name}, but found {dt.name}"
+        )
+    return dt
 
 
 class Tensor:
     """A dense tensor: name, shape, dtype, an optional format, and its data.
+
+    `dtype` is any of NumPy's numeric dtypes but bool. A statement computing
+    the tensor computes as `numpy.einsum(..., out=tensor)` does: in NumPy's
+    promoted type of its operands, literals and this tensor, cast into this
+    tensor by `casting` (NumPy's rule names; "same_kind", the default, refuses
+    a float right side into an integer tensor when the statement is built;
+    "unsafe" allows it, truncating every partial result as it is stored, so
+    the result may then depend on the schedule).
 
     >>> import distal as dt
     >>> A = dt.Tensor("A", (2, 3))
@@ -36,6 +66,7 @@ class Tensor:
         format: Any = None,
         *,
         dtype: Any = np.float64,
+        casting: str = "same_kind",
     ) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise NotationError(f"expected an identifier as tensor name, but found {name!r}")
@@ -53,18 +84,13 @@ class Tensor:
                 )
             else:
                 dims.append(int(s))
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as exc:
-            raise ShapeError(f"expected a NumPy dtype for {name}, but found {dtype!r}") from exc
-        if dt.type not in _DTYPES:
-            raise ShapeError(
-                f"expected one of {', '.join(np.dtype(d).name for d in _DTYPES)} as dtype "
-                f"of {name}, but found {dt.name}"
-            )
+        dt = check_dtype(dtype, name)
+        if casting not in _CASTINGS:
+            raise DtypeError(f"expected casting= one of {', '.join(_CASTINGS)} for {name}, but found {casting!r}")
         self.name = name
         self.shape: tuple[Size, ...] = tuple(dims)
         self.dtype = dt
+        self.casting = casting  # how a statement's right side is cast into this tensor (NumPy's casting rules)
         self.format: Format | None = None
         self.assignment: Assignment | None = None
         self._array: np.ndarray | None = None
@@ -154,10 +180,7 @@ class Tensor:
 
         check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
         data = np.array(array, copy=True)
-        if data.dtype.type not in _DTYPES:
-            raise ShapeError(
-                f"expected a numeric array for {name}, but found dtype {data.dtype.name}"
-            )
+        check_dtype(data.dtype, name)
         t = cls(name, data.shape, format, dtype=data.dtype)
         t._array = data
         return t

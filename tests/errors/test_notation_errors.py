@@ -124,8 +124,9 @@ CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
     ("scalar-indexed", _scalar_indexed, dt.NotationError, "expected 0 index variable(s) for a"),
     ("bad-name", _bad_name, dt.NotationError, "expected an identifier as tensor name, but found '2B'"),
     ("bad-shape", _bad_shape, dt.ShapeError, "expected non-negative integer extents for B, but found -1"),
-    ("bad-dtype", _bad_dtype, dt.ShapeError, "as dtype of B, but found bool"),
-    ("bad-data", _bad_data, dt.ShapeError, "expected a numeric array for B, but found dtype"),
+    ("bad-dtype", _bad_dtype, dt.DtypeError, "expected a numeric dtype (float64, float32, float16, int64, "
+     "int32, int16, int8, uint64, uint32, uint16, uint8, complex128, complex64) for B, but found bool"),
+    ("bad-data", _bad_data, dt.DtypeError, "expected a numeric dtype (float64,"),
     ("set-wrong-shape", _set_wrong_shape, dt.ShapeError, "expected data of shape (2,) for B, but found (3,)"),
     ("no-statement", _no_statement, dt.NotationError, "expected a statement computing B"),
     ("not-finite", _not_finite, dt.NotationError, "expected a finite number, but found inf"),
