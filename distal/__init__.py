@@ -33,7 +33,9 @@ from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
 if TYPE_CHECKING:
-    from distal import kernels, reduction, runtime
+    import distal.kernels as kernels
+    import distal.runtime as runtime
+    from distal import reduction
     from distal.redist import DistType, Mesh, Program, synthesize
     from distal.reduction import System, plan_reduction
 
@@ -79,6 +81,13 @@ __all__ = [
     "synthesize",
 ]
 
+
+# Where no NVIDIA driver is installed, load distal's stand-in for it and
+# configure Legate now, so that `import cupynumeric` (which starts Legate)
+# works in this process before or after distal's own start (README).
+from distal.runtime._start import prepare_at_import as _prepare_at_import
+
+_prepare_at_import()
 
 # Loaded on first use, to keep `import distal` fast: distal.runtime and
 # distal.kernels import Legate (which plain compiler use never needs), the

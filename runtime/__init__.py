@@ -19,31 +19,34 @@ A lowering layer drives it with plain data::
 
 from __future__ import annotations
 
-from ._config import HostInfo, default_config, host_info
-from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
-from ._make import from_numpy, full, zeros
-from ._registry import Kernel, KernelFailure, check_failures, register_kernel
-from ._shim import DriverInfo, build_shim, load_driver
-from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
-from ._store import Store, fence, tile_of, to_numpy, wrap
+from typing import TYPE_CHECKING
 
-# Storage, redistribution and reduction entry points import the compiler's
-# redistribution and reduction packages: they load on first use.
+if TYPE_CHECKING:
+    from ._config import HostInfo, default_config, host_info
+    from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
+    from ._make import from_numpy, full, zeros
+    from ._redistribute import StepRecord, redistribute, run_plan_steps, run_program
+    from ._reduce import ReduceRecord, reduce_arrays, reduce_on_machine, reduce_partials
+    from ._registry import Kernel, KernelFailure, check_failures, register_kernel
+    from ._shim import DriverInfo, build_shim, load_driver
+    from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
+    from ._store import Store, fence, tile_of, to_numpy, wrap
+    from ._tensor_storage import FormatStore, adopt, device_grid, from_store, native, place
+
+# Every name loads its module on first use: `import distal.runtime` stays cheap
+# (`import distal` prepares the driver through it), and the storage,
+# redistribution and reduction modules import the compiler's synthesizers.
 _LAZY = {
-    "FormatStore": "_tensor_storage",
-    "adopt": "_tensor_storage",
-    "device_grid": "_tensor_storage",
-    "from_store": "_tensor_storage",
-    "native": "_tensor_storage",
-    "place": "_tensor_storage",
-    "StepRecord": "_redistribute",
-    "redistribute": "_redistribute",
-    "run_plan_steps": "_redistribute",
-    "run_program": "_redistribute",
-    "ReduceRecord": "_reduce",
-    "reduce_arrays": "_reduce",
-    "reduce_on_machine": "_reduce",
-    "reduce_partials": "_reduce",
+    **dict.fromkeys(("HostInfo", "default_config", "host_info"), "_config"),
+    **dict.fromkeys(("Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"), "_launch"),
+    **dict.fromkeys(("from_numpy", "full", "zeros"), "_make"),
+    **dict.fromkeys(("StepRecord", "redistribute", "run_plan_steps", "run_program"), "_redistribute"),
+    **dict.fromkeys(("ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"), "_reduce"),
+    **dict.fromkeys(("Kernel", "KernelFailure", "check_failures", "register_kernel"), "_registry"),
+    **dict.fromkeys(("DriverInfo", "build_shim", "load_driver"), "_shim"),
+    **dict.fromkeys(("MachineInfo", "ensure_started", "is_started", "legate_runtime", "processor_count"), "_start"),
+    **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
+    **dict.fromkeys(("FormatStore", "adopt", "device_grid", "from_store", "native", "place"), "_tensor_storage"),
 }
 
 __all__ = [
@@ -99,4 +102,6 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'distal.runtime' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

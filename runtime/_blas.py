@@ -1,59 +1,90 @@
-"""Keep BLAS single-threaded inside Legate tasks.
+"""One BLAS thread per Legate processor, only while distal's work is queued.
 
 With one rank, Legate runs Python tasks on its CPU processor threads inside
 this very process, so every processor calling a multi-threaded BLAS would
-oversubscribe the cores. `OPENBLAS_NUM_THREADS` only takes effect when an
-OpenBLAS is loaded; NumPy's usually is already, so its thread count is also
-set through the library's own entry point.
+oversubscribe the cores. From distal's first launch until the next blocking
+fence (`_start.work_queued`/`work_done`), every BLAS library loaded in the
+process (OpenBLAS, MKL, BLIS: threadpoolctl finds them) is limited to
+`task_threads()` threads; at the fence each gets back the thread count it had.
+Both happen on the main thread: OpenBLAS ignores a thread count set from
+another thread (measured with Legate's task threads). The setting is
+process-wide while it holds, so a NumPy call of the user's own made while
+distal's tasks are queued also runs on one thread; no environment variable
+is set.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-from pathlib import Path
+import threading
+from typing import Any
 
-__all__ = ["limit_blas_threads"]
+__all__ = ["blas_info", "limit", "restore", "set_task_threads", "task_threads"]
 
-_SETTERS = (
-    "scipy_openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
+_lock = threading.Lock()
+_threads: int | None = 1
+_saved: list[tuple[Any, int]] | None = None
+_controller: Any = None
 
 
-def _loaded_openblas() -> list[str]:
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return []
-    found: list[str] = []
-    for line in maps.splitlines():
-        path = line.split()[-1] if line.split() else ""
-        if "openblas" in path.lower() and path.startswith("/") and path not in found:
-            found.append(path)
-    return found
+def set_task_threads(threads: int | None) -> None:
+    """BLAS threads while distal's tasks run (default 1); None leaves BLAS alone."""
+    global _threads
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        from distal.errors import DistalError
+
+        raise DistalError(f"expected a positive number of BLAS threads per task or None, but found {threads!r}")
+    _threads = threads
 
 
-def limit_blas_threads(threads: int = 1) -> bool:
-    """Default BLAS to `threads` threads unless the user set OPENBLAS_NUM_THREADS.
+def task_threads() -> int | None:
+    """The BLAS thread count distal's tasks run with (None: not limited)."""
+    return _threads
 
-    Sets the environment variable for libraries loaded later and calls the
-    setter of every OpenBLAS already loaded. Returns False (and changes
-    nothing) when the user chose a value.
-    """
-    if "OPENBLAS_NUM_THREADS" in os.environ:
-        return False
-    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
-    for path in _loaded_openblas():
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _SETTERS:
-            setter = getattr(library, name, None)
-            if setter is not None:
-                setter(ctypes.c_int(threads))
-                break
-    return True
+
+def _blas_libraries(refresh: bool = False) -> list[Any]:
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
+    global _controller
+    if _controller is None or refresh:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    return [lib for lib in _controller.lib_controllers if lib.user_api == "blas"]
+
+
+def blas_info() -> list[dict[str, Any]]:
+    """Each loaded BLAS library: its internal API (openblas, mkl, blis), path and current thread count."""
+    return [{"internal_api": lib.internal_api, "filepath": lib.filepath, "num_threads": lib.num_threads}
+            for lib in _blas_libraries(refresh=True)]
+
+
+def prepare() -> None:
+    """Find the BLAS libraries loaded so far (when Legate starts)."""
+    _blas_libraries(refresh=True)
+
+
+def limit() -> None:
+    """Limit every loaded BLAS to `task_threads()` threads, remembering each one's count; idempotent."""
+    global _saved
+    with _lock:
+        if _saved is not None or _threads is None:
+            return
+        _saved = []
+        for lib in _blas_libraries():
+            before = lib.num_threads
+            if before != _threads:
+                lib.set_num_threads(_threads)
+                _saved.append((lib, before))
+
+
+def restore() -> None:
+    """Give every BLAS limited by `limit` its thread count back."""
+    global _saved
+    with _lock:
+        for lib, before in _saved or ():
+            lib.set_num_threads(before)
+        _saved = None
+
+
+def limited() -> bool:
+    """Whether `limit` holds."""
+    return _saved is not None

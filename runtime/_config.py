@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HostInfo", "default_config", "host_info"]
+__all__ = ["HostInfo", "default_config", "host_info", "quiet_gpu_logging"]
 
 # Legate's pool of system memory: half of what is available, within bounds.
 _SYSMEM_SHARE = 0.5
@@ -90,3 +90,33 @@ def default_config(host: HostInfo, gpus: int, shim: bool = False) -> str:
     cpus = max(1, host.cores)
     logging = "gpu=none,threads=error" if shim else "threads=error"
     return f"--cpus {cpus} --gpus {gpus} --omps 0 --utility 1 --sysmem {sysmem} --logging {logging}"
+
+
+def quiet_gpu_logging(config: str) -> str:
+    """`config` with Realm's GPU logger silenced (for the driver stand-in), the user's other settings kept.
+
+    The stand-in reports "no device", which Realm's GPU module prints as a
+    warning and an error on stdout. An existing `--logging` value gains
+    `gpu=none` unless it sets the `gpu` logger itself; otherwise the flag is added.
+
+    >>> quiet_gpu_logging("--cpus 2 --logging legate=info")
+    '--cpus 2 --logging legate=info,gpu=none'
+    >>> quiet_gpu_logging("--cpus 2")
+    '--cpus 2 --logging gpu=none'
+    """
+    import shlex
+
+    words = shlex.split(config)
+    for n, word in enumerate(words):
+        value: str | None = None
+        if word == "--logging" and n + 1 < len(words):
+            value, at, prefix = words[n + 1], n + 1, ""
+        elif word.startswith("--logging="):
+            value, at, prefix = word.split("=", 1)[1], n, "--logging="
+        if value is None:
+            continue
+        if any(part.split("=", 1)[0].strip() == "gpu" for part in value.split(",")):
+            return config
+        words[at] = f"{prefix}{value},gpu=none" if value else f"{prefix}gpu=none"
+        return shlex.join(words)
+    return f"{config} --logging gpu=none".strip()

@@ -22,7 +22,7 @@ from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 
-from ._start import legate_runtime, processor_count
+from ._start import legate_runtime, processor_count, work_queued
 from ._store import Store
 from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
@@ -256,6 +256,7 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
     if pinned is not None:
         text += ";" + ",".join(str(int(x)) for x in pinned)
     launch.add_scalar_arg(text, types.string_type)
+    work_queued()  # until the next blocking fence: no automatic GC, one BLAS thread per task
     launch.execute()
 
 

@@ -11,17 +11,13 @@ imported. The shim is never loaded where a real driver exists.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from distal.errors import DistalError, RuntimeFailure
 
-__all__ = ["DriverInfo", "build_shim", "load_driver", "shim_source"]
+__all__ = ["DriverInfo", "build_shim", "driver_listed", "load_driver", "shim_source"]
 
 _SONAME = "libcuda.so.1"
 # -Bsymbolic: the shim's own lookups bind to its own functions.
@@ -51,6 +47,8 @@ def _cache_dir() -> Path:
 
 
 def _compiler() -> str | None:
+    import shutil
+
     wanted = os.environ.get("CC") or "cc"
     found = shutil.which(wanted)
     if found is None and "CC" not in os.environ:
@@ -66,12 +64,17 @@ def build_shim(cache_dir: Path | None = None) -> Path:
     compiler flags, so an edited source is rebuilt. The build writes a temporary file and renames
     it, so concurrent builders never load a half-written library.
     """
+    import hashlib
+
     source = shim_source()
     key = hashlib.sha256(source.read_bytes() + " ".join(_FLAGS).encode()).hexdigest()[:16]
     where = cache_dir if cache_dir is not None else _cache_dir()
     target = where / f"libcuda-shim-{key}.so"
     if target.exists():
         return target
+    import subprocess
+    import tempfile
+
     compiler = _compiler()
     if compiler is None:
         raise DistalError(
@@ -99,6 +102,21 @@ def build_shim(cache_dir: Path | None = None) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def driver_listed() -> bool:
+    """Whether the dynamic loader can find a `libcuda.so.1`, judged without loading it.
+
+    Looks in LD_LIBRARY_PATH and the loader's cache (/etc/ld.so.cache). Used at
+    `import distal`, where loading a real driver would cost time for nothing.
+    """
+    for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        if folder and os.path.exists(os.path.join(folder, _SONAME)):
+            return True
+    try:
+        return _SONAME.encode() in Path("/etc/ld.so.cache").read_bytes()
+    except OSError:
+        return False
 
 
 def _count_devices(driver: ctypes.CDLL) -> int:

@@ -4,7 +4,20 @@ Under plain `python` (no LEGATE_CONFIG) distal writes its own configuration:
 every core a CPU processor, half the available memory as system memory, one
 utility thread, and as many GPUs as a real driver reports. Under the `legate`
 launcher (which sets LEGATE_CONFIG) the user's settings win. Either way the
-driver stand-in is loaded first where no real driver exists.
+driver stand-in is loaded first where no real driver exists, and then Realm's
+GPU logger is silenced (it would print the stand-in's "no device" on stdout).
+
+What distal changes in the process, and for how long:
+
+- the driver stand-in, LEGATE_AUTO_CONFIG=0 and LEGATE_CONFIG (distal's
+  defaults, or the user's with `gpu=none` logging) on machines without an
+  NVIDIA driver, from `import distal` on, so that Legate started by
+  cuPyNumeric works too (`prepare_process`);
+- from distal's first task launch until the next blocking fence (`fence()`,
+  or `to_numpy`), Python's automatic garbage collection is paused (a
+  collection inside a Legate task thread that frees Legate objects crashes
+  the process) and BLAS runs one thread per processor; then the user's
+  settings are back (`work_queued`, `work_done`, `_blas.py`).
 """
 
 from __future__ import annotations
@@ -20,11 +33,21 @@ import numpy as np
 
 from distal.errors import DistalError, RuntimeFailure
 
-from ._blas import limit_blas_threads
-from ._config import default_config, host_info
-from ._shim import load_driver
+from . import _blas
+from ._config import default_config, host_info, quiet_gpu_logging
+from ._shim import driver_listed, load_driver
 
-__all__ = ["MachineInfo", "ensure_started", "is_started", "legate_runtime", "processor_count"]
+__all__ = [
+    "MachineInfo",
+    "ensure_started",
+    "is_started",
+    "legate_runtime",
+    "prepare_process",
+    "processor_count",
+    "work_done",
+    "work_pending",
+    "work_queued",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +92,79 @@ def is_started() -> bool:
     return _machine is not None
 
 
-def _prepare_environment() -> tuple[str, bool, str]:
-    user_config = "LEGATE_CONFIG" in os.environ
-    driver = load_driver()
-    if not driver.real:
-        # Legate's automatic configuration probes the GPUs and fails on the shim.
-        os.environ["LEGATE_AUTO_CONFIG"] = "0"
-    if not user_config:
-        os.environ["LEGATE_CONFIG"] = default_config(
-            host_info(), gpus=driver.devices, shim=not driver.real
-        )
-        os.environ.setdefault("LEGATE_AUTO_CONFIG", "0")
-    limit_blas_threads(1)
-    kind = "real" if driver.real else "shim"
-    return os.environ["LEGATE_CONFIG"], user_config, kind
+_prepared: tuple[bool, str] | None = None
+
+
+def prepare_process() -> tuple[str, bool, str]:
+    """Load the driver (or its stand-in) and set Legate's configuration; idempotent.
+
+    Returns (LEGATE_CONFIG, whether the user set it, 'real' or 'shim').
+    """
+    global _prepared
+    if _prepared is None:
+        user_config = "LEGATE_CONFIG" in os.environ
+        driver = load_driver()
+        if not driver.real:
+            # Legate's automatic configuration probes the GPUs and fails on the shim.
+            os.environ["LEGATE_AUTO_CONFIG"] = "0"
+        if not user_config:
+            os.environ["LEGATE_CONFIG"] = default_config(host_info(), gpus=driver.devices, shim=not driver.real)
+            os.environ.setdefault("LEGATE_AUTO_CONFIG", "0")
+        elif not driver.real:
+            os.environ["LEGATE_CONFIG"] = quiet_gpu_logging(os.environ["LEGATE_CONFIG"])
+        _prepared = (user_config, "real" if driver.real else "shim")
+    return os.environ.get("LEGATE_CONFIG", ""), _prepared[0], _prepared[1]
+
+
+def prepare_at_import() -> None:
+    """At `import distal`: where no NVIDIA driver is installed, prepare the process now, so that
+    `import cupynumeric` (which starts Legate) works before distal starts anything.
+    Where a driver is listed nothing happens here; never raises (ensure_started reports)."""
+    if driver_listed():
+        return
+    try:
+        prepare_process()
+    except DistalError:
+        pass
+
+
+# -- while distal's work is queued ------------------------------------------------------------
+
+_queued = False
+_gc_was_enabled = True
+
+
+def work_queued() -> None:
+    """Before distal launches a task (main thread): hold the settings its tasks need until
+    the next blocking fence (`work_done`); cheap when they already hold.
+
+    - Automatic garbage collection is paused. Python's cyclic collector runs in
+      whatever thread allocates when it triggers, including Legate's task
+      threads, and freeing Legate objects there crashed the process (seen in a
+      Python task's stack).
+    - BLAS runs `_blas.task_threads()` threads (one per processor).
+    """
+    global _queued, _gc_was_enabled
+    if not _queued:
+        _gc_was_enabled = gc.isenabled()
+        gc.disable()
+        _blas.limit()
+        _queued = True
+
+
+def work_done() -> None:
+    """At a blocking fence (nothing of distal's queued): the user's collector and BLAS settings are back."""
+    global _queued
+    if _queued:
+        _queued = False
+        _blas.restore()
+        if _gc_was_enabled:
+            gc.enable()
+
+
+def work_pending() -> bool:
+    """Whether distal launched work since the last blocking fence."""
+    return _queued
 
 
 def _import_legate() -> Any:
@@ -121,14 +203,9 @@ def ensure_started() -> MachineInfo:
     with _lock:
         if _machine is not None:
             return _machine
-        config, user_config, driver = _prepare_environment()
+        config, user_config, driver = prepare_process()
         legate, core = _import_legate()
-        # Python's cyclic garbage collector runs in whatever thread allocates
-        # when it triggers, including Legate's task threads; freeing Legate
-        # objects there crashed the process (seen in a Python task's stack).
-        # With Legate running, cycles are collected at blocking fences instead,
-        # on the main thread with nothing queued (`distal.runtime.fence`).
-        gc.disable()
+        _blas.prepare()
         machine = core.get_legate_runtime().machine
         target = core.TaskTarget
         host = host_info()

@@ -27,7 +27,7 @@ import numpy as np
 from distal.errors import DistalError, NotSupportedYet
 
 from ._registry import check_failures, release_transient
-from ._start import legate_runtime
+from ._start import legate_runtime, work_done, work_pending
 
 __all__ = ["Store", "fence", "legate_type", "tile_of", "to_numpy", "wrap"]
 
@@ -136,8 +136,8 @@ def to_numpy(store: Store) -> np.ndarray:
         del mapped
         target.detach()
     if (len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES
-            or gc.get_count()[0] > _GC_ALLOCATIONS):
-        fence()
+            or gc.get_count()[0] > _GC_ALLOCATIONS or work_pending()):
+        fence()  # also gives back the user's GC and BLAS settings (_start.work_queued)
     check_failures()
     return result
 
@@ -153,12 +153,13 @@ def fence() -> None:
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
     collect_garbage()
+    work_done()
     check_failures()
 
 
 def collect_garbage(force: bool = False) -> None:
-    """Collect cycles as Python's automatic collector would at this point (it is off while
-    Legate runs, see _start.py): the youngest generation past its threshold, and an older
+    """Collect cycles as Python's automatic collector would at this point (it is paused while
+    distal's tasks may be queued, see _start.work_queued): the youngest generation past its threshold, and an older
     one when enough younger collections happened. Call only with nothing queued."""
     if force:
         gc.collect()

@@ -1,43 +1,84 @@
-"""BLAS runs one thread per Legate processor unless the user says otherwise."""
+"""BLAS runs one thread per task while distal's tasks are queued, and the user's setting otherwise."""
 
 from __future__ import annotations
 
-import ctypes
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from threadpoolctl import ThreadpoolController
 
-from distal.runtime._blas import _loaded_openblas, limit_blas_threads
-
-GETTERS = (
-    "scipy_openblas_get_num_threads64_",
-    "scipy_openblas_get_num_threads",
-    "openblas_get_num_threads64_",
-    "openblas_get_num_threads",
-)
+from distal import runtime as rt
+from distal.errors import DistalError
+from distal.runtime import _blas
 
 
-def test_loaded_openblas_is_set_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def _blas_threads() -> list[int]:
+    return [lib.num_threads for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+
+
+@pytest.fixture
+def two_blas_threads() -> Iterator[None]:
+    """The user's BLAS setting: two threads (restored afterwards)."""
     assert np.ones(1).sum() == 1.0
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    assert limit_blas_threads(1)
-    libraries = _loaded_openblas()
-    if not libraries:
-        pytest.skip("NumPy is not linked with OpenBLAS here")
-    # NumPy's OpenBLAS and the one cupynumeric brings may both be loaded; every
-    # one that reports its thread count must report one thread.
-    counts = {}
-    for path in libraries:
-        library = ctypes.CDLL(path)
-        for name in GETTERS:
-            getter = getattr(library, name, None)
-            if getter is not None:
-                counts[path] = getter()
-                break
-    assert counts, f"no loaded OpenBLAS reports its thread count: {libraries}"
-    assert set(counts.values()) == {1}, counts
+    if not _blas_threads():
+        pytest.skip("no BLAS library that threadpoolctl can control is loaded")
+    controller = ThreadpoolController()
+    with controller.limit(limits=2, user_api="blas"):
+        yield
 
 
-def test_the_users_choice_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
-    assert not limit_blas_threads(1)
+def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
+        machine: rt.MachineInfo, two_blas_threads: None) -> None:
+    seen: list[list[int]] = []
+
+    def kernel(point: tuple[int, ...], tile: np.ndarray) -> None:
+        seen.append(_blas_threads())
+        tile[...] = np.ones((2, 2)) @ np.ones((2, 2))  # a BLAS call inside the task
+
+    key = rt.register_kernel(kernel)
+    store = rt.zeros((4, 2), tile=(2, 2))
+    rt.index_launch(key, (2, 1), [rt.Arg(store, rt.Privilege.READ_WRITE, (2, 2))])
+    rt.fence()
+    assert len(seen) == 2 and all(counts and set(counts) == {1} for counts in seen), seen
+    assert set(_blas_threads()) == {2}  # outside distal's tasks: the user's setting
+    assert (rt.to_numpy(store) == 2.0).all()
+
+
+def test_no_limit_inside_tasks_when_asked(machine: rt.MachineInfo, two_blas_threads: None) -> None:
+    seen: list[list[int]] = []
+    key = rt.register_kernel(lambda point, tile: seen.append(_blas_threads()))
+    store = rt.zeros((2,), tile=(2,))
+    rt.fence()
+    _blas.set_task_threads(None)
+    try:
+        rt.index_launch(key, (1,), [rt.Arg(store, rt.Privilege.READ_WRITE, (2,))])
+        rt.fence()
+    finally:
+        _blas.set_task_threads(1)
+    assert seen == [[2] * len(seen[0])]
+
+
+def test_the_limit_holds_from_a_launch_until_the_next_fence(machine: rt.MachineInfo, two_blas_threads: None) -> None:
+    from distal.runtime import _start
+
+    key = rt.register_kernel(lambda point, tile: None)
+    store = rt.zeros((2,), tile=(2,))
+    rt.fence()
+    assert not _start.work_pending() and set(_blas_threads()) == {2}
+    rt.index_launch(key, (1,), [rt.Arg(store, rt.Privilege.READ_WRITE, (2,))])
+    assert _start.work_pending() and set(_blas_threads()) == {1}  # tasks may be running
+    rt.to_numpy(store)  # reading results waits for distal's work and gives the setting back
+    assert not _start.work_pending() and set(_blas_threads()) == {2}
+
+
+def test_blas_info_lists_the_loaded_libraries(two_blas_threads: None) -> None:
+    info = _blas.blas_info()
+    assert info and {lib["num_threads"] for lib in info} == {2}
+    assert all(lib["internal_api"] in ("openblas", "mkl", "blis", "flexiblas") for lib in info)
+
+
+def test_task_threads_must_be_positive() -> None:
+    with pytest.raises(DistalError, match="expected a positive number of BLAS threads per task or None, but found 0"):
+        _blas.set_task_threads(0)
+    assert _blas.task_threads() == 1

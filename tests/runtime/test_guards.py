@@ -197,6 +197,7 @@ def test_cycles_are_collected_at_fences_not_in_task_threads(machine: object) -> 
 
     from distal import runtime as rt
 
+    rt.zeros((2,), tile=(2,))  # a task launch: automatic collection pauses until the next blocking fence
     assert not gc.isenabled()
 
     class Node:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from distal import runtime as rt
 
@@ -28,8 +32,102 @@ def test_processors_match_the_config(machine: rt.MachineInfo) -> None:
     assert described["processors"]["cpu"] == machine.cpus and described["cpu_model"]
 
 
-def test_blas_threads_default_to_one(machine: rt.MachineInfo) -> None:
-    assert os.environ.get("OPENBLAS_NUM_THREADS")
+def test_starting_sets_no_blas_variable_and_keeps_gc_outside_distals_work(run_python: Runner) -> None:
+    code = (
+        "import gc, os\n"
+        "import numpy as np\n"
+        "from distal import runtime as rt\n"
+        "rt.ensure_started()\n"
+        "assert 'OPENBLAS_NUM_THREADS' not in os.environ\n"
+        "assert gc.isenabled(), 'starting Legate switched the collector off'\n"
+        "store = rt.zeros((4,), tile=(2,))\n"
+        "assert not gc.isenabled(), 'a launch must pause automatic collection'\n"
+        "rt.to_numpy(store)\n"
+        "assert gc.isenabled(), 'reading results must give the collector back'\n"
+        "gc.disable()\n"
+        "rt.zeros((4,), tile=(2,)); rt.fence()\n"
+        "assert not gc.isenabled(), 'the user switched it off: it stays off'\n"
+        "print('ok')\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "ok"
+
+
+SHIM_ONLY = "the driver stand-in is in use only on machines without an NVIDIA driver"
+
+
+def _uses_shim() -> bool:
+    return not rt.load_driver().real
+
+
+@pytest.mark.parametrize("config", [None, "--cpus 1 --sysmem 512", "--cpus 1 --sysmem 512 --logging legate=error"])
+def test_no_cuda_discovery_lines_on_stdout(run_python: Runner, config: str | None) -> None:
+    if not _uses_shim():
+        pytest.skip(SHIM_ONLY)
+    code = (
+        "import numpy as np\n"
+        "from distal import runtime as rt\n"
+        "print('machine', rt.ensure_started().driver)\n"
+        "print('data', rt.to_numpy(rt.full((3,), 2.0, tile=(3,))).tolist())\n"
+    )
+    done = run_python(code, env={"LEGATE_CONFIG": config} if config else None)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["machine shim", "data [2.0, 2.0, 2.0]"], done.stdout
+    assert "cuInit" not in done.stderr and "CUDA resources" not in done.stderr
+
+
+def test_no_cuda_discovery_lines_under_the_legate_launcher(tmp_path: Path) -> None:
+    if not _uses_shim():
+        pytest.skip(SHIM_ONLY)
+    launcher = Path(sys.executable).with_name("legate")
+    if not launcher.is_file():
+        pytest.fail(f"expected the legate launcher next to {sys.executable}")
+    script = tmp_path / "script.py"
+    script.write_text("import distal as dt\nprint('cpus', dt.runtime.ensure_started().cpus)\n")
+    env = {k: v for k, v in os.environ.items() if k != "LEGATE_CONFIG"}
+    env["PATH"] = f"{launcher.parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run([str(launcher), "--cpus", "1", "--sysmem", "512", str(script)], capture_output=True,
+                          text=True, env=env, timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["cpus 1"], done.stdout
+
+
+@pytest.mark.parametrize("first", ["import distal", "import distal.runtime"])
+@pytest.mark.parametrize("starts", ["cupynumeric", "distal"])
+def test_cupynumeric_imports_after_distal(run_python: Runner, first: str, starts: str) -> None:
+    """Without a driver `import cupynumeric` needs the stand-in: importing distal loads it.
+
+    Either library may start Legate first; both then run in the same process."""
+    distal_work = (
+        "import numpy as np\n"
+        "import distal as dt\n"
+        "A = dt.Tensor.from_array('A', np.ones((4, 4))); b = dt.Tensor('b', (4,))\n"
+        "i, j = dt.index_vars('i j'); b[i] = A[i, j]; b.schedule().evaluate()\n"
+        "print('distal', b.to_numpy().tolist())\n"
+    )
+    cn_work = "import cupynumeric as cn\nprint('cupynumeric', int(cn.arange(4).sum()))\n"
+    code = f"{first}\n" + (cn_work + distal_work if starts == "cupynumeric" else distal_work + cn_work)
+    done = run_python(code, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cupynumeric 6" in done.stdout.splitlines()
+    assert "distal [4.0, 4.0, 4.0, 4.0]" in done.stdout.splitlines()
+    assert "cuInit" not in done.stdout
+
+
+def test_import_distal_loads_neither_legate_nor_sympy(run_python: Runner) -> None:
+    code = (
+        "import sys\n"
+        "import distal as dt\n"
+        "loaded = [m for m in ('legate', 'cupynumeric', 'sympy', 'distal.kernels', 'distal.reduction') "
+        "if m in sys.modules]\n"
+        "print('loaded', loaded)\n"
+        "dt.Param('n').symbol\n"
+        "print('sympy after Param', 'sympy' in sys.modules)\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["loaded []", "sympy after Param True"]
 
 
 def test_the_shim_is_used_only_without_a_driver(machine: rt.MachineInfo) -> None:
