@@ -440,8 +440,9 @@ def _operand_text(plan: Plan, op: Operand) -> str:
     return f"{info.name}: {op.privilege.value}, tile [{tile}] of {list(op.colors or ())} at ({proj})"
 
 
-def explain(plan: Plan) -> str:
-    """`describe()` plus placement, then per launch and processor bytes received; totals, peak memory."""
+def explain(plan: Plan, model: Any = None) -> str:
+    """`describe()` plus placement, then per launch and processor bytes received; totals, peak memory;
+    the predicted time on `model` (`distal.model`; default: this machine, calibrated once)."""
     data = stats(plan)
     lines = [describe(plan), "  placement (before the launches, by each tensor's format):"]
     for name, per in data["placement"]["per_tensor"].items():
@@ -484,4 +485,7 @@ def explain(plan: Plan) -> str:
             label = "chosen program" if red.synthesized else "the program it would run"
             lines.append(f"    {label}:")
             lines.extend("      " + x for x in red.description.splitlines())
+    from distal.model.predict import explain_lines
+
+    lines.extend(explain_lines(plan, model, data))
     return "\n".join(lines)

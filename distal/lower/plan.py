@@ -329,13 +329,37 @@ class Plan:
 
         return predict(self, model if model is not None else this_machine(), processors)
 
-    def explain(self) -> str:
-        """A readable report of `stats()` (see `distal.lower.explain`)."""
+    def explain(self, model: Any = None) -> str:
+        """A readable report of `stats()` and the predicted time on `model` (see `distal.lower.explain`)."""
         from distal.lower.explain import explain
 
-        return explain(self)
+        return explain(self, model)
 
     def __str__(self) -> str:
         from distal.lower.explain import describe
 
         return describe(self)
+
+    def __repr__(self) -> str:
+        """Short: the statement, the launch count and where they run (str() describes every launch)."""
+        groups = len(self.groups)
+        where = f" on machine {self.machine}" if self.machine is not None else ""
+        out = self.output
+        return (f"<Plan {self.statement}: {self.launch_count} launch(es) in {groups} group(s){where}, "
+                f"output {out.name}{list(out.shape)} {out.dtype}>")
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the plan's description and a picture of each distributed tensor's format."""
+        import html
+
+        parts = [f"<pre>{html.escape(str(self))}</pre>"]
+        for info in self.tensors:
+            fmt = info.tensor.format
+            if fmt is None:
+                continue
+            from distal.format.picture import png_data_uri
+
+            uri = png_data_uri(fmt, info.shape, title=f"{info.name}: {fmt}")
+            if uri is not None:
+                parts.append(f'<img src="{uri}" alt="{html.escape(info.name)}: {html.escape(str(fmt))}"/>')
+        return "\n".join(parts)

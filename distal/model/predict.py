@@ -163,8 +163,27 @@ def _meet(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
     return math.prod(max(min(ah, bh) - max(al, bl), 0) for (al, ah), (bl, bh) in zip(a, b))
 
 
-def predict(plan: Plan, model: MachineModel, processors: int | None = None) -> Prediction:
-    """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point)."""
+def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str, Any] | None = None) -> list[str]:
+    """The lines `plan.explain()` ends with: the predicted time and its parts."""
+    if model is None:
+        from distal.model.calibrate import this_machine
+
+        model = this_machine()
+    try:
+        got = predict(plan, model, None, data)
+    except ModelError as exc:
+        return [f"  predicted time: none ({exc.message})"]
+    lines = [f"  predicted time ({model.name} model, distal.model): {got.summary()}"]
+    lines.extend("  " + x for x in got.describe().splitlines()[1:])
+    return lines
+
+
+def predict(plan: Plan, model: MachineModel, processors: int | None = None,
+            data: dict[str, Any] | None = None) -> Prediction:
+    """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point).
+
+    `data` is `distal.lower.explain.stats(plan)` when the caller has it already.
+    """
     from distal.lower.explain import _Owners, stats
     from distal.lower.plan import Privilege
 
@@ -183,7 +202,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None) -> P
     for c, r in bind.items():
         on_node[model.node_of(r)].append(c)
     owners = _Owners(plan)
-    data = stats(plan)  # the exact byte counts (distal.lower.explain); here only split by link
+    data = data if data is not None else stats(plan)  # the exact byte counts (distal.lower.explain); here only split by link
     dims, ops_per_iter = _iteration_dims(plan)
     proc = model.processor
     nodes_used = len({model.node_of(r) for r in bind.values()})

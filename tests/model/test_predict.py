@@ -96,3 +96,11 @@ def test_this_machine_is_calibrated_once_and_cached(tmp_path: Path, monkeypatch:
     again = model.this_machine()
     assert again == first
     assert again.cores == saved["cores"]
+
+
+def test_explain_shows_the_predicted_time() -> None:
+    plan = kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), *_matmul(1024)).compile()
+    text = plan.explain(model.lassen_gpu())
+    p = plan.predict(model.lassen_gpu())
+    assert f"  predicted time (lassen-gpu model, distal.model): {p.summary()}" in text
+    assert "    processor 3 (node 0): 2 point(s)" in text
