@@ -202,7 +202,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     for c, r in bind.items():
         on_node[model.node_of(r)].append(c)
     owners = _Owners(plan)
-    data = data if data is not None else stats(plan)  # the exact byte counts (distal.lower.explain); here only split by link
+    data = data if data is not None else stats(plan)  # exact byte counts (distal.lower.explain), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
     proc = model.processor
     nodes_used = len({model.node_of(r) for r in bind.values()})
