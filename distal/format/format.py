@@ -149,6 +149,16 @@ class Format:
     def __repr__(self) -> str:
         return f"Format({str(self)!r}, {self.machine!r})"
 
+    def _repr_png_(self) -> bytes | None:
+        """Notebook display: the picture of `distal.format.picture.draw` (None where it cannot be drawn)."""
+        from distal.errors import DistalError
+        from distal.format.picture import png_bytes
+
+        try:
+            return png_bytes(self)
+        except DistalError:
+            return None
+
     # -- symbolic machines -------------------------------------------------------
 
     @property

@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from distal.errors import FormatError, NotSupportedYet
+from distal.errors import DistalError, FormatError, NotSupportedYet
 from distal.format.distribution import BROADCAST
 from distal.format.format import Color, Format
 from distal.format.machine import Coord
@@ -28,7 +28,7 @@ from distal.format.machine import Coord
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["describe", "draw"]
+__all__ = ["default_shape", "describe", "draw", "png_bytes", "png_data_uri"]
 
 _EMPTY = "#ffffff"
 _EDGE = "#333333"
@@ -253,6 +253,45 @@ def _machine_cube_panel(
     ax.view_init(elev=22, azim=-58)
 
 
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise DistalError(
+            "expected matplotlib to draw pictures, but found it is not installed; "
+            "install it with `pip install matplotlib` (or `pip install 'distal[docs]'`)"
+        ) from None
+
+
+def default_shape(fmt: Format) -> tuple[int, ...]:
+    """A tensor shape that shows `fmt` well: two elements per tile along every dimension."""
+    if fmt.params:
+        raise FormatError(f"expected a machine of known size to draw, but found parameters {', '.join(fmt.params)}",
+                          str(fmt))
+    return tuple(2 * max(int(n), 1) for n in fmt.color_shape())
+
+
+def png_bytes(fmt: Format, shape: Sequence[int] | None = None, *, title: str | None = None) -> bytes:
+    """The picture `draw` writes, as PNG bytes (shape: `default_shape(fmt)` unless given)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = draw(fmt, default_shape(fmt) if shape is None else shape, Path(folder) / "format.png", title=title)
+        return path.read_bytes()
+
+
+def png_data_uri(fmt: Format, shape: Sequence[int] | None = None, *, title: str | None = None) -> str | None:
+    """The picture as a `data:image/png;base64,...` URI, or None where it cannot be drawn
+    (no matplotlib, an unbound parameter, a tensor or machine of too many dimensions)."""
+    import base64
+
+    try:
+        data = png_bytes(fmt, shape, title=title)
+    except DistalError:
+        return None
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
 def draw(fmt: Format, shape: Sequence[int], path: str | Path, *, title: str | None = None) -> Path:
     """Draw how a tensor of `shape` is distributed by `fmt` on its machine; write a PNG to `path`.
 
@@ -267,11 +306,12 @@ def draw(fmt: Format, shape: Sequence[int], path: str | Path, *, title: str | No
     >>> out.read_bytes()[:4] == b"\\x89PNG"
     True
     """
+    if not isinstance(fmt, Format):
+        raise FormatError(f"expected a Format to draw, but found {fmt!r}")
+    _require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    if not isinstance(fmt, Format):
-        raise FormatError(f"expected a Format to draw, but found {fmt!r}")
     dims = fmt._shape(shape)
     if len(dims) > 2:
         raise NotSupportedYet(f"pictures of {len(dims)}-dimensional tensors (only up to 2)", str(fmt))

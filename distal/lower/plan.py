@@ -342,10 +342,14 @@ class Plan:
 
     def __repr__(self) -> str:
         """Short: the statement, the launch count and where they run (str() describes every launch)."""
-        groups = len(self.groups)
-        where = f" on machine {self.machine}" if self.machine is not None else ""
         out = self.output
-        return (f"<Plan {self.statement}: {self.launch_count} launch(es) in {groups} group(s){where}, "
+        source = out.tensor.assignment
+        statement = str(source) if source is not None else self.statement.splitlines()[0]
+        where = ""
+        if self.machine is not None:
+            grids = " x ".join("x".join(str(d) for d in g.dims) for g in self.machine.grids)
+            where = f" on a {grids} machine"
+        return (f"<Plan {statement}: {self.launch_count()} launch(es) in {len(self.groups)} group(s){where}, "
                 f"output {out.name}{list(out.shape)} {out.dtype}>")
 
     def _repr_html_(self) -> str:

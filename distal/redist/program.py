@@ -198,6 +198,12 @@ class Program:
         lines.append(f"cost {self.cost}, height {self.height} (bound {self.bound})")
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """One line: source, target, mesh, the collectives and the cost (str() shows every type)."""
+        steps = ", ".join(str(s) for s in self.steps) or "no collective"
+        return (f"<Program {self.types[0]} -> {self.types[-1]} on mesh {self.mesh}: {steps}; "
+                f"cost {self.cost}, height {self.height}>")
+
     def to_shardy(self, mesh_name: str = "mesh", element: str = "f32", func: str = "redistribute") -> str:
         """The program as a Shardy function (all_slice, all_gather, all_to_all, collective_permute).
 

@@ -124,6 +124,9 @@ class Program:
     def __str__(self) -> str:
         return " ; ".join(str(s) for s in self.steps)
 
+    def __repr__(self) -> str:
+        return f"<Program {self.shape}: {self}>"
+
 
 _STEP = re.compile(r"\(\s*(\w+)\s*,\s*(\w+)(?:\s*\(\s*(\w+)\s*\))?\s*,\s*(\w+)\s*\)")
 

@@ -97,6 +97,11 @@ class Schedule:
             text += "\ns.t. " + ", ".join(str(r) for r in self.relations)
         return text
 
+    def __repr__(self) -> str:
+        """Short: the statement and the commands applied (str() shows the concrete index notation)."""
+        commands = " · ".join(c.name for c in self.trace) or "default schedule"
+        return f"<Schedule {self.source} | {commands}>"
+
     def with_notes(self, *notes: str) -> Schedule:
         """The same schedule with notes for explain() (e.g. operands redistributed first)."""
         return replace(self, notes=(*self.notes, *notes))
