@@ -30,6 +30,7 @@ the group's box, into that box of the output.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ import numpy as np
 
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
+from distal.redist.formats import Layout, layout
 
 from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
@@ -46,9 +48,20 @@ from ._make import from_numpy, zeros
 from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
-from ._store import Store, fence, tile_of, to_numpy, wrap
+from ._store import Store, fence, tile_of, wrap
 from ._target import resolve_target, target_scope
-from ._tensor_storage import FormatStore
+from ._tensor_storage import (
+    FormatStore,
+    PlacedOperand,
+    TensorStore,
+    adopt,
+    block_tiles,
+    device_grid,
+    from_store,
+    gather,
+    placed_operand,
+    replicate,
+)
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 
@@ -61,31 +74,45 @@ _PRIVILEGES = {
 _lock = threading.Lock()
 
 
-@dataclass(eq=False)
-class TensorStore:
-    """A tensor's data on Legate: the store and the tensor's shape (a 0-d tensor uses shape (1,))."""
-
-    store: Store
-    shape: tuple[int, ...]
-
-    def to_numpy(self) -> np.ndarray:
-        """A NumPy copy of the data (waits for the launches that write it)."""
-        return to_numpy(self.store).reshape(self.shape)
-
-
 def _store_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if shape else (1,)
 
 
+def placed_of(info: TensorInfo) -> FormatStore | None:
+    """The device blocks of a tensor with a format, placed now if it was not yet (None without a format).
+
+    A tensor made by `Tensor.from_array` before Legate ran, or given a
+    format after it had data, is placed here, at its first use on Legate
+    (the placement statement of its format, `_tensor_storage.place_store`).
+    """
+    t = info.tensor
+    fmt = t.format
+    if fmt is None or fmt.order != len(info.shape) or fmt.params:
+        return None  # a symbolic machine has no processors to place on
+    held = t.storage
+    if not (isinstance(held, FormatStore) and held.format == fmt and held.shape == info.shape
+            and held.dtype == info.dtype):
+        held = adopt(held, t.to_numpy, fmt, info.dtype, info.shape)
+        t.storage = held
+        t._array = None  # the data lives on Legate now; to_numpy() reads it from there
+    return held
+
+
 def store_of(info: TensorInfo) -> Store:
-    """The Legate store holding `info.tensor`'s data, made from its NumPy data if needed."""
+    """The Legate store holding `info.tensor`'s whole data, made from its NumPy data if needed.
+
+    A tensor with a format gives its blocks' global store (`FormatStore.store`,
+    assembled by launches); plans use it only where their tiles are not
+    the format's blocks (see `run_plan`).
+    """
     t = info.tensor
     held = t.storage
+    placed = placed_of(info)
+    if placed is not None:
+        return placed.store
     if isinstance(held, TensorStore) and held.shape == info.shape and held.store.dtype == info.dtype:
         return held.store
     if isinstance(held, FormatStore) and held.shape == info.shape and held.dtype == info.dtype:
-        # laid out by its format (after a redistribution): its global store, assembled by
-        # one launch where the format allows (`native`), kept with the blocks
         return held.store
     data = np.asarray(t.to_numpy(), dtype=info.dtype).reshape(_store_shape(info.shape))
     store = from_numpy(data)
@@ -95,6 +122,9 @@ def store_of(info: TensorInfo) -> Store:
 
 def _output_store(plan: Plan, info: TensorInfo) -> Store:
     if not plan.zero_output:
+        placed = placed_of(info)
+        if placed is not None:
+            return gather(placed)  # a copy the plan updates; its blocks are laid out again after
         return store_of(info)
     tile = None
     n = plan.tensors.index(info)
@@ -106,15 +136,18 @@ def _output_store(plan: Plan, info: TensorInfo) -> Store:
     return zeros(_store_shape(info.shape), info.dtype, tile=tile)
 
 
-def _key(plan: Plan, group_index: int) -> int:
+def _key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand]) -> int:
     # Transient: released at the next fence so that the task body (and the
     # tensors it holds) can be freed; running the plan again registers it again.
     kernel = plan.groups[group_index].kernel
-    return register_kernel(kernel, kernel.name, transient=True)
+    return register_kernel(block_tiles(plan, plan.groups[group_index], kernel, placed), kernel.name, transient=True)
 
 
-def _arg(store: Store, op: Operand) -> Arg:
+def _arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: Launch, op: Operand) -> Arg:
     privilege = _PRIVILEGES[op.privilege]
+    if op.tensor in placed:
+        return placed[op.tensor].arg(launch, op, privilege)
+    store = stores[op.tensor]
     if op.tile is None or op.projection is None:
         return Arg(store, privilege)
     projection = tuple(Affine(p.dim, p.coeff, p.offset) if p.dim is not None else Affine(None, 0, p.offset)
@@ -122,8 +155,12 @@ def _arg(store: Store, op: Operand) -> Arg:
     return Arg(store, privilege, op.tile, projection, op.colors)
 
 
-def _pinned_arg(store: Store, op: Operand, point: tuple[int, ...]) -> tuple[Store, RtPrivilege]:
+def _pinned_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: Launch, op: Operand,
+                point: tuple[int, ...]) -> tuple[Store, RtPrivilege]:
     privilege = _PRIVILEGES[op.privilege]
+    if op.tensor in placed:
+        return placed[op.tensor].pinned(launch, op, point, privilege)
+    store = stores[op.tensor]
     color = op.color(point)
     if op.tile is None or color is None:
         return store, privilege
@@ -145,11 +182,15 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     target = plan_target(plan)
     if target == "gpu":
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
-    stores = []
-    for info in plan.tensors:
-        stores.append(_output_store(plan, info) if info.output else store_of(info))
-    binding: dict[tuple[int, ...], int] | None = None
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    placed = _placed_operands(plan, red)
+    stores = []
+    for n, info in enumerate(plan.tensors):
+        if n in placed:
+            stores.append(placed[n].held.blocks)  # read and written in place, block by block
+        else:
+            stores.append(_output_store(plan, info) if info.output else store_of(info))
+    binding: dict[tuple[int, ...], int] | None = None
     launch_stores = stores
     if red is not None:
         # every launch reduces into the output (distal.lower.reductions checks it)
@@ -158,29 +199,88 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     for g, group in enumerate(plan.groups):
         if not group.launches:
             continue
-        key = _key(plan, g) if red is None else _partial_key(plan, g, red)
+        key = _key(plan, g, placed) if red is None else _partial_key(plan, g, red, placed)
         for launch in group.launches:
             if red is not None:
                 launch = _into_partials(plan, red, launch)
             if launch.pinned:
                 if binding is None:
                     binding = _binding(plan, target)
-                _run_pinned(plan, group, key, launch, launch_stores, binding, target)
+                _run_pinned(plan, group, key, launch, launch_stores, placed, binding, target)
             elif group.covers_domain(launch) or plan.machine is None:
                 # Legate maps the points of a launch over the whole domain block-wise in
                 # row-major order, as Machine.bind does (measured), so no pinning is needed.
-                index_launch(key, launch.shape, [_arg(launch_stores[op.tensor], op) for op in launch.operands],
+                index_launch(key, launch.shape, [_arg(launch_stores, placed, launch, op) for op in launch.operands],
                              lower=launch.lower, target=target)
             else:
                 if binding is None:
                     binding = _binding(plan, target)
-                _run_part(plan, group, key, launch, launch_stores, binding, target)
+                _run_part(plan, group, key, launch, launch_stores, placed, binding, target)
     if red is not None:
         _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace, target)
-    out = plan.output
-    out.tensor.storage = TensorStore(stores[plan.tensors.index(out)], out.shape)
+    _keep_output(plan, stores, placed)
     if wait:
         fence()
+
+
+def _placed_operands(plan: Plan, red: Reduction | None) -> dict[int, PlacedOperand]:
+    """The tensors whose tiles in every launch are their format's device blocks: used in place.
+
+    The output of a synthesized reduction is not (its launches write
+    per-processor partials instead).
+    """
+    out: dict[int, PlacedOperand] = {}
+    for n, info in enumerate(plan.tensors):
+        if red is not None and n == red.tensor:
+            continue
+        if info.output and plan.zero_output:
+            lay = _fresh_layout(info)
+            if lay is None:
+                continue
+            view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype))
+        else:
+            held = placed_of(info)
+            if held is None:
+                continue
+            view = placed_operand(plan, n, held.layout, functools.partial(_identity, held))
+        if view is not None:
+            out[n] = view
+    return out
+
+
+def _identity(held: FormatStore) -> FormatStore:
+    return held
+
+
+def _fresh_layout(info: TensorInfo) -> Layout | None:
+    """The layout of the output's format, for a plan that writes it in full (`=`); None without a format."""
+    fmt = info.tensor.format
+    if fmt is None or fmt.order != len(info.shape) or fmt.params:
+        return None
+    return layout(fmt, info.shape)
+
+
+def _fresh_blocks(lay: Layout, dtype: np.dtype[Any]) -> FormatStore:
+    """Zero blocks laid out by ``lay``."""
+    grid = device_grid(lay.mesh, lay)
+    size = max(math.prod(lay.tile), 1)
+    return FormatStore(zeros((*grid, size), dtype, tile=(*([1] * len(grid)), size)), lay, dtype)
+
+
+def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> None:
+    """Give the output tensor its data: its blocks (copies along broadcast dimensions made), laid
+    out by its format from the written store, or the written store itself without a format."""
+    out = plan.output
+    n = plan.tensors.index(out)
+    fmt = out.tensor.format
+    if n in placed:
+        held = FormatStore(placed[n].held.blocks, placed[n].held.layout, out.dtype)
+        replicate(held)
+        out.tensor.storage = held
+    elif fmt is not None and fmt.order == len(out.shape) and not fmt.params:
+        out.tensor.storage = from_store(stores[n], fmt)
+    else:
+        out.tensor.storage = TensorStore(stores[n], out.shape)
 
 
 # -- synthesized reductions ----------------------------------------------------------------
@@ -233,14 +333,15 @@ class _IntoPartials:
         real += buffer
 
 
-def _partial_key(plan: Plan, group_index: int, red: Reduction) -> int:
+def _partial_key(plan: Plan, group_index: int, red: Reduction, placed: dict[int, PlacedOperand]) -> int:
     # Transient, like the plan's own kernel: the wrapper holds the task body.
     group = plan.groups[group_index]
     info = plan.tensors[red.tensor]
     boxes = {p: launch.operands[red.tensor].box(p, info.shape)
              for launch in group.launches for p in launch.points()}
     assert plan.machine is not None
-    wrapper = _IntoPartials(group.kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
+    kernel = block_tiles(plan, group, group.kernel, placed)
+    wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
     return register_kernel(wrapper, f"{group.kernel.name}_partials", transient=True)
 
 
@@ -307,7 +408,7 @@ def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Sto
 
 
 def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-              binding: dict[tuple[int, ...], int], target: str) -> None:
+              placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str) -> None:
     """A launch over part of the domain: one launch per real processor, pinned to it.
 
     Legate would spread the points of a partial launch over all processors;
@@ -316,7 +417,7 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
     by_proc: dict[int, list[tuple[int, ...]]] = {}
     for p in launch.points():
         by_proc.setdefault(binding.get(plan.processor_of(group, p), 0), []).append(p)
-    args = [_arg(stores[op.tensor], op) for op in launch.operands]
+    args = [_arg(stores, placed, launch, op) for op in launch.operands]
     for proc, points in by_proc.items():
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
@@ -326,7 +427,7 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
                              target=target)
         else:
             for p in points:
-                point_launch(key, [_pinned_arg(stores[op.tensor], op, p) for op in launch.operands], p, proc,
+                point_launch(key, [_pinned_arg(stores, placed, launch, op, p) for op in launch.operands], p, proc,
                              target)
 
 
@@ -342,9 +443,9 @@ def _binding(plan: Plan, target: str) -> dict[tuple[int, ...], int]:
 
 
 def _run_pinned(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-                binding: dict[tuple[int, ...], int], target: str) -> None:
+                placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str) -> None:
     point = launch.lower
     proc = binding.get(plan.processor_of(group, point), 0)
-    args = [_pinned_arg(stores[op.tensor], op, point) for op in launch.operands]
+    args = [_pinned_arg(stores, placed, launch, op, point) for op in launch.operands]
     point_launch(key, args, point, proc, target)
 

@@ -50,8 +50,8 @@ class Tensor:
     promoted type of its operands, literals and this tensor, cast into this
     tensor by `casting` (NumPy's rule names; "same_kind", the default, refuses
     a float right side into an integer tensor when the statement is built;
-    "unsafe" allows it, truncating every partial result as it is stored, so
-    the result may then depend on the schedule).
+    "unsafe" allows it in statements without sums, truncating as NumPy's
+    astype does).
 
     >>> import distal as dt
     >>> A = dt.Tensor("A", (2, 3))
@@ -95,6 +95,7 @@ class Tensor:
         self.assignment: Assignment | None = None
         self._array: np.ndarray | None = None
         self.storage: Any = None  # runtime-side data (distal.runtime), when placed on Legate
+        self._interface: tuple[Any, dict[str, Any]] | None = None  # (storage, Legate data interface) handed out
         if format is not None:
             self._set_format(format)
 
@@ -175,7 +176,28 @@ class Tensor:
 
     @classmethod
     def from_array(cls, name: str, array: Any, format: Any = None) -> Tensor:
-        """A tensor holding a copy of `array` (NumPy or cuPyNumeric)."""
+        """A tensor holding a copy of `array`: NumPy, cuPyNumeric, or any object with ``__legate_data_interface__``.
+
+        Where its data lives:
+
+        * an array on Legate (cuPyNumeric, or anything with the Legate data
+          interface) is copied by Legate, store to store, never through the
+          host; with a format it is placed by that format at once;
+        * a NumPy array (or any array-like) is copied on the host; with a
+          format it is placed on Legate by the placement statement of its
+          format (`Format.placement`, paper section 5.3) at once when
+          distal's runtime is running, and otherwise at its first use on
+          Legate (a plan run, `redistribute`, `place`), so that a session
+          that only compiles, explains or runs the reference executor never
+          starts Legate.
+        """
+        iface = _legate_interface(array)
+        if iface is not None:
+            store, shape, kind = iface
+            check_dtype(kind, name)
+            t = cls(name, shape, format, dtype=kind)
+            t.storage = _runtime("_tensor_storage").storage_of(store, shape, t.format)
+            return t
         from distal.lower.memory import check_host_allocation
 
         check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
@@ -183,7 +205,54 @@ class Tensor:
         check_dtype(data.dtype, name)
         t = cls(name, data.shape, format, dtype=data.dtype)
         t._array = data
+        if t.format is not None and not t.format.params and _legate_running():
+            t.place()
         return t
+
+    def place(self) -> Tensor:
+        """Put the tensor's data on Legate now, laid out by its format (starts Legate); returns the tensor.
+
+        Runs the placement statement of the format (paper section 5.3) as
+        one launch per holding processor, pinned to the processor
+        `Machine.bind` gives it: each keeps its tile (copies along broadcast
+        dimensions, only the face of fixed ones). A tensor without a format
+        is uploaded as one store, and so is one whose format's machine is
+        symbolic (a `dt.Param` size: it has no processors until bound).
+        Placing a placed tensor does nothing.
+        """
+        unplaced = self.format is None or bool(self.format.params)
+        if self.storage is not None and (unplaced or getattr(self.storage, "format", None) == self.format):
+            return self
+        storage = _runtime("_tensor_storage")
+        if unplaced:
+            self.storage = storage.storage_of(None, self.concrete_shape(), None, self.to_numpy())
+        else:
+            self.storage = storage.adopt(self.storage, self.to_numpy, self.format, self.dtype, self.concrete_shape())
+        self._array = None
+        return self
+
+    def to_cupynumeric(self) -> Any:
+        """The tensor's data as a cuPyNumeric array, handed over on Legate (no host copy).
+
+        cuPyNumeric gets its own copy of the data, made by Legate (from the
+        blocks of a tensor with a format, gathered by launches), so changing
+        one does not change the other. Same as ``cupynumeric.asarray(tensor)``.
+        """
+        _runtime("_start").ensure_started()
+        import cupynumeric
+
+        return cupynumeric.asarray(self)
+
+    @property
+    def __legate_data_interface__(self) -> dict[str, Any]:
+        """The Legate data interface (version 1) of a copy of the tensor's data, made on Legate."""
+        cached = self._interface
+        if cached is not None and cached[0] is self.storage:
+            return cached[1]
+        self.place()
+        iface: dict[str, Any] = _runtime("_tensor_storage").data_interface(self.storage, self.concrete_shape())
+        self._interface = (self.storage, iface)
+        return iface
 
     def concrete_shape(self) -> tuple[int, ...]:
         out = []
@@ -264,3 +333,28 @@ class Tensor:
             self._array = None
         self.format = format
         return plan
+
+
+def _runtime(module: str) -> Any:
+    """A module of distal.runtime (imported on use: the compiler never imports legate by itself)."""
+    import importlib
+
+    return importlib.import_module(f"distal.runtime.{module}")
+
+
+def _legate_running() -> bool:
+    """Whether distal's runtime has started Legate in this process (without starting it)."""
+    import sys
+
+    start = sys.modules.get("distal.runtime._start")
+    return bool(start is not None and start.is_started())
+
+
+def _legate_interface(array: Any) -> tuple[Any, tuple[int, ...], np.dtype[Any]] | None:
+    """(store, shape, dtype) of an object with ``__legate_data_interface__``, copied on Legate; else None."""
+    if getattr(type(array), "__legate_data_interface__", None) is None:
+        return None
+    found = _runtime("_tensor_storage").legate_input(array)
+    assert found is not None
+    store, shape = found
+    return store, shape, store.dtype
