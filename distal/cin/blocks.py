@@ -56,8 +56,12 @@ def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: 
     elif xp is np and out.dtype.kind == "f" and value.dtype.kind == "f" and out.flags.c_contiguous:
         flat = np.ravel_multi_index(idx, out.shape)  # bincount: much faster than add.at
         add(out.reshape(-1), np.bincount(flat, weights=value, minlength=out.size), xp)
-    else:
-        xp.add.at(out, idx, value.astype(out.dtype))  # the casting rule was checked when the statement was built
+    elif value.dtype.kind != out.dtype.kind:  # casting="unsafe": add in the promoted dtype, then cast once
+        acc = out.astype(np.result_type(out.dtype, value.dtype))
+        xp.add.at(acc, idx, value)
+        out[...] = acc
+    else:  # same kind (the casting rule was checked when the statement was built): wrapping sums agree
+        xp.add.at(out, idx, value.astype(out.dtype))
 
 
 def store(out: Any, value: Any, accumulate: bool, xp: Any = np) -> None:

@@ -8,7 +8,11 @@ of that and the output's dtype (`compute_dtype`: every operand is converted
 to it first, so sums into a wider integer output do not wrap); and the
 result must be castable into the output by the output tensor's `casting`
 rule (`same_kind` by default: float into an integer output is refused with a
-`DtypeError` naming both dtypes when the statement is built).
+`DtypeError` naming both dtypes when the statement is built; so is uint64 into
+a signed integer output, which NumPy computes in float64). An output made with
+`casting="unsafe"` takes such right sides as NumPy's astype does, in
+statements without sums only: a sum's partial results would each be cast,
+and the result would depend on the schedule.
 """
 
 from __future__ import annotations
@@ -131,11 +135,21 @@ def _check_dtypes(stmt: Assignment) -> None:
     except DtypeError as exc:
         raise DtypeError(exc.message, stmt) from None
     casting: Any = getattr(out, "casting", "same_kind")
-    if not np.can_cast(rhs, out.dtype, casting=casting):
+    computed = np.result_type(rhs, out.dtype)
+    if not np.can_cast(computed, out.dtype, casting=casting):
+        found = rhs.name if computed == rhs else (
+            f"{rhs.name}, computed in {computed.name} with the output's {out.dtype.name} as NumPy promotes them")
         raise DtypeError(
             f"expected a right side castable to {out.dtype.name} (the dtype of {out.name}) under "
-            f"casting={casting!r}, but found {rhs.name}; give {out.name} a dtype of that kind, or make it "
+            f"casting={casting!r}, but found {found}; give {out.name} a dtype of that kind, or make it "
             f"with casting='unsafe' to truncate as NumPy's astype does",
+            stmt,
+        )
+    if not np.can_cast(computed, out.dtype, casting="same_kind") and _reduces(stmt):
+        raise DtypeError(
+            f"expected a statement without sums for casting={casting!r} from {computed.name} into "
+            f"{out.dtype.name} ({out.name}), but found summed variables; the partial sums would be cast "
+            "one by one, so the result would depend on the schedule",
             stmt,
         )
 
@@ -157,3 +171,12 @@ def _check_sums(stmt: Assignment) -> None:
                 walk(c, bound)
 
     walk(stmt.rhs, frozenset())
+
+
+def _reduces(stmt: Assignment) -> bool:
+    """Whether the right side sums: a variable only on the right, or an explicit sum."""
+    def has_sum(e: Expr) -> bool:
+        return isinstance(e, Sum) or any(has_sum(c) for c in e.children())
+
+    free = {v for acc in stmt.rhs.accesses() for v in acc.indices}
+    return bool(free - set(stmt.lhs.indices)) or has_sum(stmt.rhs)
