@@ -110,3 +110,20 @@ def test_leaf_compute_equals_einsum(name: str) -> None:
 def test_leaf_compute_refuses_operands_of_another_pattern() -> None:
     with pytest.raises(dt.ScheduleError, match="expected operands of pattern ac,cb->ab for leaf GEMM"):
         dt.leaf.GEMM.compute(np.ones(3), np.ones((3, 3)))
+
+
+def test_reference_runs_no_task_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle stays independent of the lowering: no task body (distal.lower.kernel) runs."""
+    from distal.lower import kernel
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the reference executor ran a task body")
+
+    monkeypatch.setattr(kernel.TaskBody, "__call__", refuse)
+    monkeypatch.setattr(kernel._Run, "stmt", refuse)
+    for leaf in (dt.leaf.GEMM, None):
+        sched, expected, _ = _leaf_statement(dt.leaf.GEMM, np.random.default_rng(7))
+        if leaf is None:
+            sched = sched.output.schedule()
+        got = sched.evaluate(backend="reference").to_numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)

@@ -218,3 +218,14 @@ def test_dtypes_on_legate(legate: object, case: str) -> None:
 def test_unsafe_casting_on_legate(legate: object, accumulate: bool) -> None:
     sched, expected, a0 = _unsafe(accumulate)
     _check(sched, expected, a0, _legate)
+
+
+@pytest.mark.legate
+def test_small_integer_sums_on_legate(legate: object) -> None:
+    b = np.full((N, N), 100, np.int8)
+    for da in (np.dtype(np.int8), np.dtype(np.int64)):
+        A = dt.Tensor("A", (N, N), dtype=da)
+        sched = _gemm(A, dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", b), False)
+        expected = np.zeros((N, N), da)
+        np.einsum("ik,kj->ij", b, b, out=expected)
+        _check(sched, expected, np.zeros((N, N), da), _legate)
