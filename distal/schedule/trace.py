@@ -15,7 +15,12 @@ __all__ = ["Command", "python"]
 
 
 def _grid(g: Grid) -> str:
-    return "dt." + repr(g)
+    if not g.params:
+        return "dt." + repr(g)
+    # a symbolic grid: its sizes as dt.Param(...), the rest of its repr unchanged
+    sizes = ", ".join(python(d) for d in g.sizes)
+    rest = repr(g)[len("Grid(") + len(", ".join(str(d) for d in g.sizes)):]
+    return f"dt.Grid({sizes}{rest}"
 
 
 def python(value: Any) -> str:

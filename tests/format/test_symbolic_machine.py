@@ -83,3 +83,14 @@ def test_one_schedule_binds_to_different_machines() -> None:
     _, compound, _, _, _, _ = figure2()
     shapes = {compound.compile(gx=x, gy=y).machine.shape for x, y in ((1, 1), (2, 3), (3, 1))}
     assert shapes == {(1, 1), (2, 3), (3, 1)}
+
+
+def test_a_schedule_over_a_symbolic_machine_replays_from_its_trace() -> None:
+    _, compound, m, A, B, C = figure2()
+    text = compound.trace_text()
+    assert "dt.Machine(dt.Grid(dt.Param('gx'), dt.Param('gy')))" in text
+    namespace = {"dt": dt, "A": A, "B": B, "C": C, "m": m}
+    namespace.update({v.name: v for v in (i, j, io, ii, jo, ji)})
+    assert eval(text, namespace) == compound
+    named = dt.Grid(gx, 3, names="ab", kind="gpu")
+    assert eval(dt.schedule.trace.python(named), {"dt": dt}) == named
