@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+from typing import Any
 
 from _common import write  # bench/ is on sys.path when run as a script
 
@@ -34,7 +36,7 @@ def sample(module: str) -> dict[str, object]:
     return result
 
 
-def measure(module: str, repeats: int) -> dict[str, object]:
+def measure(module: str, repeats: int) -> dict[str, Any]:
     sample(module)  # warm the file system cache
     samples = [sample(module) for _ in range(repeats)]
     seconds = [float(str(s["seconds"])) for s in samples]
@@ -55,10 +57,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 repeats")
     args = parser.parse_args()
     repeats = 5 if args.quick else args.repeats
-    record: dict[str, object] = {"method": "median of fresh interpreters, perf_counter around the import"}
+    record: dict[str, Any] = {"method": "median of fresh interpreters, perf_counter around the import"}
     for n, module in enumerate(("distal", "distal.runtime", "numpy"), 1):
         record[module] = measure(module, repeats)
         print(f"[{n}/3] import {module}: {record[module]}", flush=True)
+    # numpy is most of it; on a loaded machine every import slows alike, so record distal's own share too.
+    record["distal_over_numpy_s"] = round(record["distal"]["median_s"] - record["numpy"]["median_s"], 4)
+    record["load_average_1min"] = round(os.getloadavg()[0], 2)
     path = write("import_time", record)
     print(f"wrote {path}")
 
