@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from distal.runtime import HostInfo, default_config, host_info
+from distal.runtime._config import quiet_gpu_logging
 
 
 def test_every_core_is_a_cpu_and_half_the_memory_is_sysmem() -> None:
@@ -34,3 +37,14 @@ def test_host_info_reports_this_machine() -> None:
     assert host.cores >= 1
     assert host.available_mb > 0
     assert host.cpu_model
+
+
+@pytest.mark.parametrize(("config", "quiet"), [
+    ("--cpus 2", "--cpus 2 --logging gpu=none"),
+    ("--cpus 2 --logging legate=info", "--cpus 2 --logging legate=info,gpu=none"),
+    ("--cpus 2 --logging=legate=info", "--cpus 2 --logging=legate=info,gpu=none"),
+    ("--cpus 2 --logging gpu=info", "--cpus 2 --logging gpu=info"),  # the user's own gpu level wins
+    ("", "--logging gpu=none"),
+])
+def test_a_users_config_gets_the_gpu_logger_silenced_and_keeps_the_rest(config: str, quiet: str) -> None:
+    assert quiet_gpu_logging(config) == quiet

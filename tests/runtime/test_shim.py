@@ -76,3 +76,16 @@ def test_the_source_ships_with_the_package() -> None:
 
 def test_load_driver_is_idempotent() -> None:
     assert load_driver() is load_driver()
+
+
+def test_driver_listed_looks_in_ld_library_path_without_loading(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from distal.runtime._shim import driver_listed
+
+    (tmp_path / "libcuda.so.1").write_bytes(b"not a library")  # found by name; never loaded
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    assert driver_listed()
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "elsewhere"))
+    cached = Path("/etc/ld.so.cache")
+    in_cache = cached.is_file() and b"libcuda.so.1" in cached.read_bytes()
+    assert driver_listed() == in_cache
