@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from distal import leaf
 from distal.errors import (
     DistalError,
+    DistalFallbackWarning,
     DtypeError,
     FormatError,
     MachineError,
@@ -45,6 +46,7 @@ __all__ = [
     "Assignment",
     "DistType",
     "DistalError",
+    "DistalFallbackWarning",
     "Distribution",
     "DtypeError",
     "Format",
