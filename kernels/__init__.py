@@ -21,8 +21,9 @@ from distal.notation.tensor import Tensor
 from distal.schedule import Schedule
 
 from ._algorithms import ALGORITHMS, Algorithm
+from ._auto import Candidate, candidates
 
-__all__ = ["ALGORITHMS", "Algorithm", "build", "describe", "machine", "names"]
+__all__ = ["ALGORITHMS", "Algorithm", "Candidate", "build", "candidates", "describe", "machine", "names"]
 
 
 def names() -> list[str]:

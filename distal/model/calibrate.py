@@ -1,21 +1,23 @@
 """The model of this machine: leaf rates and memory bandwidth measured once, then cached.
 
-`calibrate()` times each leaf kind with NumPy on one thread (a Legate CPU
-processor runs its leaves on one core: `runtime/_blas.py`), and a large copy
-for the memory bandwidth, in well under a second. `this_machine()` reads the
+`calibrate()` times each leaf kind as distal runs it: a one-processor plan of
+the library algorithm that uses it, run point by point in this process on
+one BLAS thread (a Legate CPU processor runs its leaves on one core:
+`runtime/_blas.py`), a tiny plan for the cost of a task, and a large copy
+for the memory bandwidth, in about a second. `this_machine()` reads the
 result from the user's cache directory (`$DISTAL_CACHE_DIR`, else
 `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`), keyed by host name, core
 count and NumPy version, and measures only when nothing is cached.
 
-The runtime's costs are not measured here: per launch and per task they
-come from bench/launch_overhead.py's record on this kind of machine (about
-200 us per index launch of three stores, most of it Legate's; a Python task
-body adds about 150 us), and copies between CPU processors of one process
-run at the measured copy bandwidth after about 50 us of Legion work.
+Legate's own cost per launch is not measured here: it comes from
+bench/launch_overhead.py's record on this kind of machine (about 200 us per
+index launch of three stores), and copies between CPU processors of one
+process run at the measured copy bandwidth after about 50 us of Legion work.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -31,7 +33,7 @@ from distal.model.machine import LEAF_KINDS, MachineModel, ProcessorModel
 
 __all__ = ["cache_path", "calibrate", "this_machine"]
 
-_VERSION = 1
+_VERSION = 2
 
 
 def cache_path() -> Path:
@@ -58,8 +60,30 @@ def _best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     return max(best, 1e-9)
 
 
+def _leaf_cases() -> dict[str, tuple[str, list[tuple[int, ...]]]]:
+    """Per leaf kind: a library algorithm whose leaf it is, and its operand shapes (output first)."""
+    return {
+        "GEMM": ("summa", [(256, 256), (256, 256), (256, 256)]),
+        "TTV": ("ttv", [(96, 96), (96, 96, 96), (96,)]),
+        "INNERPROD": ("innerprod", [(), (96, 96, 96), (96, 96, 96)]),
+        "TTM": ("ttm", [(64, 64, 64), (64, 64, 64), (64, 64)]),
+        "MTTKRP": ("mttkrp", [(64, 16), (64, 64, 64), (64, 16), (64, 16)]),
+    }
+
+
 def calibrate() -> dict[str, Any]:
-    """Measure this machine's leaf rates (FLOP/s, as `distal.model.predict` counts FLOPs) and copy bandwidth."""
+    """Measure this machine: leaf rates as distal runs them, task overhead, copy bandwidth.
+
+    Each leaf kind runs inside a one-processor plan of the library algorithm
+    that uses it, point by point in this process (`plan.run(backend="numpy")`:
+    the task body a Legate CPU processor runs, on one BLAS thread); a tiny plan
+    gives the cost of a task. FLOPs are counted as `distal.model.predict`
+    counts them, so the rates and the predictions agree.
+    """
+    import distal as dt
+    from distal import kernels
+    from distal.model.predict import predict
+
     try:
         from threadpoolctl import threadpool_limits
 
@@ -67,28 +91,32 @@ def calibrate() -> dict[str, Any]:
     except ImportError:  # pragma: no cover - threadpoolctl ships with the test extra
         limit = None
     rng = np.random.default_rng(0)
+    probe = MachineModel("probe", ProcessorModel("cpu", dict.fromkeys(LEAF_KINDS, 1e30), 1e30, 1 << 40), 1,
+                         Link("probe", 1e30, 0.0), Link("probe", 1e30, 0.0), 0.0, 0.0, 0.0)
+
+    def plan_of(name: str, shapes: list[tuple[int, ...]]) -> Any:
+        ops = [dt.Tensor("O", shapes[0])]
+        ops += [dt.Tensor.from_array(f"I{n}", rng.random(s)) for n, s in enumerate(shapes[1:])]
+        return kernels.build(name, kernels.machine(name, 1), *ops).compile()
+
     try:
-        n = 384
-        a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-        flops: dict[str, float] = {"GEMM": 2 * n**3 / _best_of(lambda: a @ b)}
-        t3, m2 = rng.standard_normal((48, 48, 96)), rng.standard_normal((96, 48))
-        flops["TTM"] = 2 * 48 * 48 * 96 * 48 / _best_of(lambda: np.matmul(t3, m2))
-        v = rng.standard_normal(96)
-        flops["TTV"] = 2 * 48 * 48 * 96 / _best_of(lambda: np.matmul(t3, v))
-        c3 = rng.standard_normal((48, 48, 96))
-        flops["INNERPROD"] = 2 * 48 * 48 * 96 / _best_of(lambda: np.einsum("abc,abc->", t3, c3))
-        x3, cj, dk = rng.standard_normal((40, 40, 40)), rng.standard_normal((40, 16)), rng.standard_normal((40, 16))
-        flops["MTTKRP"] = 3 * 40 * 40 * 40 * 16 / _best_of(
-            lambda: np.einsum("acd,cb,db->ab", x3, cj, dk, optimize=True))
-        flops["GENERIC"] = 2 * 48 * 48 * 96 / _best_of(lambda: t3 * 2.0 + c3)
+        tiny = plan_of("ttv", [(2, 2), (2, 2, 2), (2,)])
+        task = _best_of(lambda: tiny.run(backend="numpy"))
+        flops: dict[str, float] = {}
+        for kind, (name, shapes) in _leaf_cases().items():
+            plan = plan_of(name, shapes)
+            seconds = _best_of(functools.partial(plan.run, backend="numpy"), repeats=3)
+            flops[kind] = predict(plan, probe).flops / max(seconds - task, seconds / 10)
+        a, b = rng.random((256, 256)), rng.random((256, 256))
+        flops["GENERIC"] = 2 * a.size / _best_of(lambda: a * 2.0 + b)
         big = np.ones(4 << 20)
         bandwidth = 2 * big.nbytes / _best_of(lambda: big.copy(), repeats=3)
     finally:
         if limit is not None:
             limit.unregister()
     assert set(flops) == set(LEAF_KINDS)
-    return {"key": _key(), "flops": flops, "bandwidth": bandwidth, "cores": os.cpu_count() or 1,
-            "memory": _memory_bytes(), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
+    return {"key": _key(), "flops": flops, "bandwidth": bandwidth, "task_seconds": task,
+            "cores": os.cpu_count() or 1, "memory": _memory_bytes(), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
 def _memory_bytes() -> int:
@@ -124,5 +152,6 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
     cores = int(data["cores"])
     proc = ProcessorModel("cpu", data["flops"], float(data["bandwidth"]), int(data["memory"]) // max(cores, 1))
     copy = Link("copy", float(data["bandwidth"]) / 2, 50e-6)
-    return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=200e-6, task_seconds=150e-6,
+    task = float(data.get("task_seconds", 150e-6))
+    return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=200e-6, task_seconds=task,
                         overlap=0.3, cores=cores, notes=(f"calibrated {data.get('measured', '?')}",))

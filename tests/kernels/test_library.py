@@ -224,3 +224,96 @@ def test_ttm_distributes_i_only_and_moves_nothing(procs: int) -> None:
     assert "total received 0 B, reduced 0 B" in plan.explain()
     sched.evaluate(backend="reference")
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,kl->ijl", B.to_numpy(), C.to_numpy()), rtol=1e-10)
+
+
+# -- auto: by predicted time --------------------------------------------------------------------------------------
+
+AUTO_MACHINES = [dt.Machine(dt.Grid(2)), dt.Machine(dt.Grid(4)), dt.Machine(dt.Grid(2, 2)), dt.Machine(dt.Grid(3)),
+                 dt.Machine(dt.Grid(2, 3)), dt.Machine(dt.Grid(2, 2, 2)), dt.Machine(dt.Grid(2), dt.Grid(2, 2))]
+
+
+def _chosen(sched: dt.Schedule) -> str:
+    return next(n for n in sched.notes if n.startswith("auto: chose"))
+
+
+@pytest.mark.parametrize("machine", AUTO_MACHINES, ids=repr)
+@pytest.mark.parametrize("n", [256, 512])
+def test_auto_uses_every_processor(machine: dt.Machine, n: int) -> None:
+    from distal import model
+
+    A, B, C = (dt.Tensor(x, (n, n)) for x in "ABC")
+    sched = kernels.build("auto", machine, A, B, C, model=model.lassen_cpu())
+    plan = sched.compile()
+    assert plan.machine is not None
+    used = set(plan.machine.bind(machine.size).values())
+    assert used == set(range(machine.size)), _chosen(sched)
+    assert "processor(s) idle" not in _chosen(sched)
+
+
+def test_auto_uses_every_processor_of_this_machine() -> None:
+    """With the default model (this machine, calibrated): the tutorial's example."""
+    A, B, C = (dt.Tensor(x, (256, 256)) for x in "ABC")
+    plan = kernels.build("auto", dt.Machine(dt.Grid(4)), A, B, C).compile()
+    assert plan.machine is not None and set(plan.machine.bind(4).values()) == {0, 1, 2, 3}
+
+
+def test_auto_reports_candidates_with_time_bytes_and_memory_and_picks_the_fastest() -> None:
+    from distal import model
+
+    A, B, C = (dt.Tensor(x, (512, 512)) for x in "ABC")
+    machine = dt.Machine(dt.Grid(4))
+    cands = kernels.candidates(machine, A, B, C, model=model.lassen_gpu())
+    assert {c.algorithm for c in cands} == {"summa", "cannon", "pumma", "johnson", "solomonik", "cosma"}
+    best = min(cands, key=lambda c: c.seconds)
+    sched = kernels.build("auto", machine, A, B, C, model=model.lassen_gpu())
+    text = _chosen(sched)
+    assert text.startswith(f"auto: chose {best.algorithm} on {best.machine!r}")
+    assert "predicted" in text and "comm" in text and "peak" in text
+
+
+def test_auto_prefers_an_idle_processor_only_when_predicted_faster() -> None:
+    """A tiny product on a model where every launch costs a second: the one-point plan wins and says it idles."""
+    from distal import model
+
+    slow = model.lassen_cpu().with_(launch_seconds=1.0, task_seconds=1.0)
+    A, B, C = (dt.Tensor(x, (4, 4)) for x in "ABC")
+    cands = kernels.candidates(dt.Machine(dt.Grid(4)), A, B, C, model=slow)
+    best = min([c for c in cands if c.fits], key=lambda c: (c.seconds, c.idle))
+    chosen = _chosen(kernels.build("auto", dt.Machine(dt.Grid(4)), A, B, C, model=slow))
+    assert chosen.startswith(f"auto: chose {best.algorithm} on {best.machine!r}")
+    faster_busy = [c for c in cands if c.idle == 0 and c.seconds < best.seconds]
+    assert not faster_busy
+
+
+def test_auto_respects_the_memory_bound() -> None:
+    from distal import model
+
+    A, B, C = (dt.Tensor(x, (1024, 1024)) for x in "ABC")
+    machine = dt.Machine(dt.Grid(2, 2, 2))
+    cands = kernels.candidates(machine, A, B, C, model=model.lassen_gpu())
+    bound = sorted({c.peak_bytes for c in cands})[0]
+    sched = kernels.build("auto", machine, A, B, C, model=model.lassen_gpu(), memory=bound)
+    chosen = _chosen(sched)
+    assert "over the memory bound" not in chosen
+    assert any(chosen.startswith(f"auto: chose {c.describe()}") and c.peak_bytes <= bound for c in cands)
+    assert min(c.seconds for c in cands) < min(c.seconds for c in cands if c.peak_bytes <= bound)  # it cost time
+
+
+@pytest.mark.parametrize("name", ["ttv", "innerprod", "ttm", "mttkrp"])
+def test_auto_on_higher_order_statements(name: str) -> None:
+    from distal import model
+
+    shapes = {"ttv": [(64, 64), (64, 64, 64), (64,)], "innerprod": [(), (64, 64, 64), (64, 64, 64)],
+              "ttm": [(64, 64, 32), (64, 64, 64), (64, 32)], "mttkrp": [(64, 16), (64, 64, 64), (64, 16), (64, 16)]}
+    ops = [dt.Tensor(f"T{k}", s) for k, s in enumerate(shapes[name])]
+    sched = kernels.build("auto", dt.Machine(dt.Grid(4)), *ops, model=model.lassen_cpu())
+    assert _chosen(sched).startswith(f"auto: chose {name} on ")
+
+
+def test_machine_auto() -> None:
+    from distal import model
+
+    m = kernels.machine("auto", 4, shape=(256, 256, 256), model=model.lassen_cpu())
+    assert set(m.bind(4).values()) == {0, 1, 2, 3}
+    with pytest.raises(dt.MachineError, match=r"expected shape=\(m, n, k\) of a matrix product"):
+        kernels.machine("auto", 4)
