@@ -213,3 +213,33 @@ def test_stats_are_exact_for_a_random_small_plan_against_a_brute_force_count() -
                 used.setdefault((info.name, proc), set()).update(cells)
         cache = used
     assert data["received_bytes"] == got
+
+
+@pytest.mark.parametrize("formatted", [False, True])
+def test_counts_follow_each_tensors_own_communicate_loop(formatted: bool) -> None:
+    # SUMMA n = 12 on 2x2, k in 4 chunks of 3, but B communicated at jo: each processor fetches
+    # its whole 6x12 row block of B before the first chunk and keeps it; C still per chunk.
+    m = dt.Machine(dt.Grid(2, 2))
+    A, B, C = _tensors(12, ("xy -> xy",) * 3 if formatted else None, m)
+    A[i, j] = B[i, k] * C[k, j]
+    plan = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m)
+            .split(k, ko, ki, 3).reorder([ko, ii, ji, ki])
+            .communicate([A, B], jo).communicate(C, ko)
+            .substitute([ii, ji, ki], dt.leaf.GEMM)).compile()
+    b_tiles = {tuple(op.tile or ()) for _, launch in plan.launches() for op in launch.operands
+               if plan.tensors[op.tensor].name == "B"}
+    assert b_tiles == {(6, 12)}
+    data = plan.stats()
+    per_launch = [item["received_bytes"].get("(0,0)", 0) for item in data["launches"]]
+    if formatted:
+        # (0,0) holds B's block (0,0) and C's blocks (0,0): at launch 0 it fetches B's block (0,1)
+        # (36 elements); chunks 2 and 3 of C (rows 6..12) are remote: 18 elements each
+        assert per_launch == [36 * F64, 0, 18 * F64, 18 * F64]
+    else:
+        # everything from the global stores: B's row block (72) and C's chunk 0 (18), then one C chunk
+        assert per_launch == [(72 + 18) * F64, 18 * F64, 18 * F64, 18 * F64]
+    # and its peak beyond what its formats place on it: without formats A's tile, B's row block and
+    # one C chunk; with formats B's block (0,1) and a remote C chunk (A's tile is its own)
+    placed = data["placement"]["per_processor"]["(0,0)"]
+    extra = (36 + 18) if formatted else (36 + 72 + 18)
+    assert data["peak_bytes"]["(0,0)"] == placed + extra * F64
