@@ -43,6 +43,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from distal.errors import DistalError
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
 
 __all__ = ["describe", "explain", "stats"]
@@ -111,11 +112,14 @@ class _Owners:
         if fmt is None or machine is None or getattr(fmt, "machine", None) != machine:
             return None
         held: dict[tuple[int, ...], list[Box]] = {}
-        for color, bounds in fmt.tiles(info.shape):
-            if _empty(tuple(bounds)):
-                continue
-            for p in fmt.owners(color):
-                held.setdefault(tuple(p), []).append(tuple(bounds))
+        try:
+            for color, bounds in fmt.tiles(info.shape):
+                if _empty(tuple(bounds)):
+                    continue
+                for p in fmt.owners(color):
+                    held.setdefault(tuple(p), []).append(tuple(bounds))
+        except DistalError:  # a format this plan cannot place (e.g. sizes still symbolic): one global store
+            return None
         return held
 
     def boxes(self, n: int, proc: tuple[int, ...]) -> list[Box]:
