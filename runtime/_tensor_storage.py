@@ -428,6 +428,14 @@ def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout
     return Affine(None, 0, 0)
 
 
+_Key = tuple[Operand, tuple[int, ...], tuple[int, ...]]
+
+
+def _key(launch: Launch, op: Operand) -> _Key:
+    """An operand of a launch, by value (the runtime rebuilds some launches, e.g. for partial sums)."""
+    return (op, launch.lower, launch.upper)
+
+
 @dataclass(eq=False)
 class PlacedOperand:
     """A plan's operand read or written in place in a tensor's device blocks.
@@ -439,7 +447,7 @@ class PlacedOperand:
     """
 
     held: FormatStore
-    projections: dict[tuple[int, int], tuple[Affine, ...]]  # (id(launch), id(operand))
+    projections: dict[_Key, tuple[Affine, ...]]  # by `_key(launch, operand)`
 
     @property
     def block(self) -> tuple[int, ...]:
@@ -450,14 +458,14 @@ class PlacedOperand:
         """The launch argument: the block store, one block per point."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE  # the kernel writes the box, the padding keeps its zeros
-        return Arg(self.held.blocks, privilege, self.block, self.projections[(id(launch), id(op))])
+        return Arg(self.held.blocks, privilege, self.block, self.projections[_key(launch, op)])
 
     def pinned(self, launch: Launch, op: Operand, point: tuple[int, ...],
                privilege: Privilege) -> tuple[Store, Privilege]:
         """The block of one launch point, as a store of its own (pinned launches)."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE
-        color = tuple(a.at(point) for a in self.projections[(id(launch), id(op))])
+        color = tuple(a.at(point) for a in self.projections[_key(launch, op)])
         return tile_of(self.held.blocks, self.block, color), privilege
 
 
@@ -467,7 +475,7 @@ def placed_operand(plan: Plan, n: int, lay: Layout, held: Callable[[], FormatSto
     None where some launch's tile is not a block (`block_projection`);
     otherwise ``held()`` gives the blocks.
     """
-    projections: dict[tuple[int, int], tuple[Affine, ...]] = {}
+    projections: dict[_Key, tuple[Affine, ...]] = {}
     for group, launch in plan.launches():
         for op in launch.operands:
             if op.tensor != n:
@@ -475,7 +483,8 @@ def placed_operand(plan: Plan, n: int, lay: Layout, held: Callable[[], FormatSto
             proj = block_projection(plan, group, launch, op, lay)
             if proj is None:
                 return None
-            projections[(id(launch), id(op))] = proj
+            if projections.setdefault(_key(launch, op), proj) != proj:
+                return None  # two launches alike but for their group: not worth telling apart
     return PlacedOperand(held(), projections) if projections else None
 
 
