@@ -9,9 +9,9 @@ The low-level allgather and alltoall may act on an axis ``x`` anywhere in a
 dimension's list: the list is first rewritten with ``x`` minor-most and the
 device map re-chosen so that no data moves (``beta' . phi'^-1 = beta . phi^-1``),
 then the rule of Fig. 8 applies. The re-chosen map generally groups devices
-that do not lie along one mesh axis, which is why `synthesize` keeps
-``phi`` fixed (its steps must be Shardy collectives over mesh axes) and uses
-this module only as the reference semantics.
+that do not lie along one mesh axis. `synthesize` writes such a re-choice as a
+step of its own (`Relabel`, with the maps in `Program.frames`) and uses this
+module as the reference semantics.
 
 >>> m = Mesh(a=8)
 >>> a = DeviceAssignment.of(m, DistType.parse("[1{a}8, 8]"))

@@ -207,6 +207,13 @@ class Program:
     def to_shardy(self, mesh_name: str = "mesh", element: str = "f32", func: str = "redistribute") -> str:
         """The program as a Shardy function (all_slice, all_gather, all_to_all, collective_permute).
 
+        Each ``out_sharding`` is the one the dialect infers from the operand's
+        sharding, keeping mesh axes of size 1 where the types name them (a
+        final ``collective_permute`` that moves no data names the target's
+        sharding if the two differ only there). A relabelled device map is a
+        mesh ``@mesh_k`` with the same axes and ``device_ids``; a `Relabel` is a
+        ``collective_permute`` onto it.
+
         >>> from distal.redist.synth import synthesize
         >>> src, dst = DistType.parse("[2{x}8, 8]"), DistType.parse("[8, 2{x}8]")
         >>> print(synthesize(src, dst, Mesh(x=4)).to_shardy())
