@@ -121,3 +121,15 @@ def test_documented_no_change_reorder_to_the_current_order() -> None:
     A, _, _ = matmul()
     s = A.schedule()
     assert parts(s.reorder([i, j]).compile()) == parts(s.compile())
+
+
+@pytest.mark.parametrize("command", ["communicate", "distribute"])
+def test_documented_no_change_annotating_a_loop_inside_the_tasks(command: str) -> None:
+    """docs/reference.md: communicate or distribute at a loop outside the outermost nest (here under a where)
+    changes no launch and no tile; the plan's notes say it runs inside the tasks."""
+    A, B, C = matmul()
+    s = A.schedule().distribute([i]).precompute(B[i, k] * C[k, j], [k], [w1])
+    annotated = s.communicate(B, w1) if command == "communicate" else s.distribute([w1])
+    plan = annotated.compile()
+    assert parts(plan) == parts(s.compile())
+    assert any("w1" in note and ("inside the tasks" in note or "whole task" in note) for note in plan.notes)
