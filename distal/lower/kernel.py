@@ -145,7 +145,6 @@ class TaskBody:
                 return p.mode
         return None
 
-
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         for vs, leaf in self.leaves:
             if vs <= set(chain):
@@ -199,9 +198,11 @@ class _Run(Walker):
     def thread_loop(self, v: IndexVar, inner: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loop `v`'s iterations in contiguous chunks on a thread pool, each chunk running `inner` above `a`.
 
-        Where `v` does not fix the output element (it reduces into the output,
-        which parallelize allows only for `+=`), each chunk adds into its own
-        zeroed copy of the output tile, and the copies are added in after.
+        A chunk runs as one slice block over its range of `v` and the loops
+        inside when slice mode applies, else iteration by iteration. Where `v`
+        does not fix the output element (it reduces into the output, which
+        parallelize allows only for `+=`), each chunk adds into its own zeroed
+        copy of the output tile, and the copies are added in after.
         """
         n = self.ext[v]
         workers = max(1, min(self.body.threads, n))
@@ -216,8 +217,10 @@ class _Run(Walker):
             run = self
             if private:
                 run = _Run(self.body, {**self.arrays, a.lhs.tensor: (self.xp.zeros_like(out), origin)}, self.xp)
-            for value in range(lo, hi):
-                run.nest(inner, a, {**env, v: value})
+            # the chunk as one slice block where it applies, else its iterations one by one
+            if run.slice_block(a, env, [v, *inner], limits={v: (lo, hi)}) is None:
+                for value in range(lo, hi):
+                    run.nest(inner, a, {**env, v: value})
             return run.arrays[a.lhs.tensor][0] if private else None
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distal-parallel") as pool:
@@ -330,8 +333,11 @@ class _Run(Walker):
         return ints, forms, upper
 
     def slice_block(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar],
-                    dry: bool = False) -> bool | None:
-        """Run the block in slice mode; None when slice mode does not apply."""
+                    dry: bool = False, limits: Mapping[IndexVar, tuple[int, int]] | None = None) -> bool | None:
+        """Run the block in slice mode; None when slice mode does not apply.
+
+        `limits` narrows block variables to [lo, hi) (a thread's chunk of a parallel loop).
+        """
         found = self._forms(env, block, dry)
         if found is None:
             return None
@@ -354,6 +360,8 @@ class _Run(Walker):
         if dry:
             return True
         ranges = {b: (0, upper[b]) for b in block}
+        for b, (lo, hi) in (limits or {}).items():
+            ranges[b] = (max(lo, 0), min(hi, ranges[b][1]))
         if any(hi <= lo for lo, hi in ranges.values()):
             return True
         letters = {v: _LETTERS[n] for n, v in enumerate([*block, *sums])}

@@ -54,8 +54,8 @@ def _blocks_run(plan: Any, A: dt.Tensor, monkeypatch: pytest.MonkeyPatch) -> int
     count = [0]
     slice_block, index_block = kernel_module._Run.slice_block, kernel_module.run_index_block
 
-    def counted_slice(self: Any, a: Any, env: Any, block: Any, dry: bool = False) -> Any:
-        done = slice_block(self, a, env, block, dry)
+    def counted_slice(self: Any, a: Any, env: Any, block: Any, dry: bool = False, **kw: Any) -> Any:
+        done = slice_block(self, a, env, block, dry, **kw)
         count[0] += bool(done) and not dry
         return done
 
@@ -208,3 +208,17 @@ def test_parallel_loops_run_on_legate() -> None:
                 out.set_array(np.zeros(out.concrete_shape()))
                 sched.evaluate()
             np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12, err_msg=f"{name} on {kind}")
+
+
+def test_each_thread_runs_its_chunk_as_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cpu_thread over ii of the TTV leaf: each of a task's threads runs its range of ii, with j and k, as one block."""
+    rng = np.random.default_rng(2)
+    A = dt.Tensor("A", (8, 5))
+    B, c = dt.Tensor.from_array("B", rng.random((8, 5, 6))), dt.Tensor.from_array("c", rng.random(6))
+    A[i, j] = B[i, j, k] * c[k]
+    s = A.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2, kind="omp"))).parallelize(ii, "cpu_thread")
+    plan, warned = compile_quietly(s)
+    assert not warned
+    plan.groups[0].kernel.threads = 2
+    assert _blocks_run(plan, A, monkeypatch) == 2 * 2  # two tasks, two threads each
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,k->ij", B.to_numpy(), c.to_numpy()), rtol=1e-12)
