@@ -189,7 +189,10 @@ def test_the_papers_ttv_and_innerprod_leaf_schedules_are_expressible_and_run(kin
             assert modes == {"cpu_thread": "threads", "cpu_vector": "vector"}, name
         else:
             assert modes == {"gpu_block": "vector", "gpu_thread": "vector"}, name
-        plan.run(backend="numpy")
+        if kind == "gpu":
+            run_numpy(plan, device=to_device)  # the tiles as device arrays: the CuPy path of the GPU tasks
+        else:
+            plan.run(backend="numpy")
         np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12, err_msg=name)
         out.set_array(np.zeros(out.concrete_shape()))
         sched.evaluate(backend="reference")  # the reference executor ignores parallelism: same result
