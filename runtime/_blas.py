@@ -15,6 +15,7 @@ is set.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -41,13 +42,22 @@ def task_threads() -> int | None:
     return _threads
 
 
+_modules_seen = -1
+
+
 def _blas_libraries(refresh: bool = False) -> list[Any]:
-    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
-    global _controller
-    if _controller is None or refresh:
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process.
+
+    Looked up again whenever Python modules were imported since the last look
+    (an import such as cupynumeric's or scipy's can load another BLAS); a look
+    costs about a millisecond, the check a `len(sys.modules)`.
+    """
+    global _controller, _modules_seen
+    if _controller is None or refresh or len(sys.modules) != _modules_seen:
         from threadpoolctl import ThreadpoolController
 
         _controller = ThreadpoolController()
+        _modules_seen = len(sys.modules)
     return [lib for lib in _controller.lib_controllers if lib.user_api == "blas"]
 
 

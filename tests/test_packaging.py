@@ -121,7 +121,8 @@ def test_the_wheel_holds_every_package_and_the_shim_source(built: tuple[Path, Pa
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith(("runtime/", "kernels/", "tests/")) for n in names)
     packages = {str(p.parent.relative_to(ROOT)) for p in (ROOT / "distal").rglob("__init__.py")}
-    assert {f"{p}/__init__.py" for p in packages} <= names  # a new sub-package was not left out
+    missing = sorted(p.replace("/", ".") for p in packages if f"{p}/__init__.py" not in names)
+    assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: Apache-2.0" in text

@@ -30,6 +30,9 @@ def two_blas_threads() -> Iterator[None]:
 
 def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
         machine: rt.MachineInfo, two_blas_threads: None) -> None:
+    import cupynumeric  # noqa: F401  (brings its own OpenBLAS, loaded after Legate started)
+
+    ThreadpoolController().limit(limits=2, user_api="blas")  # the user's setting covers it too
     seen: list[list[int]] = []
 
     def kernel(point: tuple[int, ...], tile: np.ndarray) -> None:
@@ -41,6 +44,7 @@ def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
     rt.index_launch(key, (2, 1), [rt.Arg(store, rt.Privilege.READ_WRITE, (2, 2))])
     rt.fence()
     assert len(seen) == 2 and all(counts and set(counts) == {1} for counts in seen), seen
+    assert len(seen[0]) == len(_blas_threads())  # every loaded BLAS, the late one included
     assert set(_blas_threads()) == {2}  # outside distal's tasks: the user's setting
     assert (rt.to_numpy(store) == 2.0).all()
 
