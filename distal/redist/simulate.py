@@ -19,7 +19,7 @@ import numpy as np
 
 from distal.errors import RuntimeFailure, ShapeError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
-from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
+from distal.redist.frames import Frame, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
 from distal.redist.program import Program
 from distal.redist.types import DistType, ref_factors
@@ -44,11 +44,11 @@ def offsets(t: DistType, mesh: Mesh, device: Device) -> tuple[int, ...]:
     return tuple(d.local * _index(lst, coords, mesh) for d, lst in zip(t.dims, t.factor_lists(mesh), strict=True))
 
 
-def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device, frame: Frame | None = None) -> np.ndarray:
-    if frame is None:
-        off = offsets(t, mesh, device)
-    else:
-        off = offsets_at(t, mesh)[frame.index(mesh.devices().index(device))]
+def _tile(a: np.ndarray, t: DistType, mesh: Mesh, device: Device) -> np.ndarray:
+    return _block(a, t, offsets(t, mesh, device))
+
+
+def _block(a: np.ndarray, t: DistType, off: Sequence[int]) -> np.ndarray:
     return a[tuple(slice(o, o + n) for o, n in zip(off, t.local_type))]
 
 
@@ -127,6 +127,7 @@ def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray
         )
     tiles = {d: _tile(a, prog.source, mesh, d).copy() for d in mesh.devices()}
     frames = prog.frames
+    order = mesh.devices()
     for k, (step, src, dst) in enumerate(zip(prog.steps, prog.types, prog.types[1:]), 1):
         frame = frames[k - 1]
         if isinstance(step, AllPermute):
@@ -142,9 +143,11 @@ def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray
             runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
             gathers, slices = [(i, r) for i, _, r in runs], [(j, r) for _, j, r in runs]
             tiles = _exchange(mesh, tiles, src, dst, gathers, slices, frame)
-        after = frames[k] if frames[k] != identity(mesh) else None
+        # the tile each device must hold: that of the point it plays in this step's map
+        offs = offsets_at(dst, mesh)
+        point = {order[dev]: h for h, dev in enumerate(frames[k])}
         for d, tile in tiles.items():
-            if not np.array_equal(tile, _tile(a, dst, mesh, d, after)):
+            if not np.array_equal(tile, _block(a, dst, offs[point[d]])):
                 raise RuntimeFailure(
                     f"expected device {d} to hold its tile of {dst} after step {k} ({step}), but found different data",
                     str(prog),

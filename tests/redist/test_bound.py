@@ -4,9 +4,10 @@ Every synthesized program costs at most the weak-type optimum plus
 ``localsize(dst)``, has at most one allpermute, stays within the height bound
 and, simulated, ends with the target's tiles; its Shardy form passes the
 dialect's rules (tests/redist/shardy_check.py). Checked on the problems of
-issue 15, by Hypothesis over meshes of axes of 1, 2, 3, 4, 5, 6, 10, 12 and 15
-(about one problem in 40 of this distribution needs a relabelled device map),
-and exhaustively (rank 2) on the issue's mesh {x: 3, y: 4, z: 2} and on
+issue 15; by Hypothesis on meshes of axes of 2, 3, 4, 5 and 6 where a
+dimension mixes primes (the class that breaks the bound with the mesh's own
+device map), and on meshes of axes of 1, 2, 3, 4, 5, 6, 10, 12 and 15 with an
+extra axis of size 1 named in both types; and exhaustively (rank 2) on the issue's mesh {x: 3, y: 4, z: 2} and on
 {x: 2, y: 3, z: 5}; all of these fail with the fixed-device-map lowering.
 """
 
@@ -20,12 +21,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from distal.errors import TypeNotationError
 from distal.redist import AllPermute, Dim, DistType, Mesh, Program, synthesize
 from distal.redist.collectives import AllToAll, DynSlice, Relabel
+from distal.redist.mesh import prime_factors
 from distal.redist.search import WeakProblem, shortest_paths
 from distal.redist.simulate import offsets
 from tests.redist.shardy_check import ShardyError, check
@@ -120,8 +122,24 @@ SIZES = (1, 2, 3, 4, 5, 6, 10, 12, 15)
 
 
 @st.composite
-def mixed_problems(draw: Any, max_rank: int = 3, max_elements: int = 4096) -> tuple[Mesh, DistType, DistType]:
-    mesh = Mesh(tuple((n, draw(st.sampled_from(SIZES))) for n in AXES))
+def mixed_problems(
+    draw: Any,
+    sizes_from: Sequence[int] = SIZES,
+    mixed_dimension: bool = False,
+    max_rank: int = 3,
+    max_elements: int = 4096,
+) -> tuple[Mesh, DistType, DistType]:
+    """Problems of the paper's distribution on meshes of three axes of ``sizes_from``.
+
+    With ``mixed_dimension``, one dimension of the source or the target is split
+    over axes of different primes: the class where lowering with the mesh's own
+    device map can get stuck (about one problem in 30 of it breaks the bound
+    that way, against one in 100 without the filter).
+    """
+    sizes: list[int] = []
+    for _ in AXES:  # at most 120 devices, so every program can be simulated quickly
+        sizes.append(draw(st.sampled_from([s for s in sizes_from if math.prod(sizes) * s <= 120] or [1])))
+    mesh = Mesh(tuple(zip(AXES, sizes, strict=True)))
     rank = draw(st.integers(1, max_rank))
     placements = []
     for _ in range(2):
@@ -131,6 +149,14 @@ def mixed_problems(draw: Any, max_rank: int = 3, max_elements: int = 4096) -> tu
             if where is not None:
                 per[where].append(name)
         placements.append([list(draw(st.permutations(p))) for p in per])
+    if mixed_dimension:
+        assume(
+            any(
+                len({q for a in dim for q in prime_factors(mesh.axis_size(a))}) > 1
+                for placement in placements
+                for dim in placement
+            )
+        )
     ext = [math.lcm(*(math.prod(mesh.axis_size(a) for a in p[i]) for p in placements)) for i in range(rank)]
     for k in range(rank):
         f = draw(st.sampled_from((1, 1, 2, 3)))
@@ -144,7 +170,7 @@ def mixed_problems(draw: Any, max_rank: int = 3, max_elements: int = 4096) -> tu
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(mixed_problems())
+@given(mixed_problems(sizes_from=(2, 3, 4, 5, 6), mixed_dimension=True))
 def test_mixed_prime_meshes_keep_the_bound(problem: tuple[Mesh, DistType, DistType]) -> None:
     mesh, src, dst = problem
     prog = synthesize(src, dst, mesh)
@@ -224,3 +250,5 @@ def test_shardy_is_valid_on_meshes_with_size_1_axes(problem: tuple[Mesh, DistTyp
     dst = DistType((*dst.dims[:k], Dim(dst.dims[k].local, ("u", *dst.dims[k].axes), dst.dims[k].global_)))
     prog = synthesize(src, dst, mesh, method=method)
     assert_valid_shardy(prog)
+    if method == "search":
+        assert_within_bound(prog, src, dst, mesh, simulate=src.global_size <= 4096)
