@@ -168,3 +168,10 @@ def test_starting_keeps_the_users_random_streams(run_python: Runner) -> None:
     done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "ok"
+
+
+def test_star_import_gives_every_exported_name() -> None:
+    names: dict[str, object] = {}
+    exec("from distal.runtime import *", names)
+    assert set(rt.__all__) <= set(names)
+    assert names["fence"] is rt.fence and names["FormatStore"] is rt.FormatStore
