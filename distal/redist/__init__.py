@@ -13,7 +13,7 @@ with Shardy output (papers/shardy-dialect.txt).
 (8192, 4096)
 """
 
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
 from distal.redist.lowlevel import DeviceAssignment
 from distal.redist.mesh import FactorAxis, Mesh
 from distal.redist.program import Program
@@ -32,5 +32,6 @@ __all__ = [
     "FactorAxis",
     "Mesh",
     "Program",
+    "Relabel",
     "synthesize",
 ]
