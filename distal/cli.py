@@ -144,7 +144,10 @@ def explain_main(argv: list[str]) -> int:
     elif args.algorithm is not None:
         import distal.kernels as kernels
 
-        machine = kernels.machine(args.algorithm, 4)
+        # 4 processors; COSMA and auto choose their grid from a matrix product's (m, n, k).
+        out_shape, first_in = shapes.get(used[0], ()), shapes.get(used[1], ()) if len(used) > 1 else ()
+        mnk = (*out_shape, first_in[1]) if len(out_shape) == 2 and len(first_in) == 2 else None
+        machine = kernels.machine(args.algorithm, 4, mnk)
     elif formats:
         raise DistalError(f"expected --grid with --format (the machine the formats name), but found none "
                           f"for {args.statement!r}")

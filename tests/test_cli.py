@@ -185,3 +185,11 @@ def test_the_gpu_benchmark_says_why_it_records_nothing_without_gpus() -> None:
     assert done.returncode == 2
     assert "Legate runs no GPU processors" in done.stderr and "Nothing recorded" in done.stderr
     assert sorted((root / "bench" / "results").glob("gpu_gemm*")) == before
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "cosma", "summa"])
+def test_explain_picks_a_machine_of_four_processors_without_a_grid(algorithm: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", *MATMUL, "--algorithm", algorithm]) == 0
+    out = capsys.readouterr().out
+    assert "Grid(2, 2" in out and "total received" in out
