@@ -92,28 +92,30 @@ def is_started() -> bool:
     return _machine is not None
 
 
-_prepared: tuple[bool, str] | None = None
+_written: str | None = None  # the LEGATE_CONFIG distal wrote (its defaults), if it wrote one
 
 
 def prepare_process() -> tuple[str, bool, str]:
-    """Load the driver (or its stand-in) and set Legate's configuration; idempotent.
+    """Load the driver (or its stand-in) and set Legate's configuration; cheap to repeat.
 
-    Returns (LEGATE_CONFIG, whether the user set it, 'real' or 'shim').
+    Returns (LEGATE_CONFIG, whether the user set it, 'real' or 'shim'). A
+    configuration the user set (also after `import distal` wrote distal's
+    defaults) is kept, with Realm's GPU logger silenced under the stand-in.
     """
-    global _prepared
-    if _prepared is None:
-        user_config = "LEGATE_CONFIG" in os.environ
-        driver = load_driver()
-        if not driver.real:
-            # Legate's automatic configuration probes the GPUs and fails on the shim.
-            os.environ["LEGATE_AUTO_CONFIG"] = "0"
-        if not user_config:
-            os.environ["LEGATE_CONFIG"] = default_config(host_info(), gpus=driver.devices, shim=not driver.real)
-            os.environ.setdefault("LEGATE_AUTO_CONFIG", "0")
-        elif not driver.real:
-            os.environ["LEGATE_CONFIG"] = quiet_gpu_logging(os.environ["LEGATE_CONFIG"])
-        _prepared = (user_config, "real" if driver.real else "shim")
-    return os.environ.get("LEGATE_CONFIG", ""), _prepared[0], _prepared[1]
+    global _written
+    driver = load_driver()
+    if not driver.real:
+        # Legate's automatic configuration probes the GPUs and fails on the shim.
+        os.environ["LEGATE_AUTO_CONFIG"] = "0"
+    current = os.environ.get("LEGATE_CONFIG")
+    user_config = current is not None and current != _written
+    if current is None:
+        _written = default_config(host_info(), gpus=driver.devices, shim=not driver.real)
+        os.environ["LEGATE_CONFIG"] = _written
+        os.environ.setdefault("LEGATE_AUTO_CONFIG", "0")
+    elif user_config and not driver.real:
+        os.environ["LEGATE_CONFIG"] = quiet_gpu_logging(current)
+    return os.environ["LEGATE_CONFIG"], user_config, "real" if driver.real else "shim"
 
 
 def prepare_at_import() -> None:

@@ -175,3 +175,16 @@ def test_star_import_gives_every_exported_name() -> None:
     exec("from distal.runtime import *", names)
     assert set(rt.__all__) <= set(names)
     assert names["fence"] is rt.fence and names["FormatStore"] is rt.FormatStore
+
+
+def test_a_config_set_after_import_distal_is_the_users(run_python: Runner) -> None:
+    code = (
+        "import os\n"
+        "import distal as dt\n"
+        "os.environ['LEGATE_CONFIG'] = '--cpus 1 --sysmem 512'\n"
+        "info = dt.runtime.ensure_started()\n"
+        "print(info.user_config, info.cpus)\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["True 1"], done.stdout
