@@ -35,6 +35,8 @@ BENCHES = {
     "launch": "launch_overhead.py",
     "kernel-modes": "kernel_modes.py",
     "import-time": "import_time.py",
+    "validate-model": "validate_model.py",  # predicted vs measured time (distal.model) at 1, 2, 4 CPUs
+    "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm"}

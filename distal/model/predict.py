@@ -179,10 +179,15 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
 
 
 def predict(plan: Plan, model: MachineModel, processors: int | None = None,
-            data: dict[str, Any] | None = None) -> Prediction:
+            data: dict[str, Any] | None = None, exact: bool = True) -> Prediction:
     """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point).
 
     `data` is `distal.lower.explain.stats(plan)` when the caller has it already.
+    With `exact=False` the bytes are not taken from `stats` (whose exact
+    accounting of what earlier launches left behind costs minutes on plans of
+    thousands of points) but estimated from the formats alone: every tile
+    element a processor's format does not give it is received, every launch.
+    That is what plans of hundreds of nodes use (bench/weak_scaling.py).
     """
     from distal.lower.explain import _Owners, stats
     from distal.lower.plan import Privilege
@@ -202,7 +207,8 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     for c, r in bind.items():
         on_node[model.node_of(r)].append(c)
     owners = _Owners(plan)
-    data = data if data is not None else stats(plan)  # exact byte counts (distal.lower.explain), split here by link
+    if exact and data is None:
+        data = stats(plan)  # exact byte counts (distal.lower.explain), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
     proc = model.processor
     nodes_used = len({model.node_of(r) for r in bind.values()})
@@ -221,7 +227,6 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                     return size
         return got
 
-    reduced_abs = data["reduced_bytes"]
     comp_total: dict[int, float] = defaultdict(float)
     intra_total: dict[int, float] = defaultdict(float)
     inter_total: dict[int, float] = defaultdict(float)
@@ -233,12 +238,14 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     # first pass: per launch and abstract processor, where its remote tiles are (same real processor, same node,
     # another node), and the tiles it reduces; the amounts then come from `stats`
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
+    extra_peak: dict[tuple[int, ...], float] = defaultdict(float)  # estimated: received + reduction buffers
     per_launch: list[Any] = []
     per_step: list[tuple[dict[int, float], dict[int, float], dict[int, float]]] = []
     for group, launch in launches:
         rate = proc.rate(_leaf_kind(group))
         comp: dict[int, float] = defaultdict(float)
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
+        buffers: dict[tuple[int, ...], float] = defaultdict(float)
         red_where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0])  # node, other
         readers: dict[tuple[int, Any], _Tile] = {}  # (tensor, color) -> bytes, copies inside/between nodes
         fanin: dict[tuple[int, Any], _Tile] = {}
@@ -264,6 +271,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 nb = info.itemsize
                 key = (op.tensor, op.color(point))
                 if op.privilege is Privilege.REDUCE_ADD:
+                    buffers[a] += size * nb
                     red_where[a][0] += (same_node - mine) * nb
                     red_where[a][1] += (size - same_node) * nb
                     red_est[a] += (size - mine) * nb
@@ -295,15 +303,27 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
         for r, t in comp.items():
             comp_total[r] += t
+        for a, w in where.items():
+            extra_peak[a] = max(extra_peak[a], sum(w) + buffers.get(a, 0.0))
         per_launch.append((comp, where, red_where, readers, fanin))
+    if data is not None:
+        reduced_abs = data["reduced_bytes"]
+        peak_abs = data["peak_bytes"]
+    else:
+        reduced_abs = {_key(a): b for a, b in red_est.items()}
+        peak_abs = {_key(c): int(sum(owners.share(n, c) * t.itemsize for n, t in enumerate(plan.tensors))
+                                 + extra_peak.get(c, 0.0)) for c in bind}
     for index, (comp, where, red_where, readers, fanin) in enumerate(per_launch):
-        exact = data["launches"][index]["received_bytes"]  # per abstract processor
+        if data is not None:
+            exact_recv = data["launches"][index]["received_bytes"]  # per abstract processor
+        else:
+            exact_recv = {_key(a): sum(w) for a, w in where.items()}
         recv_intra: dict[int, float] = defaultdict(float)
         recv_inter_node: dict[int, float] = defaultdict(float)
         msgs_intra: dict[int, int] = defaultdict(int)
         msgs_inter_node: dict[int, int] = defaultdict(int)
-        for a in set(where) | {c for c in bind if exact.get(_key(c))}:
-            got = float(exact.get(_key(a), 0))
+        for a in set(where) | {c for c in bind if exact_recv.get(_key(c))}:
+            got = float(exact_recv.get(_key(a), 0))
             if not got:
                 continue
             _, near, other = where.get(a, [0.0, 0.0, 0.0])
@@ -379,7 +399,6 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     runtime = model.launch_seconds * len(launches)
     total += runtime
     # memory
-    peak_abs = data["peak_bytes"]
     peak_real: dict[int, int] = defaultdict(int)
     for c, r in bind.items():
         peak_real[r] += int(peak_abs.get(_key(c), 0))

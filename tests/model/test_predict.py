@@ -104,3 +104,15 @@ def test_explain_shows_the_predicted_time() -> None:
     p = plan.predict(model.lassen_gpu())
     assert f"  predicted time (lassen-gpu model, distal.model): {p.summary()}" in text
     assert "    processor 3 (node 0): 2 point(s)" in text
+
+
+@pytest.mark.parametrize("name", ["summa", "cannon", "johnson"])
+def test_estimated_bytes_match_the_exact_ones_where_nothing_is_cached(name: str) -> None:
+    """exact=False (the formats alone, for plans of hundreds of nodes) against explain's exact counts."""
+    plan = kernels.build(name, kernels.machine(name, 8), *_matmul(512)).compile()
+    m = model.lassen_gpu().with_(per_node=2)
+    exact, estimate = plan.predict(m), model.predict(plan, m, exact=False)
+    assert estimate.seconds == pytest.approx(exact.seconds, rel=0.25)
+    got = sum(r["intra_bytes"] + r["inter_bytes"] for r in estimate.per_processor)
+    want = sum(r["intra_bytes"] + r["inter_bytes"] for r in exact.per_processor)
+    assert got >= want  # the estimate never counts less than what is really received

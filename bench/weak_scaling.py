@@ -1,0 +1,191 @@
+"""Predict the paper's weak-scaling experiments (Figures 15 and 16) with the Lassen-like machine model.
+
+Matrix multiplication (SUMMA, Cannon, PUMMA, Johnson, Solomonik 2.5D, COSMA):
+square matrices of n = 8192 per node on CPUs and 20000 on GPUs, n growing with
+the square root of the node count (memory per node constant, paper 7.1).
+Higher-order kernels (TTV, innerprod, TTM, MTTKRP): B of n x n x n with n
+growing with the cube root of the node count (paper 7.2; the paper gives no
+initial sizes, ours are below). 1 to 256 nodes, square and non-square counts.
+
+Plans are compiled from shadow tensors (shapes, no data) with one abstract
+processor per node, as the paper runs DISTAL with one rank per node: the
+node's processors (4 V100s, or 2 POWER9 sockets) are one processor of the
+model with their summed rates, memory and memory bandwidth, and the node's
+port to the network (InfiniBand EDR) is the link between them; traffic
+inside a node is not timed. Bytes are estimated from the formats
+(`predict(..., exact=False)`: explain's exact accounting takes minutes at this
+scale). Writes bench/results/weak_scaling.json and weak_scaling_matmul.png,
+weak_scaling_higher.png (per-node GFLOP/s, or GB/s for TTV and innerprod).
+
+Run: `python bench/weak_scaling.py` or `distal bench weak-scaling`
+(`--nodes 1,2,4` for fewer points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import RESULTS, write
+
+NODES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MATMUL = ("summa", "cannon", "pumma", "johnson", "solomonik", "cosma")
+MATMUL_N0 = {"cpu": 8192, "gpu": 20000}
+# per node at 1 node: (n, extra mode l); B is n^3 doubles (TTV 8.6 GB, innerprod 2 x 3.6 GB, TTM/MTTKRP 1.1 GB)
+HIGHER_N0 = {"ttv": (1024, 0), "innerprod": (768, 0), "ttm": (512, 512), "mttkrp": (512, 64)}
+
+
+def node_model(kind: str) -> Any:
+    """One Lassen node as one processor: the model's processors summed; the node's port as the only link."""
+    from distal import model
+    from distal.model.machine import ProcessorModel
+
+    base = model.lassen_gpu() if kind == "gpu" else model.lassen_cpu()
+    p, k = base.processor, base.per_node
+    node = ProcessorModel(p.kind, {name: rate * k for name, rate in p.flops.items()}, p.bandwidth * k, p.memory * k)
+    return base.with_(name=f"lassen-{kind}-node", processor=node, per_node=1, intra=base.inter)
+
+
+def _shapes(name: str, nodes: int, kind: str) -> list[tuple[int, ...]]:
+    if name in MATMUL:
+        n = round(MATMUL_N0[kind] * math.sqrt(nodes))
+        return [(n, n)] * 3
+    n0, l0 = HIGHER_N0[name]
+    n = round(n0 * nodes ** (1 / 3))
+    return {"ttv": [(n, n), (n, n, n), (n,)], "innerprod": [(), (n, n, n), (n, n, n)],
+            "ttm": [(n, n, l0), (n, n, n), (n, l0)], "mttkrp": [(n, l0), (n, n, n), (n, l0), (n, l0)]}[name]
+
+
+def _work(name: str, shapes: list[tuple[int, ...]]) -> tuple[float, str]:
+    """FLOPs (or bytes read, for TTV and innerprod) of one run, and the unit of the rate."""
+    n = shapes[1][0]
+    if name in MATMUL:
+        return 2.0 * n**3, "GFLOP/s"
+    if name == "ttv":
+        return 8.0 * (n**3 + n), "GB/s"
+    if name == "innerprod":
+        return 16.0 * n**3, "GB/s"
+    if name == "ttm":
+        return 2.0 * n**3 * shapes[0][2], "GFLOP/s"
+    return 3.0 * n**3 * shapes[0][1], "GFLOP/s"
+
+
+def predict_case(name: str, nodes: int, kind: str) -> dict[str, Any]:
+    import distal as dt
+    from distal import kernels, model
+
+    shapes = _shapes(name, nodes, kind)
+    letters = "aBCD" if name == "innerprod" else "ABCD"
+    ops = [dt.Tensor(x, s) for x, s in zip(letters, shapes)]
+    shape = (shapes[0][0], shapes[0][1], shapes[1][1]) if name in MATMUL else None
+    machine = kernels.machine(name, nodes, shape)
+    t0 = time.perf_counter()
+    plan = kernels.build(name, machine, *ops).compile()
+    compile_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    pred = model.predict(plan, node_model(kind), nodes, exact=False)
+    predict_s = time.perf_counter() - t1
+    work, unit = _work(name, shapes)
+    rate = work / pred.seconds / 1e9 / nodes
+    inter = max((r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor), default=0.0)
+    return {"algorithm": name, "kind": kind, "nodes": nodes, "shape": [list(s) for s in shapes],
+            "machine": repr(machine), "launches": plan.launch_count(), "compile_seconds": compile_s,
+            "predict_seconds": predict_s, "seconds": pred.seconds, "per_node": rate, "unit": unit,
+            "fits": pred.fits, "peak_bytes_per_node": pred.peak_bytes, "max_inter_node_bytes": inter,
+            "compute_seconds": pred.compute_seconds, "comm_seconds": pred.comm_seconds,
+            "exposed_comm_seconds": pred.exposed_comm_seconds}
+
+
+def plot(rows: list[dict[str, Any]]) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, kind in zip(axes, ("cpu", "gpu")):
+        for name in MATMUL:
+            pts = [r for r in rows if r["algorithm"] == name and r["kind"] == kind]
+            ok = [r for r in pts if r["fits"]]
+            line, = ax.plot([r["nodes"] for r in ok], [r["per_node"] for r in ok], marker="o", label=name)
+            oom = [r for r in pts if not r["fits"]]
+            if oom:
+                ax.plot([r["nodes"] for r in oom], [r["per_node"] for r in oom], marker="x", linestyle="none",
+                        color=line.get_color())
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("nodes")
+        ax.set_ylabel("predicted GFLOP/s per node")
+        ax.set_title(f"matmul, Lassen {kind.upper()}s (n = {MATMUL_N0[kind]} x sqrt(nodes)); x: out of memory")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("distal's model: weak scaling of matrix multiplication (cf. paper Figure 15)")
+    fig.tight_layout()
+    path = RESULTS / "weak_scaling_matmul.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4))
+    for ax, name in zip(axes, HIGHER_N0):
+        for kind in ("cpu", "gpu"):
+            pts = [r for r in rows if r["algorithm"] == name and r["kind"] == kind]
+            if pts:
+                ax.plot([r["nodes"] for r in pts], [r["per_node"] for r in pts], marker="o", label=kind.upper())
+        unit = next((r["unit"] for r in rows if r["algorithm"] == name), "")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("nodes")
+        ax.set_ylabel(f"predicted {unit} per node")
+        ax.set_title(name)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("distal's model: weak scaling of higher-order kernels (cf. paper Figure 16)")
+    fig.tight_layout()
+    path = RESULTS / "weak_scaling_higher.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--nodes", default=",".join(map(str, NODES)))
+    parser.add_argument("--algorithms", default=",".join((*MATMUL, *HIGHER_N0)))
+    args = parser.parse_args(argv)
+    nodes = [int(x) for x in args.nodes.split(",")]
+    names = args.algorithms.split(",")
+    rows = []
+    for kind in ("cpu", "gpu"):
+        for name in names:
+            for n in nodes:
+                row = predict_case(name, n, kind)
+                rows.append(row)
+                print(f"{kind} {name} {n} nodes: {row['per_node']:.0f} {row['unit']}/node, {row['seconds']:.3g} s, "
+                      f"{'fits' if row['fits'] else 'OUT OF MEMORY'}, compile {row['compile_seconds']:.2f} s",
+                      file=sys.stderr, flush=True)
+    from distal import model
+
+    at_max = [r for r in rows if r["nodes"] == max(nodes)]
+    summary = {
+        "max_nodes": max(nodes),
+        "compile_seconds_at_max_nodes": {f"{r['kind']} {r['algorithm']}": round(r["compile_seconds"], 3)
+                                         for r in at_max},
+        "models": {k: node_model(k).describe() for k in ("cpu", "gpu")},
+        "per_processor_models": {"cpu": model.lassen_cpu().describe(), "gpu": model.lassen_gpu().describe()},
+    }
+    write("weak_scaling", {"summary": summary, "rows": rows,
+                           "note": "predicted by distal.model (not measured); see docs/scaling.md. "
+                                   "Re-run: python bench/weak_scaling.py"})
+    for path in plot(rows):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
