@@ -164,7 +164,7 @@ class _Executor(Walker):
                 d = self.prov.producer(cur)
                 if d is None:
                     break
-                if isinstance(d, Divide | Split) and cur == d.inner:
+                if isinstance(d, Divide | Split) and cur == d.inner and _known(base, d.parent):
                     cur = d.parent
                     length = min(length, self.ext[cur] - int(base[cur]))
                 elif isinstance(d, Precompute) and cur in d.workspace_vars:
@@ -182,7 +182,7 @@ class _Executor(Walker):
         ints: dict[IndexVar, int] = {}
         for v in used - ranges.keys():
             x = base.get(v)
-            if x is None or np.ndim(x) != 0:
+            if not isinstance(x, int | np.integer):
                 return None
             ints[v] = int(x)
         return ints, ranges
@@ -190,3 +190,8 @@ class _Executor(Walker):
     def lookup(self, t: Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
         arr = self.arrays[t]
         return arr, (0,) * arr.ndim
+
+
+def _known(values: Mapping[IndexVar, object], v: IndexVar) -> bool:
+    """Whether the provenance graph recovered an integer value of `v`."""
+    return isinstance(values.get(v), int | np.integer)
