@@ -12,7 +12,8 @@ share it; `--sysmem`, or distal's default of half the available memory):
 - resident: every tensor of the plan once, as its store (`explain()`'s
   global store for a tensor without a format; for a tensor with a format,
   what its format places, replicas of broadcast dimensions included, at
-  least the whole tensor);
+  least the whole tensor), and a synthesized reduction's partials (one per
+  processor, and their copy with a row per device);
 - the largest peak of one processor in `explain()`'s accounting (what is
   placed on it plus, at its peak launch, received tiles, its output tiles
   and reduction buffers): processors of one node share the memory and read
@@ -25,7 +26,8 @@ share it; `--sysmem`, or distal's default of half the available memory):
 The limit is the system memory Legate was started with. Stores of other live
 tensors are not subtracted (distal does not track them), so a plan can still
 run out of memory next to large live tensors; GPU framebuffers are not
-checked (their size is not known before a task runs). Host-side copies
+checked (their size is not known before a task runs), nor are
+redistributions (`Tensor.redistribute`). Host-side copies
 (`Tensor.from_array`, an input without data made as zeros) are checked by
 `check_host_allocation` against the memory the operating system reports
 available.
@@ -103,6 +105,12 @@ def plan_memory(plan: Plan) -> MemoryNeed:
         held = sum(placed[info.name].values()) if info.name in placed else 0
         where = "its format's tiles" if info.name in placed else "one global store"
         resident.append((f"{info.name}{list(info.shape)} {info.dtype} ({where})", max(whole, held)))
+    red = plan.reduction
+    if red is not None and red.synthesized and plan.machine is not None:
+        # per-processor partials, and their copy with one row per device that the program reduces
+        procs = math.prod(plan.machine.full_shape)
+        resident.append((f"partials of the synthesized reduction into {plan.tensors[red.tensor].name} "
+                         f"({procs} x {list(red.row)}, twice)", int(2 * procs * red.nbytes)))
     per_proc = data["placement"]["per_processor"]
     best, working = None, 0
     for p, b in data["peak_bytes"].items():

@@ -99,3 +99,18 @@ def test_host_copies_of_tensors_are_checked_before_allocating() -> None:
     with pytest.raises(dt.OutOfMemory, match=r"expected A's zeros \(it has no data\) \(\[200000, 200000\] float64\)"):
         dt.Tensor("A", (200000, 200000)).to_numpy()
     np.testing.assert_array_equal(dt.Tensor.from_array("x", np.arange(3.0)).to_numpy(), np.arange(3.0))
+
+
+def test_a_synthesized_reductions_partials_count_as_stores() -> None:
+    # Johnson on 2x2x2, n = 8: every processor's partial is its 4x4 output tile (128 B); the program
+    # needs the 8 partials and their copy with one row per device
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A, B, C = (dt.Tensor(x, (8, 8)) for x in "ABC")
+    A[i, j] = B[i, k] * C[k, j]
+    plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .communicate([A, B, C], ko).substitute([ii, ji, ki], dt.leaf.GEMM)).compile(reduction="synthesized")
+    assert plan.reduction is not None and plan.reduction.synthesized
+    need = plan_memory(plan)
+    partials = [b for text, b in need.resident if text.startswith("partials of the synthesized reduction into A")]
+    assert partials == [2 * 8 * 16 * 8]
+    assert need.resident_bytes == 3 * 64 * 8 + 2 * 8 * 16 * 8
