@@ -55,8 +55,8 @@ from ._tensor_storage import (
     PlacedOperand,
     TensorStore,
     adopt,
+    block_grid,
     block_tiles,
-    device_grid,
     from_store,
     gather,
     placed_operand,
@@ -262,7 +262,7 @@ def _fresh_layout(info: TensorInfo) -> Layout | None:
 
 def _fresh_blocks(lay: Layout, dtype: np.dtype[Any]) -> FormatStore:
     """Zero blocks laid out by ``lay``."""
-    grid = device_grid(lay.mesh, lay)
+    grid = block_grid(lay)
     size = max(math.prod(lay.tile), 1)
     return FormatStore(zeros((*grid, size), dtype, tile=(*([1] * len(grid)), size)), lay, dtype)
 

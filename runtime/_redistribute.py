@@ -1,7 +1,10 @@
 """Running redistribution plans on Legate, one launch per collective.
 
 A distributed array of type τ on a mesh is a store of shape ``(*grid, L)``:
-one leading dimension per prime factor axis of the mesh (`device_grid`),
+one leading dimension per prime factor axis of the mesh (`device_grid`; a
+tensor's `FormatStore` keeps one per machine dimension, and
+`as_factor_grid` / `from_factor_grid` convert: a view, or one copy per
+device where a machine dimension has a composite size),
 and one device's block of ``localtype(τ)`` flattened (L = localsize(τ)).
 Every step is an index launch over the device grid that writes each
 device's block of a new store from blocks of the previous one, as the
@@ -51,7 +54,7 @@ from ._make import zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, legate_type, tile_of, wrap
-from ._tensor_storage import FormatStore, device_grid
+from ._tensor_storage import FormatStore, as_factor_grid, device_grid, from_factor_grid
 
 __all__ = ["StepRecord", "redistribute", "run_plan_steps", "run_program"]
 
@@ -291,14 +294,15 @@ def _enter(plan: FormatProgram, held: FormatStore) -> Store:
     mesh = plan.mesh
     grid = device_grid(mesh)
     free = _unpartitioned(own)
+    blocks = as_factor_grid(held)
     if not src.fixed and _same(own, src, free):
-        return held.blocks
+        return blocks
     fixed = {a for a, _ in src.fixed}
     lead = [Affine(None, 0, 0) if f.axis in fixed else Affine(k) for k, f in enumerate(mesh.factors)]
     lead = lead or [Affine(0)]
     kernel = _move_kernel(own.tile, src.tile, _moves(free, own, src))
     out = _new_store(grid, math.prod(src.tile), held.dtype)
-    index_launch(kernel, grid, [_block_arg(held.blocks, Privilege.READ, lead),
+    index_launch(kernel, grid, [_block_arg(blocks, Privilege.READ, lead),
                                 _block_arg(out, Privilege.WRITE, _own(len(grid)))])
     return out
 
@@ -349,7 +353,7 @@ def run_plan_steps(plan: FormatProgram, held: FormatStore,
         )
     record = trace if trace is not None else []
     store = _enter(plan, held)
-    if store is not held.blocks:
+    if plan.source.fixed or not _same(held.layout, plan.source, _unpartitioned(held.layout)):  # _enter launched
         record.append(StepRecord("expand" if plan.source.fixed else "pad", math.prod(plan.source.tile), 1))
     for stage in plan.stages:
         if isinstance(stage, Program):
@@ -366,7 +370,7 @@ def run_plan_steps(plan: FormatProgram, held: FormatStore,
         if r.block > plan.height:
             raise DistalError(f"redistribution step {r.label} holds {r.block} elements per device, "
                               f"above the plan's height {plan.height}")
-    return FormatStore(store, target, held.dtype)
+    return FormatStore(from_factor_grid(store, target), target, held.dtype)
 
 
 def _target_layout(plan: FormatProgram) -> Layout:

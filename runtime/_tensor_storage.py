@@ -57,14 +57,89 @@ def device_grid(mesh: Mesh, lay: Layout | None = None) -> tuple[int, ...]:
     return grid or (1,)
 
 
-def holder_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
-    """The index in the leading dimensions of the block of ``device`` (a machine coordinate)."""
+def factor_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of ``device``'s block in a store of the factor grid (`device_grid`), as redistribution keeps it."""
     mesh = lay.mesh
     if not mesh.factors:
         return (0,)
     fixed = {a for a, _ in lay.fixed}
     coords = mesh.factor_coords(device)
     return tuple(0 if f.axis in fixed else c for f, c in zip(mesh.factors, coords, strict=True))
+
+
+def block_grid(lay: Layout) -> tuple[int, ...]:
+    """The leading dimensions of a `FormatStore`'s blocks: one per machine dimension (all levels),
+    of its size, or 1 where the format fixes it (only the face holds blocks)."""
+    fixed = {a for a, _ in lay.fixed}
+    return tuple(1 if name in fixed else size for name, size in lay.mesh.axes)
+
+
+def holder_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
+    """The index in a `FormatStore`'s leading dimensions of the block of ``device`` (a machine coordinate)."""
+    fixed = {a for a, _ in lay.fixed}
+    return tuple(0 if name in fixed else c for name, c in zip(lay.mesh.names, device, strict=True))
+
+
+def _composite(mesh: Mesh) -> bool:
+    return any(len(mesh.factors_of(n)) > 1 for n in mesh.names)
+
+
+def as_factor_grid(held: FormatStore) -> Store:
+    """``held``'s blocks in the factor grid the redistribution programs run on (`device_grid`).
+
+    The blocks themselves where both grids agree (every machine dimension
+    of prime size, none of size 1); otherwise a local copy: one launch where
+    every machine dimension is prime or 1, one pinned copy per holding
+    device (on its bound CPU) where one has a composite size.
+    """
+    return _regrid(held.blocks, held.layout, to_factors=True)
+
+
+def from_factor_grid(store: Store, lay: Layout) -> Store:
+    """Blocks in the factor grid of ``lay``'s mesh (a redistribution's result) as a `FormatStore`'s blocks."""
+    return _regrid(store, lay, to_factors=False)
+
+
+def _regrid(store: Store, lay: Layout, to_factors: bool) -> Store:
+    mesh = lay.mesh
+    factors, machine = device_grid(mesh, lay), block_grid(lay)
+    if factors == machine:
+        return store
+    size = store.shape[-1]
+    out_grid = factors if to_factors else machine
+    if _composite(mesh):
+        out = zeros((*out_grid, size), store.dtype, tile=(*([1] * len(out_grid)), size))
+        if to_factors:
+            _copy_blocks(lay, store, holder_index, out, factor_index)
+        else:
+            _copy_blocks(lay, store, factor_index, out, holder_index)
+        return out
+    # every machine dimension is prime or 1: factor k is machine dimension axis_of[k]
+    fixed = {a for a, _ in lay.fixed}
+    by_axis = {mesh.names.index(f.axis): k for k, f in enumerate(mesh.factors)}
+    onto_machine = [Affine(None, 0, 0) if name in fixed or k not in by_axis else Affine(by_axis[k])
+                    for k, name in enumerate(mesh.names)]
+    onto_factors = [Affine(k) for k in range(len(factors))]
+    out = wrap(legate_runtime().create_store(legate_type(store.dtype), (*out_grid, size)), store.dtype)
+    src_map, out_map = (onto_machine, onto_factors) if to_factors else (onto_factors, onto_machine)
+    if not mesh.factors:
+        src_map, out_map = ([Affine(None, 0, 0)] * (store.ndim - 1)), [Affine(None, 0, 0)] * len(out_grid)
+    index_launch(_copy_kernel(), factors,
+                 [Arg(store, Privilege.READ, (*([1] * (store.ndim - 1)), size), (*src_map, Affine(None, 0, 0))),
+                  Arg(out, Privilege.WRITE, (*([1] * len(out_grid)), size), (*out_map, Affine(None, 0, 0)))])
+    return out
+
+
+def _copy_blocks(lay: Layout, source: Store, source_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]],
+                 out: Store, out_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]]) -> None:
+    key = _copy_kernel()
+    binding = _binding(lay)
+    src_block = (*([1] * (source.ndim - 1)), source.shape[-1])
+    out_block = (*([1] * (out.ndim - 1)), out.shape[-1])
+    for device in lay.holders():
+        point_launch(key, [(tile_of(source, src_block, (*source_index(lay, device), 0)), Privilege.READ),
+                           (tile_of(out, out_block, (*out_index(lay, device), 0)), Privilege.WRITE)],
+                     device, binding.get(device, 0))
 
 
 @dataclass(eq=False)
@@ -126,7 +201,7 @@ class FormatStore:
 
 def host_blocks(array: np.ndarray, lay: Layout) -> np.ndarray:
     """The device-major array of ``array`` laid out as ``lay`` says (NumPy, no Legate)."""
-    grid = device_grid(lay.mesh, lay)
+    grid = block_grid(lay)
     padded = lay.pad(array)
     out = np.zeros((*grid, math.prod(lay.tile)), dtype=array.dtype)
     t = lay.type
@@ -187,7 +262,7 @@ def place_store(store: Store, fmt: Format) -> FormatStore:
     """
     shape = store.shape if fmt.order else ()
     lay = layout(fmt, shape)
-    grid = device_grid(lay.mesh, lay)
+    grid = block_grid(lay)
     size = math.prod(lay.tile)
     blocks = zeros((*grid, max(size, 1)), store.dtype, tile=(*([1] * len(grid)), max(size, 1)))
     if 0 in shape:
@@ -273,17 +348,13 @@ def _numpy_dtype(kind: Any) -> np.dtype[Any]:
 def native(lay: Layout) -> bool:
     """Whether a launch's tile of the tensor can be a device's block, by an affine projection.
 
-    It can for a flat format whose partitioning machine dimensions have at
-    most one prime factor (2, 3, 5, ...: the tile color is then a coordinate
-    of the block store) and a tensor without empty dimensions. Plans read
-    and write such tensors in place when their tiling is the format's
-    (`distal.runtime._execute`); otherwise through `FormatStore.store`.
+    It can for a flat format (the color of a tile along a partitioned
+    dimension is then the block's coordinate along its machine dimension)
+    and a tensor without empty dimensions. Plans read and write such tensors
+    in place when their tiling is the format's (`distal.runtime._execute`);
+    otherwise through `FormatStore.store`.
     """
-    fmt = lay.format
-    if len(fmt.levels) != 1 or not lay.shape or 0 in lay.shape:
-        return False
-    names = lay.mesh.names
-    return all(len(lay.mesh.factors_of(names[k])) <= 1 for k in fmt.levels[0].partitioned)
+    return len(lay.format.levels) == 1 and bool(lay.shape) and 0 not in lay.shape
 
 
 _KERNELS: dict[tuple[str, tuple[int, ...]], int] = {}
@@ -322,8 +393,7 @@ def gather(held: FormatStore) -> Store:
         return out
     key = _kernel("gather", _kernel_tile(lay))
     binding = _binding(lay)
-    grid = device_grid(lay.mesh, lay)
-    block = (*([1] * len(grid)), held.blocks.shape[-1])
+    block = (*([1] * (held.blocks.ndim - 1)), held.blocks.shape[-1])
     done: set[Box] = set()
     for device in lay.holders():
         box = holder_box(lay, device) or ((0, 1),)
@@ -405,22 +475,20 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
             return None
     fixed = {a for a, _ in lay.fixed}
     lead: list[Affine] = []
-    for f in mesh.factors:
-        axis = mesh.names.index(f.axis)
+    for axis, (name, size) in enumerate(mesh.axes):
         dim = dist.tensor_dim_of(axis)
-        if f.axis in fixed:
+        if name in fixed or size == 1:
             lead.append(Affine(None, 0, 0))
         elif dim is not None:
             lead.append(_affine(by_dim[dim]))
         else:
-            lead.append(_own_copy(plan, group, launch, op, lay, axis, f.size))
-    return (*(lead or [Affine(None, 0, 0)]), Affine(None, 0, 0))
+            lead.append(_own_copy(plan, group, launch, op, lay, axis, size))
+    return (*lead, Affine(None, 0, 0))
 
 
 def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Affine:
     """Which copy along broadcast machine dimension ``k`` a launch reads: its processor's, where it can."""
-    if (op.privilege is not PlanPrivilege.READ or plan.machine is None or plan.machine != lay.format.machine
-            or len(lay.mesh.factors_of(lay.mesh.names[k])) != 1):
+    if op.privilege is not PlanPrivilege.READ or plan.machine is None or plan.machine != lay.format.machine:
         return Affine(None, 0, 0)
     for ld, slot in enumerate(plan.processor_slots[: group.distributed]):
         if slot == k and 0 <= launch.lower[ld] and launch.upper[ld] <= size:
@@ -539,8 +607,8 @@ def replicate(held: FormatStore) -> None:
     if dist is None:
         return
     fixed = {a for a, _ in lay.fixed}
-    spread = [f for f in mesh.factors
-              if f.axis not in fixed and dist.tensor_dim_of(mesh.names.index(f.axis)) is None]
+    spread = [k for k, (name, size) in enumerate(mesh.axes)
+              if name not in fixed and size > 1 and dist.tensor_dim_of(k) is None]
     if not spread:
         return
     key = _copy_kernel()
@@ -548,7 +616,7 @@ def replicate(held: FormatStore) -> None:
     block = (*([1] * (held.blocks.ndim - 1)), held.blocks.shape[-1])
     for device in lay.holders():
         here = holder_index(lay, device)
-        there = tuple(0 if f in spread else c for f, c in zip(mesh.factors, here, strict=True))
+        there = tuple(0 if k in spread else c for k, c in enumerate(here))
         if here == there:
             continue
         point_launch(key, [(tile_of(held.blocks, block, (*there, 0)), Privilege.READ),

@@ -220,7 +220,7 @@ def test_a_broadcast_output_is_replicated_and_a_face_output_stays_on_its_face() 
 
 
 @pytest.mark.parametrize(("b_spec", "a_spec", "machine"), [
-    ("xy -> x", "xy -> x", M4),                                # a machine dimension of 4 = 2x2 factors
+    ("xy -> x", "xy -> x", M4),                                # rows over 4 read by a plan on 2x2
     (["xy -> xy", "xy -> x"], ["xy -> x*", "xy -> *"], MH),      # hierarchical
     ("xy -> yx", "xy -> y*", M22),                              # transposed blocks are read in place
     ("xy -> x*", "xy -> xy", M22),                               # rows: tiles that are not the plan's
@@ -282,3 +282,22 @@ def test_the_trap_sees_a_gather_where_tiles_are_not_blocks(no_gather_no_host: li
     sched.evaluate()
     assert no_gather_no_host.count("gather") == 1 and no_gather_no_host.count("from_store") == 1
     assert "to_numpy" not in no_gather_no_host and "from_numpy" not in no_gather_no_host
+
+
+def test_composite_machine_dimensions_are_read_in_place(no_gather_no_host: list[str]) -> None:
+    """Blocks keep one coordinate per machine dimension, so rows over Grid(4) (= 2x2 prime factors) are a
+    launch's tiles; after a redistribution (run on the factor grid) too."""
+    i, j, k = dt.index_vars("i j k")
+    io, ii = dt.index_vars("io ii")
+    b, c = _data((7, 5), 15), _data((5, 3), 16)
+    B = dt.Tensor.from_array("B", b, dt.Format("xy -> *", M4))
+    B.redistribute(dt.Format("xy -> x", M4))
+    C = dt.Tensor.from_array("C", c, dt.Format("xy -> *", M4))
+    A = dt.Tensor("A", (7, 3), dt.Format("xy -> x", M4))
+    A[i, j] = B[i, k] * C[k, j]
+    sched = A.schedule().distribute([i], [io], [ii], M4)
+    no_gather_no_host.clear()
+    sched.evaluate()
+    assert no_gather_no_host == []
+    assert A.storage.blocks.shape == (4, 2 * 3)
+    np.testing.assert_allclose(A.to_numpy(), b @ c, rtol=1e-12)
