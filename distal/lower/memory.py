@@ -93,8 +93,23 @@ def _fast_fit(plan: Plan, limit: int) -> bool:
     return total * (procs + 4) * (1 + OVERHEAD_FRACTION) + OVERHEAD_BYTES <= limit
 
 
+# the last plans checked, with their tensors' formats: a plan run again is not recounted
+_RECENT: list[tuple[Plan, tuple[object, ...], MemoryNeed]] = []
+
+
 def plan_memory(plan: Plan) -> MemoryNeed:
     """The plan's need in system memory, from `explain()`'s accounting (see the module docstring)."""
+    formats = tuple(getattr(t.tensor, "format", None) for t in plan.tensors)
+    for seen, fmts, need in _RECENT:
+        if seen is plan and all(a is b for a, b in zip(fmts, formats)):
+            return need
+    need = _plan_memory(plan)
+    _RECENT.insert(0, (plan, formats, need))
+    del _RECENT[8:]
+    return need
+
+
+def _plan_memory(plan: Plan) -> MemoryNeed:
     from distal.lower.explain import stats
 
     data = stats(plan)

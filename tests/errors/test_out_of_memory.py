@@ -114,3 +114,10 @@ def test_a_synthesized_reductions_partials_count_as_stores() -> None:
     partials = [b for text, b in need.resident if text.startswith("partials of the synthesized reduction into A")]
     assert partials == [2 * 8 * 16 * 8]
     assert need.resident_bytes == 3 * 64 * 8 + 2 * 8 * 16 * 8
+
+
+def test_a_plan_run_again_is_not_recounted() -> None:
+    plan = _outer(3000).schedule().compile()
+    first = plan_memory(plan)
+    assert plan_memory(plan) is first
+    assert plan_memory(_outer(3000).schedule().compile()) is not first
