@@ -154,7 +154,7 @@ class _Model:
         # per tensor written by the plan: disjoint pieces with their last writer and launch
         self.written: dict[int, list[tuple[Box, tuple[int, ...], int]]] = {}
 
-    def held_now(self, n: int, proc: tuple[int, ...], box: Box, launch: int) -> list[Box]:
+    def needed(self, n: int, proc: tuple[int, ...], box: Box, launch: int) -> list[Box]:
         """The parts of `box` processor `proc` must receive before launch number `launch`."""
         info = self.plan.tensors[n]
         home = self.owners.boxes(n, proc)
@@ -256,7 +256,7 @@ def stats(plan: Plan) -> dict[str, Any]:
                     writes.append((op.tensor, box, _OWNERS))
                     continue
                 if op.privilege is not Privilege.WRITE:
-                    need = _minus(model.held_now(op.tensor, proc, box, index), mine)
+                    need = _minus(model.needed(op.tensor, proc, box, index), mine)
                     got += _total(need) * info.itemsize
                 new = _minus(_minus([box], mine), owners.boxes(op.tensor, proc))
                 extra[key] = extra.get(key, 0) + _total(new) * info.itemsize
