@@ -45,23 +45,13 @@ from distal.redist.formats import Layout, layout
 from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
 from ._make import from_numpy, zeros
+from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
 from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
 from ._store import Store, fence, tile_of, wrap
 from ._target import resolve_target, target_scope
-from ._tensor_storage import (
-    FormatStore,
-    PlacedOperand,
-    TensorStore,
-    adopt,
-    block_grid,
-    block_tiles,
-    from_store,
-    gather,
-    placed_operand,
-    replicate,
-)
+from ._tensor_storage import FormatStore, TensorStore, adopt, block_grid, from_store, gather
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 

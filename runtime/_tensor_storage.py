@@ -2,23 +2,26 @@
 
 A `FormatStore` keeps a tensor's data as the format says (paper section
 3.2): a store of shape ``(*grid, L)`` whose leading dimensions are the
-device grid of the format's mesh (`distal.redist.formats.mesh_of`), one
-dimension per prime factor of each machine dimension, and whose last
-dimension is one device's block, flattened: the format's padded nominal
-tile (``Layout.tile``, L elements). Launches partition it one block per
-launch point, so each block is made in the memory of the processor that
-runs its point.
+machine's dimensions, all levels (`block_grid`), and whose last dimension
+is one device's block, flattened: the format's padded nominal tile
+(``Layout.tile``, L elements).
 
 * A partitioned tensor dimension: each device holds its tile, edge tiles
   padded with zeros to the nominal tile.
 * A broadcast machine dimension ``*``: every device along it holds its own
   copy of the tile (the data is replicated in the store).
-* A fixed machine dimension: only the face holds blocks; the store's grid
-  has extent 1 along that dimension's factors.
+* A fixed machine dimension: only the face holds blocks; the store has
+  extent 1 along that dimension.
 
-`to_numpy` gives back exactly the data put in; `store` is the whole global
-tensor as one `Store` (shape of the tensor; a 0-d tensor has shape (1,)),
-built on first use, for launches that partition the global tensor.
+The blocks are written by the placement statement of paper section 5.3,
+run as one launch per holding device pinned to the CPU `Machine.bind` gives
+it (`place_store`). Plans read and write the blocks in place where their
+tiles are the format's (`block_projection`, `PlacedOperand`, `BlockTiles`);
+otherwise through the global tensor, assembled by launches (`gather`,
+`FormatStore.store`). Redistribution programs run on the factor grid
+(`device_grid`, one dimension per prime factor; `as_factor_grid`,
+`from_factor_grid`). Nothing here copies through the host except
+`to_numpy` and `place` of a NumPy array (one copy in).
 """
 
 from __future__ import annotations
@@ -32,8 +35,6 @@ import numpy as np
 
 from distal.errors import ShapeError
 from distal.format.format import Format
-from distal.lower.plan import Group, Launch, Operand, Plan, Proj
-from distal.lower.plan import Privilege as PlanPrivilege
 from distal.redist.formats import Layout, layout
 from distal.redist.mesh import Mesh
 from distal.redist.simulate import offsets
@@ -44,7 +45,25 @@ from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, legate_type, tile_of, to_numpy, wrap
 
-__all__ = ["FormatStore", "adopt", "device_grid", "from_store", "holder_index", "native", "place"]
+__all__ = [
+    "FormatStore",
+    "TensorStore",
+    "adopt",
+    "as_factor_grid",
+    "block_grid",
+    "data_interface",
+    "device_grid",
+    "from_factor_grid",
+    "from_store",
+    "gather",
+    "holder_box",
+    "holder_index",
+    "legate_input",
+    "native",
+    "place",
+    "place_store",
+    "storage_of",
+]
 
 
 def device_grid(mesh: Mesh, lay: Layout | None = None) -> tuple[int, ...]:
@@ -124,7 +143,7 @@ def _regrid(store: Store, lay: Layout, to_factors: bool) -> Store:
     src_map, out_map = (onto_machine, onto_factors) if to_factors else (onto_factors, onto_machine)
     if not mesh.factors:
         src_map, out_map = ([Affine(None, 0, 0)] * (store.ndim - 1)), [Affine(None, 0, 0)] * len(out_grid)
-    index_launch(_copy_kernel(), factors,
+    index_launch(copy_kernel(), factors,
                  [Arg(store, Privilege.READ, (*([1] * (store.ndim - 1)), size), (*src_map, Affine(None, 0, 0))),
                   Arg(out, Privilege.WRITE, (*([1] * len(out_grid)), size), (*out_map, Affine(None, 0, 0)))])
     return out
@@ -132,8 +151,8 @@ def _regrid(store: Store, lay: Layout, to_factors: bool) -> Store:
 
 def _copy_blocks(lay: Layout, source: Store, source_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]],
                  out: Store, out_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]]) -> None:
-    key = _copy_kernel()
-    binding = _binding(lay)
+    key = copy_kernel()
+    binding = bound_cpus(lay)
     src_block = (*([1] * (source.ndim - 1)), source.shape[-1])
     out_block = (*([1] * (out.ndim - 1)), out.shape[-1])
     for device in lay.holders():
@@ -234,7 +253,7 @@ def holder_box(lay: Layout, device: tuple[int, ...]) -> Box:
     return tuple(box)
 
 
-def _binding(lay: Layout) -> dict[tuple[int, ...], int]:
+def bound_cpus(lay: Layout) -> dict[tuple[int, ...], int]:
     """The CPU that `Machine.bind` gives each device of the format's machine."""
     return lay.format.machine.bind(processor_count("cpu"))
 
@@ -268,7 +287,7 @@ def place_store(store: Store, fmt: Format) -> FormatStore:
     if 0 in shape:
         return FormatStore(blocks, lay, store.dtype)
     key = _kernel("scatter", _kernel_tile(lay))
-    binding = _binding(lay)
+    binding = bound_cpus(lay)
     block = (*([1] * len(grid)), max(size, 1))
     for device in lay.holders():
         box = holder_box(lay, device) or ((0, 1),)
@@ -328,7 +347,7 @@ def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:
     else:
         # a view (a slice, a transpose) or a scalar: Legate's copy takes neither; one task copies it
         source = wrap(handle if shape else handle.promote(0, 1), kind)
-        index_launch(_copy_kernel(), (1,), [Arg(source, Privilege.READ), Arg(own, Privilege.WRITE)])
+        index_launch(copy_kernel(), (1,), [Arg(source, Privilege.READ), Arg(own, Privilege.WRITE)])
     return own, shape
 
 
@@ -392,7 +411,7 @@ def gather(held: FormatStore) -> Store:
     if 0 in lay.shape:
         return out
     key = _kernel("gather", _kernel_tile(lay))
-    binding = _binding(lay)
+    binding = bound_cpus(lay)
     block = (*([1] * (held.blocks.ndim - 1)), held.blocks.shape[-1])
     done: set[Box] = set()
     for device in lay.holders():
@@ -430,204 +449,10 @@ def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...])
     return place(np.asarray(data(), dtype=kind), fmt)
 
 
-# -- plans reading and writing placed tensors in place ----------------------------------------
-
-
-def _ends(p: Proj, lower: tuple[int, ...], upper: tuple[int, ...]) -> tuple[int, int]:
-    if p.dim is None:
-        return p.offset, p.offset
-    a, b = p.coeff * lower[p.dim] + p.offset, p.coeff * (upper[p.dim] - 1) + p.offset
-    return min(a, b), max(a, b)
-
-
-def _affine(p: Proj) -> Affine:
-    return Affine(None, 0, p.offset) if p.dim is None else Affine(p.dim, p.coeff, p.offset)
-
-
-def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout) -> tuple[Affine, ...] | None:
-    """The projection of ``op``'s tiles onto the device blocks of a tensor placed by ``lay``, or None.
-
-    There is one when the launch's tile of the tensor *is* a device's block:
-    the format is `native`, every dimension a machine dimension partitions is
-    cut into the format's tiles with colors within the machine dimension,
-    and every other dimension is taken whole. Along a broadcast machine
-    dimension a read takes the copy of the launch point's own processor
-    when a distributed launch dimension runs along it (else copy 0); a
-    fixed dimension has only its face.
-    """
-    if not native(lay) or launch.volume == 0:
-        return None
-    dist = lay.format.levels[0]
-    mesh = lay.mesh
-    order = len(lay.shape)
-    tile = op.tile if op.tile is not None else lay.shape
-    projs = op.projection if op.projection is not None else tuple(Proj(None, 0, 0) for _ in range(order))
-    by_dim: dict[int, Proj] = {}
-    for d in range(order):
-        k = dist.machine_dim_of(d)
-        parts = mesh.shape[k] if k is not None else 1
-        lo, hi = _ends(projs[d], launch.lower, launch.upper)
-        if parts > 1:
-            if tile[d] != lay.tile[d] or lo < 0 or hi >= parts:
-                return None
-            by_dim[d] = projs[d]
-        elif tile[d] < lay.shape[d] or lo != 0 or hi != 0:
-            return None
-    fixed = {a for a, _ in lay.fixed}
-    lead: list[Affine] = []
-    for axis, (name, size) in enumerate(mesh.axes):
-        dim = dist.tensor_dim_of(axis)
-        if name in fixed or size == 1:
-            lead.append(Affine(None, 0, 0))
-        elif dim is not None:
-            lead.append(_affine(by_dim[dim]))
-        else:
-            lead.append(_own_copy(plan, group, launch, op, lay, axis, size))
-    return (*lead, Affine(None, 0, 0))
-
-
-def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Affine:
-    """Which copy along broadcast machine dimension ``k`` a launch reads: its processor's, where it can."""
-    if op.privilege is not PlanPrivilege.READ or plan.machine is None or plan.machine != lay.format.machine:
-        return Affine(None, 0, 0)
-    for ld, slot in enumerate(plan.processor_slots[: group.distributed]):
-        if slot == k and 0 <= launch.lower[ld] and launch.upper[ld] <= size:
-            return Affine(ld)
-    return Affine(None, 0, 0)
-
-
-_Key = tuple[Operand, tuple[int, ...], tuple[int, ...]]
-
-
-def _key(launch: Launch, op: Operand) -> _Key:
-    """An operand of a launch, by value (the runtime rebuilds some launches, e.g. for partial sums)."""
-    return (op, launch.lower, launch.upper)
-
-
-@dataclass(eq=False)
-class PlacedOperand:
-    """A plan's operand read or written in place in a tensor's device blocks.
-
-    ``projections`` gives, per operand of every launch, the projection onto
-    the block store (`block_projection`); ``sizes`` the box each launch
-    point of a group gets, so that its block (flat, padded) is handed to the
-    kernel as the tile it expects (`BlockTiles`).
-    """
-
-    held: FormatStore
-    projections: dict[_Key, tuple[Affine, ...]]  # by `_key(launch, operand)`
-
-    @property
-    def block(self) -> tuple[int, ...]:
-        blocks = self.held.blocks
-        return (*([1] * (blocks.ndim - 1)), blocks.shape[-1])
-
-    def arg(self, launch: Launch, op: Operand, privilege: Privilege) -> Arg:
-        """The launch argument: the block store, one block per point."""
-        if privilege is Privilege.WRITE:
-            privilege = Privilege.READ_WRITE  # the kernel writes the box, the padding keeps its zeros
-        return Arg(self.held.blocks, privilege, self.block, self.projections[_key(launch, op)])
-
-    def pinned(self, launch: Launch, op: Operand, point: tuple[int, ...],
-               privilege: Privilege) -> tuple[Store, Privilege]:
-        """The block of one launch point, as a store of its own (pinned launches)."""
-        if privilege is Privilege.WRITE:
-            privilege = Privilege.READ_WRITE
-        color = tuple(a.at(point) for a in self.projections[_key(launch, op)])
-        return tile_of(self.held.blocks, self.block, color), privilege
-
-
-def placed_operand(plan: Plan, n: int, lay: Layout, held: Callable[[], FormatStore]) -> PlacedOperand | None:
-    """Tensor ``n`` of ``plan``, laid out by ``lay``, as an operand read in its device blocks.
-
-    None where some launch's tile is not a block (`block_projection`);
-    otherwise ``held()`` gives the blocks.
-    """
-    projections: dict[_Key, tuple[Affine, ...]] = {}
-    for group, launch in plan.launches():
-        for op in launch.operands:
-            if op.tensor != n:
-                continue
-            proj = block_projection(plan, group, launch, op, lay)
-            if proj is None:
-                return None
-            if projections.setdefault(_key(launch, op), proj) != proj:
-                return None  # two launches alike but for their group: not worth telling apart
-    return PlacedOperand(held(), projections) if projections else None
-
-
-@dataclass(eq=False)
-class BlockTiles:
-    """A group's kernel whose placed operands arrive as device blocks: each is viewed as the point's tile.
-
-    ``tiles[position]`` is the padded tile of the operand at that argument
-    position; ``boxes[point][position]`` the extents of the point's tile.
-    """
-
-    kernel: Any
-    tiles: dict[int, tuple[int, ...]]
-    boxes: dict[tuple[int, ...], dict[int, tuple[int, ...]]]
-
-    def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
-        args = list(arrays)
-        sizes = self.boxes[tuple(int(x) for x in point)]
-        for pos, tile in self.tiles.items():
-            view = args[pos].reshape(tile)
-            args[pos] = view[tuple(slice(0, n) for n in sizes[pos])]
-        self.kernel(point, *args)
-
-
-def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:
-    """``kernel`` wrapped as `BlockTiles` for the placed operands of ``group`` (``kernel`` itself if none)."""
-    tiles: dict[int, tuple[int, ...]] = {}
-    boxes: dict[tuple[int, ...], dict[int, tuple[int, ...]]] = {}
-    for launch in group.launches:
-        for pos, op in enumerate(launch.operands):
-            if op.tensor not in placed:
-                continue
-            info = plan.tensors[op.tensor]
-            tiles[pos] = placed[op.tensor].held.layout.tile
-            for p in launch.points():
-                box = op.box(p, info.shape)
-                boxes.setdefault(p, {})[pos] = tuple(hi - lo for lo, hi in box)
-    if not tiles:
-        return kernel
-    return BlockTiles(kernel, tiles, boxes)
-
-
-def replicate(held: FormatStore) -> None:
-    """Copy every block at coordinate 0 of the broadcast machine dimensions to the other copies, in place.
-
-    A plan writes one copy of a tensor whose format broadcasts; this makes
-    the rest (one pinned launch per other copy, on the CPU bound to it).
-    """
-    lay = held.layout
-    mesh = lay.mesh
-    dist = lay.format.levels[0] if len(lay.format.levels) == 1 else None
-    if dist is None:
-        return
-    fixed = {a for a, _ in lay.fixed}
-    spread = [k for k, (name, size) in enumerate(mesh.axes)
-              if name not in fixed and size > 1 and dist.tensor_dim_of(k) is None]
-    if not spread:
-        return
-    key = _copy_kernel()
-    binding = _binding(lay)
-    block = (*([1] * (held.blocks.ndim - 1)), held.blocks.shape[-1])
-    for device in lay.holders():
-        here = holder_index(lay, device)
-        there = tuple(0 if k in spread else c for k, c in enumerate(here))
-        if here == there:
-            continue
-        point_launch(key, [(tile_of(held.blocks, block, (*there, 0)), Privilege.READ),
-                           (tile_of(held.blocks, block, (*here, 0)), Privilege.WRITE)],
-                     device or (0,), binding.get(device, 0))
-
-
 _COPY: list[int] = []
 
 
-def _copy_kernel() -> int:
+def copy_kernel() -> int:
     if not _COPY:
         def copy(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
             out[...] = src.reshape(out.shape)
