@@ -121,3 +121,35 @@ def test_an_interrupted_redistribution(summa: Any, monkeypatch: pytest.MonkeyPat
     # the same redistribution, uninterrupted, works and keeps the data
     B.redistribute(dt.Format("xy -> yx", old.machine))
     np.testing.assert_array_equal(B.to_numpy(), b0)
+
+
+_OOM_SCRIPT = """
+import numpy as np
+import distal as dt
+
+i, j, k, io, jo, ii, ji, ko, ki = dt.index_vars("i j k io jo ii ji ko ki")
+m = dt.Machine(dt.Grid(2, 2))
+n = 200000
+A, B, C = dt.Tensor("A", (n, n)), dt.Tensor("B", (n, n)), dt.Tensor("C", (n, n))
+A[i, j] = B[i, k] * C[k, j]
+summa = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m).split(k, ko, ki, 50000)
+         .reorder([ko, ii, ji, ki]).communicate(A, jo).communicate([B, C], ko)
+         .substitute([ii, ji, ki], dt.leaf.GEMM))
+try:
+    summa.evaluate()
+except dt.OutOfMemory as e:
+    print("refused:", str(e).splitlines()[0][:100])
+x = dt.Tensor.from_array("x", np.arange(4.0))
+y = dt.Tensor("y", (4,))
+y[i] = x[i] + 1
+y.schedule().evaluate()
+print("next plan:", y.to_numpy().tolist())
+"""
+
+
+def test_a_plan_refused_for_memory_leaves_a_process_that_runs_on_and_exits_cleanly(run_python: Any) -> None:
+    # it used to raise NumPy's MemoryError and then abort at exit on the output's queued fill
+    done = run_python(_OOM_SCRIPT, env={"LEGATE_CONFIG": "--cpus 2 --sysmem 1000 --utility 1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: expected the plan to fit in Legate's system memory of 1000.0 MiB" in done.stdout
+    assert "next plan: [1.0, 2.0, 3.0, 4.0]" in done.stdout
