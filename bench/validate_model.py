@@ -5,7 +5,8 @@ process each) and two sizes per algorithm, every matmul algorithm (SUMMA,
 Cannon, PUMMA, Johnson, Solomonik, COSMA) and the four higher-order kernels
 (TTV, innerprod, TTM, MTTKRP) run on the machine `dt.kernels.machine(name, N)`
 picks (over-decomposed where it does so); the child measures the median of a
-few runs and predicts the same plan with `plan.predict(this_machine(), N)`.
+few runs and predicts the same plan with `plan.predict(this_machine(), N)`,
+Legate's cost per launch measured first on a tiny plan in that process.
 Results, with predicted / measured per case and the median and worst error,
 go to bench/results/model_validation.json.
 
@@ -48,7 +49,11 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     from distal import runtime as rt
 
     rt.ensure_started()
-    machine_model = model.this_machine()
+    from distal.model.calibrate import legate_launch_seconds
+
+    launch = legate_launch_seconds()  # Legate's cost per launch now, under this machine's current load
+    machine_model = model.this_machine().with_(launch_seconds=launch)
+    print(f"  {procs} cpus: {launch * 1e3:.2f} ms per launch (tiny plan)", file=sys.stderr, flush=True)
     rows: list[dict[str, Any]] = []
 
     def measure(name: str, size: Any, m: dt.Machine, out: dt.Tensor, ins: list[dt.Tensor], expected: Any) -> None:

@@ -155,3 +155,28 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
     task = float(data.get("task_seconds", 150e-6))
     return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=200e-6, task_seconds=task,
                         overlap=0.3, cores=cores, notes=(f"calibrated {data.get('measured', '?')}",))
+
+
+def legate_launch_seconds(repeats: int = 7) -> float:
+    """Legate's cost of one launch on this machine, measured now: a one-point plan of tiny tiles, run and read.
+
+    Needs Legate started (`distal.runtime.ensure_started()`); the median of
+    `repeats` runs of a 2x2x2 TTV (its leaf time is negligible).
+    """
+    import statistics
+
+    import distal as dt
+    from distal import kernels
+
+    rng = np.random.default_rng(0)
+    out = dt.Tensor("O", (2, 2))
+    ops = [out, dt.Tensor.from_array("I0", rng.random((2, 2, 2))), dt.Tensor.from_array("I1", rng.random(2))]
+    plan = kernels.build("ttv", kernels.machine("ttv", 1), *ops).compile()
+    times = []
+    for k in range(repeats + 1):
+        t0 = time.perf_counter()
+        plan.run()
+        out.to_numpy()
+        if k:
+            times.append(time.perf_counter() - t0)
+    return float(statistics.median(times))

@@ -240,10 +240,11 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
     extra_peak: dict[tuple[int, ...], float] = defaultdict(float)  # estimated: received + reduction buffers
     per_launch: list[Any] = []
+    rates: list[float] = []
     per_step: list[tuple[dict[int, float], dict[int, float], dict[int, float]]] = []
     for group, launch in launches:
-        rate = proc.rate(_leaf_kind(group))
-        comp: dict[int, float] = defaultdict(float)
+        rates.append(proc.rate(_leaf_kind(group)))
+        raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
         buffers: dict[tuple[int, ...], float] = defaultdict(float)
         red_where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0])  # node, other
@@ -293,8 +294,24 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 iters *= (got_box[d][1] - got_box[d][0]) if got_box is not None else plan.tensors[n].shape[d]
             flops = float(iters * ops_per_iter)
             flops_total += flops
-            comp[r] += max(flops / rate, touched / proc.bandwidth) + model.task_seconds
+            part = raw[r]
+            part[0] += flops
+            part[1] += touched
+            part[2] += 1
             points_total[r] += 1
+        for a, w in where.items():
+            extra_peak[a] = max(extra_peak[a], sum(w) + buffers.get(a, 0.0))
+        per_launch.append((raw, where, red_where, readers, fanin))
+    # a point's tiles may be larger than what its leaf computes (a dimension handed whole, the leaf picking
+    # its part): the FLOPs are scaled so that all points together compute the statement once
+    whole = float(math.prod(plan.tensors[n].shape[d] for n, d in dims) * ops_per_iter)
+    scale = min(1.0, whole / flops_total) if flops_total > 0 else 1.0
+    flops_total *= scale
+    comps: list[dict[int, float]] = []
+    for rate, (raw, *_rest) in zip(rates, per_launch):
+        comp: dict[int, float] = {}
+        for r, (f, moved, npoints) in raw.items():
+            comp[r] = max(f * scale / rate, moved * scale / proc.bandwidth) + npoints * model.task_seconds
         if model.cores is not None:
             busy: dict[int, int] = defaultdict(int)
             for r in comp:
@@ -303,9 +320,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
         for r, t in comp.items():
             comp_total[r] += t
-        for a, w in where.items():
-            extra_peak[a] = max(extra_peak[a], sum(w) + buffers.get(a, 0.0))
-        per_launch.append((comp, where, red_where, readers, fanin))
+        comps.append(comp)
     if data is not None:
         reduced_abs = data["reduced_bytes"]
         peak_abs = data["peak_bytes"]
@@ -313,7 +328,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         reduced_abs = {_key(a): b for a, b in red_est.items()}
         peak_abs = {_key(c): int(sum(owners.share(n, c) * t.itemsize for n, t in enumerate(plan.tensors))
                                  + extra_peak.get(c, 0.0)) for c in bind}
-    for index, (comp, where, red_where, readers, fanin) in enumerate(per_launch):
+    for index, (comp, (_raw, where, red_where, readers, fanin)) in enumerate(zip(comps, per_launch)):
         if data is not None:
             exact_recv = data["launches"][index]["received_bytes"]  # per abstract processor
         else:
