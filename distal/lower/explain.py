@@ -472,6 +472,9 @@ def explain(plan: Plan, model: Any = None) -> str:
         lines.append(f"    processor {p}: placed {_bytes(data['placement']['per_processor'].get(p, 0))}, "
                      f"received {_bytes(data['received_bytes'].get(p, 0))}, "
                      f"reduced {_bytes(data['reduced_bytes'].get(p, 0))}, peak memory {_bytes(b)}")
+    from distal.lower.memory import memory_line
+
+    lines.append(memory_line(plan, data))
     lines.extend(f"  warning: {w}" for w in data["warnings"])
     red = plan.reduction
     if red is not None:

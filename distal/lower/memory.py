@@ -45,7 +45,7 @@ from distal.errors import OutOfMemory
 from distal.lower.plan import Plan
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_host_allocation", "check_plan_memory",
-           "plan_memory"]
+           "memory_line", "plan_memory"]
 
 OVERHEAD_FRACTION = 0.10
 OVERHEAD_BYTES = 16 << 20
@@ -109,10 +109,11 @@ def plan_memory(plan: Plan) -> MemoryNeed:
     return need
 
 
-def _plan_memory(plan: Plan) -> MemoryNeed:
+def _plan_memory(plan: Plan, data: dict[str, Any] | None = None) -> MemoryNeed:
     from distal.lower.explain import stats
 
-    data = stats(plan)
+    if data is None:
+        data = stats(plan)
     placed = data["placement"]["per_tensor"]
     resident = []
     for info in plan.tensors:
@@ -139,6 +140,15 @@ def _plan_memory(plan: Plan) -> MemoryNeed:
                       for op in launch["operands"])
     peak = data["peak_bytes"].get(best, 0) if best is not None else 0
     return MemoryNeed(tuple(resident), working, best, tiles, peak)
+
+
+def memory_line(plan: Plan, data: dict[str, Any]) -> str:
+    """One line for `explain()`: what `plan.run()` will check against Legate's system memory."""
+    need = _plan_memory(plan, data)
+    where = f", processor {need.processor} at its peak {_gib(need.peak)}" if need.processor is not None else ""
+    return (f"  memory checked by run(): stores {_gib(need.resident_bytes)}{where}; need {_gib(need.total)} "
+            f"with runtime overhead ({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB), "
+            "against Legate's --sysmem")
 
 
 def check_plan_memory(plan: Plan, machine: Any) -> Any:

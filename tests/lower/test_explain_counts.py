@@ -243,3 +243,11 @@ def test_counts_follow_each_tensors_own_communicate_loop(formatted: bool) -> Non
     placed = data["placement"]["per_processor"]["(0,0)"]
     extra = (36 + 18) if formatted else (36 + 72 + 18)
     assert data["peak_bytes"]["(0,0)"] == placed + extra * F64
+
+
+def test_explain_says_what_run_will_check_against_memory() -> None:
+    # SUMMA n = 1000 without formats: 3 stores of 8,000,000 B (22.9 MiB); a processor's peak is A's
+    # 500x500 tile and a 500x250 block of B and of C: 4,000,000 B (3.8 MiB); the need is the larger,
+    # plus 10% and 16 MiB: 24,000,000 * 1.1 + 16 MiB = 43,177,216 B (41.2 MiB)
+    text = _summa(1000, 250, formatted=False).compile().explain()
+    assert "memory checked by run(): stores 22.9 MiB, processor (0,0) at its peak 3.8 MiB; need 41.2 MiB" in text
