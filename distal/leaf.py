@@ -3,10 +3,27 @@
 A leaf matches an assignment by its canonical einsum pattern: index variables
 renamed a, b, c, ... in order of first appearance (output first).
 
-Each leaf carries its NumPy implementation (`Leaf.compute`): the pattern
-computed on operands whose axes follow it (GEMM, TTV and TTM as
-`matmul`, the others as `einsum`). The reference executor runs substituted
-blocks with it; a caller may pass CuPy as `xp`.
+Each leaf carries its implementation for an array namespace `xp` (NumPy on
+CPU tiles, CuPy on GPU tiles), shaped as the paper schedules the leaves
+(section 7.2.1) so that BLAS does the work:
+
+* GEMM: one `matmul`;
+* TTM (`abd,dc->abc`): the tile reshaped to (a*b, d), one `matmul`;
+* MTTKRP (`acd,cb,db->ab`): a `matmul` per block of c, against the block's
+  Khatri-Rao product of the factor matrices (reshaped (a, c*d) tile), or,
+  when the tile has fewer rows than d, `matmul` of the (a*c, d) tile with
+  the second factor per block of a, then the element-wise product with the
+  first factor summed over c; the block sizes keep the intermediate about
+  `_BLOCK_ELEMENTS` elements;
+* TTV (`abc,c->ab`) and INNERPROD (`abc,abc->`): bandwidth-bound reductions
+  that stream each tile once, as a matrix-vector and a vector-vector
+  `matmul` of reshaped views (no conjugation).
+
+Reshapes are views when the tile's layout allows it (a copy otherwise).
+`Leaf.compute` returns the pattern as a new array (the reference executor
+runs substituted blocks with it); `Leaf.compute_into` writes (`=`) or adds
+(`+=`) it into an output view, cast into the output's dtype as NumPy's
+`out=` and `+=` do (task bodies call it).
 
 >>> import distal as dt
 >>> i, j, k = dt.index_vars("i j k")
@@ -22,6 +39,7 @@ array([[1., 1.],
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,12 +84,95 @@ def einsum_pattern(lhs: Access, rhs: Expr) -> str | None:
     return ",".join(sub(a) for a in factors) + "->" + sub(lhs)
 
 
+_BLOCK_ELEMENTS = 1 << 19  # elements of an MTTKRP intermediate block (4 MiB of float64)
+
+
 def _einsum(pattern: str, xp: Any, *operands: Any) -> Any:
     return xp.einsum(pattern, *operands, optimize=len(operands) > 2)
 
 
 def _matmul(pattern: str, xp: Any, *operands: Any) -> Any:
     return xp.matmul(*operands)
+
+
+def _ttv(pattern: str, xp: Any, b: Any, c: Any) -> Any:
+    """`abc,c->ab`: one matrix-vector product of the (a*b, c) tile, streamed once."""
+    a_, b_, c_ = b.shape
+    return xp.matmul(b.reshape(a_ * b_, c_), c).reshape(a_, b_)
+
+
+def _innerprod(pattern: str, xp: Any, b: Any, c: Any) -> Any:
+    """`abc,abc->`: one vector-vector product of the flattened tiles (no conjugation, as einsum)."""
+    return xp.matmul(b.reshape(-1), c.reshape(-1))
+
+
+def _ttm(pattern: str, xp: Any, b: Any, c: Any) -> Any:
+    """`abd,dc->abc`: one matrix product of the (a*b, d) tile with the (d, c) matrix."""
+    a_, b_, d_ = b.shape
+    return xp.matmul(b.reshape(a_ * b_, d_), c).reshape(a_, b_, c.shape[1])
+
+
+def _mttkrp(pattern: str, xp: Any, b: Any, c: Any, d: Any) -> Any:
+    """`acd,cb,db->ab`: matrix products on reshaped tiles, blocked so the intermediate stays small.
+
+    Khatri-Rao: for a block of c, K[c*d, b] = c[c, b] * d[d, b], then
+    out += B[a, (c, d)] @ K (B's block reshaped: a view on a C-ordered tile).
+    When a < d the intermediate B @ d is smaller: for a block of a,
+    T[a, c, b] = B[(a, c), d] @ d[d, b], then out[a, b] = sum_c T * c.
+    """
+    na, nc, nd = b.shape
+    nb = c.shape[1]
+    if na >= nd:
+        step = max(1, _BLOCK_ELEMENTS // max(1, nd * nb))
+        out = None
+        for lo in range(0, nc, step):
+            hi = min(nc, lo + step)
+            krp = (c[lo:hi].reshape(hi - lo, 1, nb) * d.reshape(1, nd, nb)).reshape((hi - lo) * nd, nb)
+            part = xp.matmul(b[:, lo:hi, :].reshape(na, (hi - lo) * nd), krp)
+            out = part if out is None else out + part
+        return out if out is not None else xp.zeros((na, nb), dtype=b.dtype)
+    step = max(1, _BLOCK_ELEMENTS // max(1, nc * nb))
+    parts = []
+    for lo in range(0, na, step):
+        hi = min(na, lo + step)
+        t = xp.matmul(b[lo:hi].reshape((hi - lo) * nc, nd), d).reshape(hi - lo, nc, nb)
+        parts.append(_sum_axis1(t * c.reshape(1, nc, nb)))
+    if not parts:
+        return xp.zeros((na, nb), dtype=b.dtype)
+    if len(parts) == 1:
+        return parts[0]
+    whole = xp.zeros((na, nb), dtype=parts[0].dtype)
+    for n, lo in enumerate(range(0, na, step)):
+        whole[lo:lo + step] = parts[n]
+    return whole
+
+
+def _sum_axis1(x: Any) -> Any:
+    """`x` summed over axis 1 in its own dtype, as einsum sums (NumPy's `sum` widens small integers)."""
+    total = x.sum(axis=1, dtype=x.dtype) if isinstance(x, np.ndarray) else x.sum(axis=1)
+    return total if total.dtype == x.dtype else total.astype(x.dtype)
+
+
+def _add(out: Any, value: Any, xp: Any) -> None:
+    """`out += value` computed in the promotion of both dtypes, then cast into `out` (NumPy's `+=`)."""
+    if xp is np:
+        np.add(out, value, out=out, casting="unsafe")
+    elif getattr(value, "dtype", out.dtype) == out.dtype:
+        out += value
+    else:
+        out[...] = out + value
+
+
+def _out_view(out: Any, shape: tuple[int, ...]) -> Any:
+    """`out` as a C-contiguous NumPy view of `shape` (writes reach `out`), or None."""
+    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous:
+        return None
+    view = out.view()
+    try:
+        view.shape = shape  # raises rather than copy
+    except AttributeError:
+        return None
+    return view
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +203,32 @@ class Leaf:
             raise ScheduleError(f"expected operands of pattern {spec} for leaf {self.name}, but found shapes {shapes}")
         return self.kernel(spec, xp, *operands)
 
+    def compute_into(self, out: Any, *operands: Any, accumulate: bool = False, xp: Any = np) -> None:
+        """Write (`=`) or add (`+=`) the leaf's pattern over `operands` into the output view `out`.
+
+        The value is computed in the operands' dtype (the caller converts
+        them to the statement's) and cast into `out` unchecked, as NumPy's
+        `out=` of einsum and `+=` do. On NumPy tiles, GEMM and TTM write
+        their matrix product straight into a contiguous `out` of its dtype
+        (no temporary).
+        """
+        if self.pattern is None:
+            raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
+        if (not accumulate and xp is np and self.kernel in (_matmul, _ttm)
+                and all(isinstance(op, np.ndarray) and op.ndim >= 2 for op in operands)
+                and np.result_type(*operands) == out.dtype):
+            b, c = operands
+            rows = math.prod(b.shape[:-1])
+            target = _out_view(out, (rows, c.shape[-1]))
+            if target is not None and b.shape[-1] == c.shape[0] and out.size == rows * c.shape[-1]:
+                np.matmul(b.reshape(rows, b.shape[-1]), c, out=target)
+                return
+        value = self.compute(*operands, xp=xp)
+        if accumulate:
+            _add(out, value, xp)
+        else:
+            out[...] = value
+
     def matches(self, lhs: Access, rhs: Expr) -> bool:
         if self.pattern is None:
             return True
@@ -115,10 +242,10 @@ class Leaf:
 
 
 GEMM = Leaf("GEMM", "ac,cb->ab", _matmul)  # BLAS for floats
-TTV = Leaf("TTV", "abc,c->ab", _matmul)  # (a, b, c) @ (c,)
-TTM = Leaf("TTM", "abd,dc->abc", _matmul)  # (a, b, d) @ (d, c), broadcast over a
-MTTKRP = Leaf("MTTKRP", "acd,cb,db->ab", _einsum)  # optimised contraction path
-INNERPROD = Leaf("INNERPROD", "abc,abc->", _einsum)  # no conjugation (vdot would conjugate)
+TTV = Leaf("TTV", "abc,c->ab", _ttv)  # (a*b, c) @ (c,): one matrix-vector product
+TTM = Leaf("TTM", "abd,dc->abc", _ttm)  # (a*b, d) @ (d, c): one matrix product
+MTTKRP = Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp)  # matrix products per block against the Khatri-Rao product
+INNERPROD = Leaf("INNERPROD", "abc,abc->", _innerprod)  # flattened tiles, no conjugation (vdot would conjugate)
 GENERIC = Leaf("GENERIC", None, _einsum)
 
 LEAVES = {leaf.name: leaf for leaf in (GEMM, TTV, TTM, MTTKRP, INNERPROD, GENERIC)}

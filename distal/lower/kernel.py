@@ -10,9 +10,12 @@ The innermost loops above an assignment run as one block:
 
 * slice mode: when every loop of the block maps to a contiguous range of one
   tensor dimension (original variables, inner variables of divide and split),
-  each access is a slice of its tile and the block is one `numpy.einsum`
-  with an optimised contraction path (`numpy.matmul`, BLAS, for GEMM), or a
-  broadcast NumPy expression when the right side is not a product;
+  each access is a slice of its tile and the block is the substituted
+  leaf's own implementation when the block has the leaf's pattern
+  (`Leaf.compute_into`: BLAS-shaped matmuls and reductions that write or add
+  into the output tile), else one `numpy.einsum` with an optimised
+  contraction path, or a broadcast NumPy expression when the right side is
+  not a product;
 * index mode: otherwise (fused or rotated loops inside the task), or when
   slice mode would run its block once per element of the loops outside it,
   the block's points are enumerated as index arrays, as the reference
@@ -61,6 +64,13 @@ __all__ = ["BLOCK_LIMIT", "TaskBody"]
 BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
+_LEAF_HOW = {
+    "GEMM": "matmul",
+    "TTV": "matrix-vector matmul of the reshaped tile",
+    "TTM": "matmul of the reshaped tile",
+    "MTTKRP": "matmuls against blocks of the Khatri-Rao product",
+    "INNERPROD": "vector-vector matmul of the flattened tiles",
+}
 Form = tuple[IndexVar, int]  # value = offset + block variable
 _EMPTY: Any = ({}, {}, {})
 
@@ -91,6 +101,8 @@ class TaskBody:
     _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
     _facts: dict[int, tuple[dict[IndexVar, int], tuple[Access, ...], bool]] = field(
         default_factory=dict, repr=False)
+    leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Blocks run by each leaf's own implementation (`Leaf.compute_into`), by leaf name."""
 
     def facts(self, a: Assign) -> tuple[dict[IndexVar, int], tuple[Access, ...], bool]:
         """Per assignment (cached): sum-bound variables with extents, accesses, pure product."""
@@ -127,8 +139,8 @@ class TaskBody:
         for a in assignments(self.stmt):
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if _is_product(a.rhs) else None
-            if leaf is not None and leaf.name == "GEMM":
-                how = "numpy.matmul (BLAS; cuBLAS on GPUs)"
+            if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
+                how = f"the leaf's {_LEAF_HOW.get(leaf.name, 'implementation')} (NumPy/BLAS; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
                 how = f"numpy.einsum('{pattern}', optimize=True)"
             else:
@@ -398,10 +410,34 @@ class _Run(Walker):
             arr, axes = view(acc)
             return operand(arr, dtype), axes
 
+        leaf = self.body.leaf_of(block)
+        if leaf is not None and leaf.pattern is not None and product and self._leaf_into(
+                a, leaf, out, out_axes, rhs_view):
+            return True
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, axes = self._value(a.rhs, rhs_view, letters, sums, out_axes, self.body.leaf_of(block))
+            value, axes = self._value(a.rhs, rhs_view, letters, sums, out_axes, leaf)
         value = _to_axes(self.xp, value, axes, out_axes)
         store(out, value, a.accumulate, self.xp)  # cast into the output (the casting rule was checked)
+        return True
+
+    def _leaf_into(self, a: Assign, leaf: Leaf, out: Any, out_axes: str, view: Any) -> bool:
+        """Run the block as the leaf's own implementation into `out`; False when its shape is not the leaf's.
+
+        The block's pattern (its axes renamed in order of first appearance,
+        output first) must be the leaf's: every output axis in an operand,
+        no literal factor, no repeated axis. The leaf writes or adds into the
+        output view in the tiles' namespace (BLAS-shaped, see `distal.leaf`).
+        """
+        factors = _product_factors(a.rhs)
+        if not all(isinstance(f, Access) for f in factors):
+            return False
+        views = [view(f) for f in factors]
+        if _canonical([ax for _, ax in views], out_axes) != leaf.pattern:
+            return False
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            leaf.compute_into(out, *(arr for arr, _ in views), accumulate=a.accumulate, xp=self.xp)
+        calls = self.body.leaf_calls
+        calls[leaf.name] = calls.get(leaf.name, 0) + 1
         return True
 
     def _value(self, e: Expr, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int],
@@ -513,6 +549,14 @@ def _collect_sums(e: Expr, out: dict[IndexVar, int], ext: Mapping[IndexVar, int]
         out[e.var] = ext[e.var]
     for c in e.children():
         _collect_sums(c, out, ext)
+
+
+def _canonical(inputs: Sequence[str], output: str) -> str:
+    """The einsum pattern `inputs->output` with its axes renamed a, b, ... by first appearance, output first."""
+    names: dict[str, str] = {}
+    for c in output + "".join(inputs):
+        names.setdefault(c, _LETTERS[len(names)])
+    return ",".join("".join(names[c] for c in ax) for ax in inputs) + "->" + "".join(names[c] for c in output)
 
 
 def _product_factors(e: Expr) -> list[Expr]:
