@@ -6,7 +6,8 @@ Cannon, PUMMA, Johnson, Solomonik, COSMA) and the four higher-order kernels
 (TTV, innerprod, TTM, MTTKRP) run on the machine `dt.kernels.machine(name, N)`
 picks (over-decomposed where it does so); the child measures the median of a
 few runs and predicts the same plan with `plan.predict(this_machine(), N)`,
-Legate's cost per launch measured first on a tiny plan in that process.
+the model calibrated again and Legate's cost per launch measured on a tiny
+plan first in that process (the machine's load changes from minute to minute).
 Results, with predicted / measured per case and the median and worst error,
 go to bench/results/model_validation.json.
 
@@ -52,7 +53,8 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     from distal.model.calibrate import legate_launch_seconds
 
     launch = legate_launch_seconds()  # Legate's cost per launch now, under this machine's current load
-    machine_model = model.this_machine().with_(launch_seconds=launch)
+    # calibrated again in this process, so that the leaf rates see the machine's load of the moment
+    machine_model = model.this_machine(recalibrate=True).with_(launch_seconds=launch)
     print(f"  {procs} cpus: {launch * 1e3:.2f} ms per launch (tiny plan)", file=sys.stderr, flush=True)
     rows: list[dict[str, Any]] = []
 
@@ -66,7 +68,7 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
 
         seconds, samples = median_seconds(run, repeats)
         err = float(np.abs(out.to_numpy() - expected).max() / max(1.0, float(np.abs(expected).max())))
-        rows.append({"algorithm": name, "size": size, "processors": procs, "machine": repr(m),
+        rows.append({"launch_seconds": launch, "algorithm": name, "size": size, "processors": procs, "machine": repr(m),
                      "measured_seconds": seconds, "samples": samples, "predicted_seconds": pred.seconds,
                      "ratio": pred.seconds / seconds, "predicted": pred.as_dict(), "max_rel_error": err})
         print(f"  {procs} cpus {name} {size}: measured {seconds:.4f} s, predicted {pred.seconds:.4f} s "
