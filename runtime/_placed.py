@@ -103,9 +103,8 @@ class PlacedOperand:
     """A plan's operand read or written in place in a tensor's device blocks.
 
     ``projections`` gives, per operand of every launch, the projection onto
-    the block store (`block_projection`); ``sizes`` the box each launch
-    point of a group gets, so that its block (flat, padded) is handed to the
-    kernel as the tile it expects (`BlockTiles`).
+    the block store (`block_projection`). A written block is read and
+    written (the kernel writes the point's box; the padding keeps its zeros).
     """
 
     held: FormatStore
