@@ -173,3 +173,13 @@ def test_the_installed_wheel_runs_from_outside_the_checkout(built: tuple[Path, P
     for line in ("summa ok", "kernels ok", "redistribute ok"):
         assert line in out
     assert "version 0+unknown" not in out
+
+    # py.typed: a user's type checker reads distal's annotations from the installed package.
+    user = work / "user.py"
+    user.write_text("import distal as dt\n\nt: dt.Tensor = dt.Tensor('A', (2, 2))\nn: int = t.order\n"
+                    "reveal_type(dt.index_vars)\n")
+    done = subprocess.run([str(python), "-m", "mypy", "--no-incremental", "--strict", str(user)], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "missing library stubs or py.typed marker" not in done.stdout, done.stdout
+    assert 'Revealed type is "def (names: str) -> tuple[distal.notation.ast.IndexVar, ...]"' in done.stdout, done.stdout
+    assert done.returncode == 0, done.stdout
