@@ -33,7 +33,7 @@ from distal.model.machine import LEAF_KINDS, MachineModel, ProcessorModel
 
 __all__ = ["cache_path", "calibrate", "this_machine"]
 
-_VERSION = 2
+_VERSION = 3
 
 
 def cache_path() -> Path:
@@ -51,13 +51,16 @@ def _key() -> str:
 
 
 def _best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
+    """The median of `repeats` timed calls after one warm-up (the median, as the benchmarks report)."""
+    import statistics
+
     fn()
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return max(best, 1e-9)
+        times.append(time.perf_counter() - t0)
+    return max(statistics.median(times), 1e-9)
 
 
 def _leaf_cases() -> dict[str, tuple[str, list[tuple[int, ...]]]]:
