@@ -45,3 +45,9 @@ def test_cli_refuses_an_algorithm_of_another_statement(capsys: pytest.CaptureFix
     assert code == 1
     assert ("expected A's statement to be summa's A(i,j) = B(i,k) * C(k,j) (up to renaming index variables), "
             "but found A(i,j) = B(i,j) + 2 * C(i,j)") in capsys.readouterr().err
+
+
+def test_auto_refuses_a_model_that_is_not_one() -> None:
+    A, B, C = _operands()
+    with pytest.raises(dt.DistalError, match="expected a distal.model.MachineModel as model=, but found 'lassen'"):
+        kernels.build("auto", dt.Machine(dt.Grid(2)), A, B, C, model="lassen")

@@ -317,3 +317,14 @@ def test_machine_auto() -> None:
     assert set(m.bind(4).values()) == {0, 1, 2, 3}
     with pytest.raises(dt.MachineError, match=r"expected shape=\(m, n, k\) of a matrix product"):
         kernels.machine("auto", 4)
+
+
+def test_cli_explain_auto_uses_every_processor(capsys: pytest.CaptureFixture[str]) -> None:
+    from distal.cli import main
+
+    assert main(["explain", "A(i,j) = B(i,k) * C(k,j)", "--shape", "A=256x256", "--shape", "B=256x256",
+                 "--shape", "C=256x256", "--algorithm", "auto", "--grid", "4"]) == 0
+    out = capsys.readouterr().out
+    chosen = next(line for line in out.splitlines() if "auto: chose" in line)
+    assert "idle" not in chosen
+    assert "predicted time (this-machine model" in out
