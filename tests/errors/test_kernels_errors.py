@@ -49,5 +49,5 @@ def test_cli_refuses_an_algorithm_of_another_statement(capsys: pytest.CaptureFix
 
 def test_auto_refuses_a_model_that_is_not_one() -> None:
     A, B, C = _operands()
-    with pytest.raises(dt.DistalError, match="expected a distal.model.MachineModel as model=, but found 'lassen'"):
+    with pytest.raises(dt.DistalError, match=r"expected a distal.model.MachineModel as model=, but found 'lassen'"):
         kernels.build("auto", dt.Machine(dt.Grid(2)), A, B, C, model="lassen")
