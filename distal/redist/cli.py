@@ -44,13 +44,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def redistribute_main(argv: list[str]) -> int:
-    """Run the command with ``argv`` (without the program name); 0 on success, 1 on errors."""
+    """Run the command with ``argv`` (without the program name); 0 on success, 1 on errors in
+    the types or the mesh, 2 on usage mistakes (argparse)."""
     args = _parser().parse_args(argv)
     try:
         mesh = Mesh.parse(args.mesh)
         prog = synthesize(DistType.parse(args.src), DistType.parse(args.dst), mesh, args.method)
     except DistalError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"distal redistribute: {e}", file=sys.stderr)
         return 1
     print(prog)
     if not args.no_shardy:

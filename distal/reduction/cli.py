@@ -101,7 +101,8 @@ def report(
 
 
 def reduce_main(argv: list[str]) -> int:
-    """Run `distal reduce` with `argv` (without the program name); returns the exit status."""
+    """Run `distal reduce` with `argv` (without the program name); returns the exit status:
+    0, 1 for a system or axes distal cannot use, 2 for a usage mistake (argparse)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -113,8 +114,8 @@ def reduce_main(argv: list[str]) -> int:
         red = _ints(args.reduce, "--reduce")
         report(system, axes, red, args.algorithm, args.bytes, args.top, args.max_size)
     except ReductionError as err:
-        print(f"distal reduce: error: {err}", file=sys.stderr)
-        return 2
+        print(f"distal reduce: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

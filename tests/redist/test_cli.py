@@ -27,13 +27,13 @@ def test_cli_naive_method(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (
             ["[32{x}128]", "[64{x}256]", "--mesh", "x=4"],
-            "error: expected a target with the global type [128]",
+            "distal redistribute: expected a target with the global type [128]",
         ),
         (
             ["[32{x}128]", "[32{x}128]", "--mesh", "x4"],
-            "error: expected a mesh axis like x=4, but found 'x4'",
+            "distal redistribute: expected a mesh axis like x=4, but found 'x4'",
         ),
-        (["32{x}128", "[32{x}128]", "--mesh", "x=4"], "error: expected a distributed type in brackets"),
+        (["32{x}128", "[32{x}128]", "--mesh", "x=4"], "distal redistribute: expected a distributed type in brackets"),
     ],
 )
 def test_cli_reports_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
