@@ -6,20 +6,25 @@ process; each substituted leaf runs with the leaf's own NumPy kernel
 (`distal.leaf.Leaf.run`, here `numpy.matmul`). Also timed: the same
 statement without the leaf (the vectorised index-array blocks) at a smaller
 n, and numpy's own product for scale. Median of 3 after a warm-up.
-Writes bench/results/reference_oracle.json with the machine description.
+With `--index-path`, also the n = 1024 SUMMA once with the leaf path turned
+off: every block through index arrays, as the executor ran GEMM leaves
+before it used the leaf's kernel (about a minute). Writes
+bench/results/reference_oracle.json with the machine description.
 
-    .venv/bin/python bench/reference_oracle.py [n]
+    .venv/bin/python bench/reference_oracle.py [n] [--index-path]
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import numpy as np
 from _common import median_seconds, write  # bench/ is on sys.path when run as a script
 
 import distal as dt
+from distal import reference
 
 
 def _summa(n: int, leaf: bool) -> tuple[Any, np.ndarray]:
@@ -49,8 +54,24 @@ def _time(n: int, leaf: bool, repeats: int) -> float:
     return float(seconds)
 
 
+def _index_path_once(n: int) -> float:
+    """The SUMMA once with leaf blocks sent through index arrays (the executor's path before leaves ran)."""
+    sched, want = _summa(n, True)
+    leaf_block = reference._Executor.leaf_block
+    reference._Executor.leaf_block = lambda self, *args: False  # type: ignore[method-assign]
+    try:
+        start = time.perf_counter()
+        sched.evaluate(backend="reference")
+        seconds = time.perf_counter() - start
+    finally:
+        reference._Executor.leaf_block = leaf_block  # type: ignore[method-assign]
+    np.testing.assert_allclose(sched.output.to_numpy(), want, rtol=1e-10)
+    return seconds
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    n = int(args[0]) if args else 1024
     rows: dict[str, Any] = {"n": n, "machine_grid": [2, 2], "k_chunk": min(256, n)}
     rows["summa_gemm_leaf_seconds"] = round(_time(n, True, 3), 4)
     print(f"SUMMA n={n}, GEMM leaves, reference backend: {rows['summa_gemm_leaf_seconds']} s", flush=True)
@@ -58,6 +79,10 @@ def main() -> None:
     rows["no_leaf_n"] = small
     rows["summa_no_leaf_seconds"] = round(_time(small, False, 3), 4)
     print(f"SUMMA n={small}, no leaf (index-array blocks): {rows['summa_no_leaf_seconds']} s", flush=True)
+    if "--index-path" in sys.argv:
+        rows["summa_index_path_seconds"] = round(_index_path_once(n), 2)
+        print(f"SUMMA n={n}, leaf blocks through index arrays (before): {rows['summa_index_path_seconds']} s",
+              flush=True)
     rng = np.random.default_rng(0)
     b, c = rng.random((n, n)), rng.random((n, n))
     rows["numpy_matmul_seconds"] = round(median_seconds(lambda: b @ c, repeats=3)[0], 4)
