@@ -19,16 +19,24 @@ def _index_path_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reference, "run_index_block", refuse)
 
 
-def _leaf_statement(leaf: Leaf, rng: np.random.Generator) -> tuple[dt.Schedule, np.ndarray, list[Any]]:
-    """The leaf's pattern as a statement over random extents, every loop split; the inner loops substituted."""
+def _leaf_statement(leaf: Leaf, rng: np.random.Generator, dtype: Any = None, out_dtype: Any = np.float64
+                    ) -> tuple[dt.Schedule, np.ndarray, list[Any]]:
+    """The leaf's pattern as a statement over random extents, every loop split; the inner loops substituted.
+
+    With `dtype`, the operands hold small integers of that dtype and the
+    expected value is `numpy.einsum(..., out=)` into `out_dtype`.
+    """
     pattern = leaf.pattern or "abc,cd,bd->ad"
     ins, out = pattern.split("->")
     letters = sorted(set(pattern) - set(",->"))
     ext = {c: int(rng.integers(1, 9)) for c in letters}
     var = dict(zip(letters, dt.index_vars(" ".join(f"v{c}" for c in letters))))
-    arrays = [rng.standard_normal([ext[c] for c in ax]) for ax in ins.split(",")]
+    if dtype is None:
+        arrays = [rng.standard_normal([ext[c] for c in ax]) for ax in ins.split(",")]
+    else:
+        arrays = [rng.integers(0, 20, [ext[c] for c in ax]).astype(dtype) for ax in ins.split(",")]
     operands = [dt.Tensor.from_array(f"T{n}", a) for n, a in enumerate(arrays)]
-    output = dt.Tensor("Out", tuple(ext[c] for c in out))
+    output = dt.Tensor("Out", tuple(ext[c] for c in out), dtype=out_dtype)
     output[tuple(var[c] for c in out)] = _product(operands, ins.split(","), var)
     order = [c for c in out] + [c for c in letters if c not in out]
     sched = output.schedule()
@@ -39,7 +47,11 @@ def _leaf_statement(leaf: Leaf, rng: np.random.Generator) -> tuple[dt.Schedule, 
         outer.append(o)
         inner.append(i)
     sched = sched.reorder([*outer, *inner]).substitute(inner, leaf)
-    return sched, np.einsum(pattern, *arrays), arrays
+    if dtype is None:
+        return sched, np.einsum(pattern, *arrays), arrays
+    expected = np.zeros(tuple(ext[c] for c in out), out_dtype)
+    np.einsum(pattern, *arrays, out=expected, dtype=np.result_type(*arrays, expected), casting="same_kind")
+    return sched, expected, arrays
 
 
 def _product(operands: list[dt.Tensor], axes: list[str], var: dict[str, Any]) -> Any:
@@ -57,6 +69,20 @@ def test_leaf_blocks_equal_einsum(name: str, seed: int, monkeypatch: pytest.Monk
     _index_path_refused(monkeypatch)
     got = sched.evaluate(backend="reference").to_numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,out_dtype", [("int8", "int8"), ("int8", "int64"), ("uint8", "int16"),
+                                             ("float16", "float32"), ("complex64", "complex128"),
+                                             ("int32", "float64")])
+@pytest.mark.parametrize("name", sorted(LEAVES))
+def test_leaf_blocks_follow_numpy_dtypes(name: str, dtype: str, out_dtype: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leaf blocks compute as numpy.einsum(..., out=): int8 sums wrap into int8, not into int64."""
+    sched, expected, _ = _leaf_statement(LEAVES[name], np.random.default_rng(11), np.dtype(dtype), np.dtype(out_dtype))
+    _index_path_refused(monkeypatch)
+    got = sched.evaluate(backend="reference").to_numpy()
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_summa_gemm_leaves_run_as_matmul(monkeypatch: pytest.MonkeyPatch) -> None:
