@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._blas import blas_info, set_task_threads, task_threads
     from ._config import HostInfo, default_config, host_info
     from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
     from ._make import from_numpy, full, zeros
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 # (`import distal` prepares the driver through it), and the storage,
 # redistribution and reduction modules import the compiler's synthesizers.
 _LAZY = {
+    **dict.fromkeys(("blas_info", "set_task_threads", "task_threads"), "_blas"),
     **dict.fromkeys(("HostInfo", "default_config", "host_info"), "_config"),
     **dict.fromkeys(("Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"), "_launch"),
     **dict.fromkeys(("from_numpy", "full", "zeros"), "_make"),
@@ -63,6 +65,7 @@ __all__ = [
     "StepRecord",
     "Store",
     "adopt",
+    "blas_info",
     "build_shim",
     "check_failures",
     "default_config",
@@ -88,6 +91,8 @@ __all__ = [
     "register_kernel",
     "run_plan_steps",
     "run_program",
+    "set_task_threads",
+    "task_threads",
     "tile_colors",
     "tile_of",
     "to_numpy",
