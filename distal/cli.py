@@ -38,8 +38,9 @@ BENCHES = {
     "validate-model": "validate_model.py",  # predicted vs measured time (distal.model) at 1, 2, 4 CPUs
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
+    "check": "check.py",  # reruns the tracked ratios and compares them with bench/results/ (exit 1: one fell)
 }
-_ONLY_WHEN_NAMED = {"gpu-gemm"}
+_ONLY_WHEN_NAMED = {"gpu-gemm", "check"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
@@ -198,7 +199,8 @@ def _bench_parser() -> argparse.ArgumentParser:
         prog="distal bench",
         description="Run distal's benchmarks (the scripts in bench/ of a distal checkout) and record their "
         "results as JSON with a description of the machine. Each benchmark prints its own progress.",
-        epilog=f"benchmarks: {', '.join(BENCHES)} (gpu-gemm needs GPUs and runs only when named). "
+        epilog=f"benchmarks: {', '.join(BENCHES)} (gpu-gemm needs GPUs; gpu-gemm and check run only when "
+        "named; check exits 1 when a ratio fell). "
         "Arguments after -- go to every benchmark script, e.g. distal bench matmul -- --quick",
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all but gpu-gemm)")

@@ -1,0 +1,227 @@
+"""`distal bench check`: a regression guard for the recorded performance ratios (not a timed test).
+
+Reruns a short version of the ratios the issue tracks and compares them with
+the last recorded ones:
+
+* TTV, innerprod, TTM and MTTKRP on 2 CPU processors: distal's library
+  kernel against `numpy.einsum` (2 BLAS threads) and `cupynumeric.einsum`,
+  at the sizes bench/suite.py records (ratios: the other's time over distal's);
+* SUMMA 2x2 against `numpy.matmul` (2 BLAS threads) at the n bench/matmul.py
+  records (4096 unless told otherwise).
+
+Everything runs in one Legate process (`--cpus 2` unless LEGATE_CONFIG says
+otherwise), in interleaved rounds (each round runs every method once, so
+load from elsewhere affects all alike), and each figure is the median. The
+recorded ratios come from bench/results/suite.json (`summary`) and
+bench/results/matmul.json (`numpy`, `distal`) of this checkout (`--against
+DIR` for another folder). A ratio that fell by more than `--tolerance`
+(default 15 %) of its recorded value is printed, and the exit status is 1.
+
+Run it before merging a change that may affect performance (kernels,
+leaves, lowering, the runtime), on a quiet machine: `distal bench check` or
+`python bench/check.py [--rounds N] [--tolerance F]`. `--quick` is a smoke
+run at small sizes: it prints the ratios and compares nothing (ratios depend
+on the size). Writes check.json (the new ratios, the recorded ones, what
+fell) with the machine description to the results folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RECORDED = HERE / "results"
+KERNELS = ("ttv", "innerprod", "ttm", "mttkrp")
+AGAINST = ("numpy", "cupynumeric")
+TOLERANCE = 0.15
+
+
+@dataclass(frozen=True)
+class Fall:
+    """A ratio that fell: its name, the recorded and the new value."""
+
+    name: str
+    recorded: float
+    new: float
+
+    @property
+    def change(self) -> float:
+        return self.new / self.recorded - 1.0
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.new:.2f}x, recorded {self.recorded:.2f}x ({self.change:+.0%})"
+
+
+def recorded_ratios(folder: Path = RECORDED) -> dict[str, float]:
+    """The last recorded ratios (higher is better for distal) by name, e.g. `ttm_vs_numpy`, `summa_vs_numpy`."""
+    out: dict[str, float] = {}
+    suite = folder / "suite.json"
+    if suite.is_file():
+        summary = json.loads(suite.read_text()).get("summary", {})
+        for name in KERNELS:
+            row = summary.get(f"{name}_p2", {})
+            for who in AGAINST:
+                if f"vs_{who}" in row:
+                    out[f"{name}_vs_{who}"] = float(row[f"vs_{who}"])
+    matmul = folder / "matmul.json"
+    if matmul.is_file():
+        data = json.loads(matmul.read_text())
+        summa = data.get("distal", {}).get("summa_2x2_chunk4096", {}).get("seconds")
+        numpy_s = data.get("numpy", {}).get("seconds")
+        if summa and numpy_s:
+            out["summa_vs_numpy"] = float(numpy_s) / float(summa)
+    return out
+
+
+def recorded_sizes(folder: Path = RECORDED) -> tuple[dict[str, tuple[int, int]], int]:
+    """The sizes the recorded ratios were measured at: the higher-order kernels' (n, l), and matmul's n."""
+    higher = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
+    n = 4096
+    suite = folder / "suite.json"
+    if suite.is_file():
+        for name, row in json.loads(suite.read_text()).get("higher", {}).items():
+            if name in higher and "size" in row:
+                higher[name] = (int(row["size"][0]), int(row["size"][1]))
+    matmul = folder / "matmul.json"
+    if matmul.is_file():
+        n = int(json.loads(matmul.read_text()).get("n", n))
+    return higher, n
+
+
+def compare(recorded: Mapping[str, float], new: Mapping[str, float], tolerance: float = TOLERANCE) -> list[Fall]:
+    """The ratios of `new` that fell below `(1 - tolerance)` times their recorded value (names in both)."""
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"expected a tolerance in [0, 1), but found {tolerance}")
+    return [Fall(name, recorded[name], new[name]) for name in sorted(recorded)
+            if name in new and new[name] < recorded[name] * (1.0 - tolerance)]
+
+
+def ratios(samples: Mapping[str, list[float]]) -> dict[str, float]:
+    """Ratios from interleaved samples keyed `<kernel>:<method>` (methods distal, numpy, cupynumeric)."""
+    medians = {key: statistics.median(v) for key, v in samples.items() if v}
+    out: dict[str, float] = {}
+    for key, seconds in medians.items():
+        kernel, method = key.split(":")
+        ours = medians.get(f"{kernel}:distal")
+        if method != "distal" and ours:
+            out[f"{kernel}_vs_{method}"] = seconds / ours
+    return out
+
+
+# -- measuring (in a Legate process) ----------------------------------------------------------------
+
+
+def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[], Any]]:
+    import numpy as np
+
+    import distal as dt
+    from distal import kernels
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    import cupynumeric as cn
+    from matmul import _openblas  # bench/ is on sys.path when run as a script
+    from suite import SPECS, _inputs, _out_shape
+
+    def with_numpy_threads(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> None:
+            _openblas(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
+            try:
+                fn()
+            finally:
+                _openblas(1)
+        return run
+
+    runs: dict[str, Callable[[], Any]] = {}
+    for name, (size, l) in higher.items():
+        arrays = _inputs(name, size, l)
+        spec = SPECS[name][0]
+        cargs = [cn.asarray(a) for a in arrays]
+        names = "aBCD" if name == "innerprod" else "ABCD"
+        ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
+        out = dt.Tensor(names[0], _out_shape(name, size, l))
+        plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
+
+        def distal_run(plan: Any = plan, out: Any = out) -> None:
+            plan.run()
+            out.to_numpy()
+
+        def cupy_run(spec: str = spec, cargs: list[Any] = cargs) -> None:
+            float(cn.einsum(spec, *cargs).sum())  # reading waits for the result
+
+        runs[f"{name}:distal"] = distal_run
+        def numpy_run(spec: str = spec, arrays: list[Any] = arrays) -> None:
+            np.einsum(spec, *arrays, optimize=True)
+
+        runs[f"{name}:numpy"] = with_numpy_threads(numpy_run)
+        runs[f"{name}:cupynumeric"] = cupy_run
+    if n:
+        rng = np.random.default_rng(0)
+        b, c = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        machine = dt.Machine(dt.Grid(2, 2))
+        A = dt.Tensor("A", (n, n))
+        plan = kernels.build("summa", machine, A, dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)).compile()
+
+        def summa_run(plan: Any = plan) -> None:
+            plan.run()
+            rt.fence()
+
+        runs["summa:distal"] = summa_run
+        runs["summa:numpy"] = with_numpy_threads(lambda: np.matmul(b, c))
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds after a warm-up (default 5)")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE,
+                        help="fraction a ratio may fall below its recorded value (default 0.15)")
+    parser.add_argument("--against", type=Path, default=RECORDED, help="folder of the recorded results")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 1 round, no comparison (a smoke run)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("LEGATE_CONFIG", f"--cpus 2 --gpus 0 --omps 0 --utility 1 "
+                                           f"--sysmem {2000 if args.quick else 12000}")
+    sys.path.insert(0, str(HERE))
+    import _common
+
+    recorded = recorded_ratios(args.against)
+    higher, n = recorded_sizes(args.against)
+    rounds = args.rounds
+    if args.quick:
+        higher = {k: (max(8, s // 10), max(1, l // 10)) for k, (s, l) in higher.items()}
+        n, rounds = 256, 1
+    samples = _common.interleaved_rounds(
+        _runs(higher, n), rounds,
+        lambda r, s: print(f"round {r}/{rounds}" + (" (warm-up)" if r == 0 else ""), flush=True))
+    new = ratios(samples)
+    falls = [] if args.quick else compare(recorded, new, args.tolerance)
+    for name in sorted(new):
+        was = recorded.get(name)
+        print(f"{name:28s} {new[name]:6.2f}x" + (f"   recorded {was:.2f}x" if was is not None else ""))
+    path = _common.write("check", {
+        "quick": args.quick, "rounds": rounds, "tolerance": args.tolerance, "sizes": {"higher": higher, "matmul_n": n},
+        "ratios": new, "recorded": recorded, "fell": [str(f) for f in falls],
+        "loadavg": list(os.getloadavg()),
+    })
+    if args.quick:
+        print("smoke run at small sizes: nothing compared")
+    elif falls:
+        print(f"fell by more than {args.tolerance:.0%}:")
+        for f in falls:
+            print(f"  {f}")
+    else:
+        print(f"no ratio fell by more than {args.tolerance:.0%} of its recorded value")
+    print(f"wrote {path}")
+    return 1 if falls else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
