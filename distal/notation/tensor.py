@@ -354,6 +354,8 @@ def _legate_interface(array: Any) -> tuple[Any, tuple[int, ...], np.dtype[Any]] 
     """(store, shape, dtype) of an object with ``__legate_data_interface__``, copied on Legate; else None."""
     if getattr(type(array), "__legate_data_interface__", None) is None:
         return None
+    if isinstance(array, Tensor) and array.storage is None:
+        return None  # its data is on the host: copying it there starts no Legate
     found = _runtime("_tensor_storage").legate_input(array)
     assert found is not None
     store, shape = found

@@ -301,3 +301,15 @@ def test_composite_machine_dimensions_are_read_in_place(no_gather_no_host: list[
     assert no_gather_no_host == []
     assert A.storage.blocks.shape == (4, 2 * 3)
     np.testing.assert_allclose(A.to_numpy(), b @ c, rtol=1e-12)
+
+
+def test_a_tensor_copies_a_tensor() -> None:
+    """From a placed tensor on Legate (no host copy); from one with host data, on the host."""
+    a = _data((5, 4), 17)
+    P = dt.Tensor.from_array("P", a, dt.Format("xy -> xy", M22))
+    Q = dt.Tensor.from_array("Q", P, dt.Format("xy -> *y", M22))
+    assert isinstance(Q.storage, FormatStore) and np.array_equal(Q.to_numpy(), a)
+    H = dt.Tensor("H", (5, 4))
+    H.set_array(a)
+    R = dt.Tensor.from_array("R", H)
+    assert R.storage is None and np.array_equal(R.to_numpy(), a)
