@@ -119,6 +119,36 @@ def ratios(samples: Mapping[str, list[float]]) -> dict[str, float]:
 # -- measuring (in a Legate process) ----------------------------------------------------------------
 
 
+def numpy_threads() -> Callable[[int], None]:
+    """A setter of NumPy's OpenBLAS thread count, looked up once (bench/matmul.py's `_openblas` reads
+    /proc/self/maps on every call, which would count against NumPy in a small run)."""
+    import ctypes
+
+    from matmul import _openblas
+
+    _openblas(1)
+    paths: list[str] = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        path = line.split()[-1] if "/" in line else ""
+        if "openblas" in path.lower() and ("numpy" in path or "scipy_openblas" in path) and path not in paths:
+            paths.append(path)
+    calls = []
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                calls.append(fn)
+                break
+
+    def set_threads(n: int) -> None:
+        for fn in calls:
+            fn(ctypes.c_int(n))
+
+    return set_threads
+
+
 def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[], Any]]:
     import numpy as np
 
@@ -128,16 +158,17 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
 
     rt.ensure_started()
     import cupynumeric as cn
-    from matmul import _openblas  # bench/ is on sys.path when run as a script
     from suite import SPECS, _inputs, _out_shape
+
+    set_threads = numpy_threads()
 
     def with_numpy_threads(fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> None:
-            _openblas(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
+            set_threads(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
             try:
                 fn()
             finally:
-                _openblas(1)
+                set_threads(1)
         return run
 
     runs: dict[str, Callable[[], Any]] = {}

@@ -14,6 +14,15 @@ one run of this script, and ratios are taken within it.
 
 Run: `python bench/suite.py [--quick]`; writes bench/results/suite.json and
 bench/results/suite_*.png.
+
+`--interleaved` (the issue's targets, measured in one run): one Legate
+process on 2 CPU processors runs, in interleaved rounds (median), TTV,
+innerprod, TTM and MTTKRP against `numpy.einsum` (2 BLAS threads, set
+around each NumPy run) and `cupynumeric.einsum`, then matmul at n = 256,
+512, 1024, 2048, 4096 (`--sizes`) for every distal algorithm on 2
+processors against `numpy.matmul` and `cupynumeric.matmul`; writes
+bench/results/suite_interleaved.json (with the machine description and the
+load average) and suite_sweep.png (time and ratios against n).
 """
 
 from __future__ import annotations
@@ -140,6 +149,98 @@ def legate_child(procs: int, sizes: list[int], repeats: int, higher: dict[str, t
     return out
 
 
+SWEEP = [256, 512, 1024, 2048, 4096]
+
+
+def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """Higher-order kernels and the matmul sweep, each size in interleaved rounds (one Legate process)."""
+    import statistics
+
+    from _common import interleaved_rounds
+    from check import _runs, numpy_threads, ratios
+
+    import distal as dt
+    from distal import kernels
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    import cupynumeric as cn
+
+    set_threads = numpy_threads()
+    out: dict[str, Any] = {"higher": {}, "matmul": {}}
+    if higher:
+        samples = interleaved_rounds(_runs(higher, 0), repeats)
+        out["higher"] = {"seconds": {k: statistics.median(v) for k, v in samples.items()},
+                         "all": samples, "ratios": ratios(samples)}
+    for n in sizes:
+        rng = np.random.default_rng(0)
+        b, c = rng.random((n, n)), rng.random((n, n))
+        cb, cc = cn.asarray(b), cn.asarray(c)
+
+        def numpy_run(b: Any = b, c: Any = c) -> None:
+            set_threads(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
+            try:
+                np.matmul(b, c)
+            finally:
+                set_threads(1)
+
+        def cupy_run(cb: Any = cb, cc: Any = cc) -> None:
+            float(cn.matmul(cb, cc)[0, 0])
+
+        runs: dict[str, Any] = {"numpy": numpy_run, "cupynumeric": cupy_run}
+        machines = {}
+        for name in MATMUL:
+            m = kernels.machine(name, 2, (n, n, n))
+            A = dt.Tensor("A", (n, n))
+            plan = kernels.build(name, m, A, dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)).compile()
+            machines[name] = repr(m)
+
+            def run(plan: Any = plan) -> None:
+                plan.run()
+                rt.fence()
+
+            runs[name] = run
+        samples = interleaved_rounds(runs, repeats)
+        secs = {k: statistics.median(v) for k, v in samples.items()}
+        best = min(MATMUL, key=lambda x: secs[x])
+        out["matmul"][str(n)] = {"seconds": secs, "all": samples, "machines": machines, "best": best,
+                                 "vs_numpy": secs["numpy"] / secs[best],
+                                 "vs_cupynumeric": secs["cupynumeric"] / secs[best]}
+    return out
+
+
+def plot_sweep(results: dict[str, Any]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = results["matmul"]
+    ns = sorted(int(n) for n in rows)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for who in ("numpy", "cupynumeric", *MATMUL):
+        left.plot(ns, [rows[str(n)]["seconds"][who] for n in ns], marker="o", label=who,
+                  linewidth=2.5 if who in ("numpy", "cupynumeric") else 1)
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("n")
+    left.set_ylabel("seconds (median)")
+    left.legend(fontsize=7)
+    for key in ("vs_numpy", "vs_cupynumeric"):
+        right.plot(ns, [rows[str(n)][key] for n in ns], marker="o", label=f"best distal {key.replace('_', ' ')}")
+    right.axhline(1.0, color="gray", linewidth=0.8)
+    right.set_xscale("log", base=2)
+    right.set_xlabel("n")
+    right.set_ylabel("ratio (theirs / distal's)")
+    right.legend(fontsize=7)
+    fig.suptitle("float64 matmul on 2 CPU processors, interleaved rounds")
+    fig.tight_layout()
+    path = RESULTS / "suite_sweep.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
     return {"ttv": (n, n), "innerprod": (), "ttm": (n, n, l), "mttkrp": (n, l)}[name]
 
@@ -214,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--numpy", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
     parser.add_argument("--no-higher", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--interleaved", action="store_true",
+                        help="one Legate process, interleaved rounds: higher-order kernels and the matmul sweep")
+    parser.add_argument("--interleaved-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.interleaved or args.interleaved_child:
+        return interleaved_main(args)
     sizes = args.sizes if args.sizes is not None else ([256, 512] if args.quick else [2048, 4096])
     repeats = 3 if args.quick else 5
     higher = {k: (max(8, n // 6), max(1, l // 6)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
@@ -269,6 +375,31 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         plot(results)
     print(json.dumps(summary, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+def interleaved_main(args: argparse.Namespace) -> int:
+    sizes = args.sizes if args.sizes is not None else ([64, 128] if args.quick else SWEEP)
+    repeats = 1 if args.quick else 5
+    higher = {k: (max(8, n // 10), max(1, l // 10)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
+    if args.interleaved_child:
+        print(json.dumps(interleaved_child(sizes, repeats, {} if args.no_higher else higher)))
+        return 0
+    sysmem = 2000 if args.quick else 12000
+    env = {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+    start = time.perf_counter()
+    part = _child(["--interleaved-child", *(["--quick"] if args.quick else []), "--sizes", *map(str, sizes)], env)
+    results = {"method": f"median of {repeats} interleaved rounds after a warm-up, one Legate process "
+                         "(--cpus 2); numpy with 2 BLAS threads set around each run",
+               "sizes": sizes, "repeats": repeats, "higher_sizes": {k: list(v) for k, v in higher.items()},
+               **part, "seconds_total": time.perf_counter() - start, "loadavg_after": list(os.getloadavg())}
+    path = write("suite_interleaved_quick" if args.quick else "suite_interleaved", results)
+    if not args.quick:
+        plot_sweep(results)
+    print(json.dumps({"higher": results["higher"].get("ratios", {}),
+                      "matmul": {n: {k: r[k] for k in ("best", "vs_numpy", "vs_cupynumeric")}
+                                 for n, r in results["matmul"].items()}}, indent=2))
     print(f"wrote {path}")
     return 0
 
