@@ -35,6 +35,7 @@ into it; "sequential" runs as if not parallel.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -432,7 +433,7 @@ class _Run(Walker):
         if not all(isinstance(f, Access) for f in factors):
             return False
         views = [view(f) for f in factors]
-        if _canonical([ax for _, ax in views], out_axes) != leaf.pattern:
+        if _canonical(tuple(ax for _, ax in views), out_axes) != leaf.pattern:
             return False
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             leaf.compute_into(out, *(arr for arr, _ in views), accumulate=a.accumulate, xp=self.xp)
@@ -551,7 +552,8 @@ def _collect_sums(e: Expr, out: dict[IndexVar, int], ext: Mapping[IndexVar, int]
         _collect_sums(c, out, ext)
 
 
-def _canonical(inputs: Sequence[str], output: str) -> str:
+@functools.lru_cache(maxsize=1024)
+def _canonical(inputs: tuple[str, ...], output: str) -> str:
     """The einsum pattern `inputs->output` with its axes renamed a, b, ... by first appearance, output first."""
     names: dict[str, str] = {}
     for c in output + "".join(inputs):
