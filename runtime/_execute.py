@@ -38,13 +38,14 @@ from typing import Any
 
 import numpy as np
 
+from distal.errors import DistalError
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.redist.formats import Layout, layout
 
 from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
-from ._make import from_numpy, zeros
+from ._make import fill, from_numpy, unwritten, zeros
 from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
 from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
@@ -110,7 +111,12 @@ def store_of(info: TensorInfo) -> Store:
     return store
 
 
-def _output_store(plan: Plan, info: TensorInfo) -> Store:
+def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[int, ...] | None]]) -> Store:
+    """The store the plan writes its output into; for `=` plans a new one, appended to `fresh` unwritten.
+
+    `run_plan` either lets the first launch write it (`_first_launch_writes`)
+    or fills it with zeros before the launches.
+    """
     if not plan.zero_output:
         placed = placed_of(info)
         if placed is not None:
@@ -123,7 +129,12 @@ def _output_store(plan: Plan, info: TensorInfo) -> Store:
         if op.tile is not None and not launch.pinned:
             tile = op.tile
         break
-    return zeros(_store_shape(info.shape), info.dtype, tile=tile)
+    shape = _store_shape(info.shape)
+    if 0 in shape:
+        return zeros(shape, info.dtype, tile=tile)
+    store = unwritten(shape, info.dtype)
+    fresh.append((store, tile))
+    return store
 
 
 def _key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand]) -> int:
@@ -173,19 +184,24 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     if target == "gpu":
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
-    placed = _placed_operands(plan, red)
+    fresh: list[tuple[Store, tuple[int, ...] | None]] = []  # the `=` output's new store: zeros, or first launch
+    placed = _placed_operands(plan, red, fresh)
     stores = []
     for n, info in enumerate(plan.tensors):
         if n in placed:
             stores.append(placed[n].held.blocks)  # read and written in place, block by block
         else:
-            stores.append(_output_store(plan, info) if info.output else store_of(info))
+            stores.append(_output_store(plan, info, fresh) if info.output else store_of(info))
     binding: dict[tuple[int, ...], int] | None = None
     launch_stores = stores
     if red is not None:
         # every launch reduces into the output (distal.lower.reductions checks it)
         launch_stores = list(stores)
         launch_stores[red.tensor] = _partials_store(plan, red)
+    first = _first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
+    if first is None:
+        for store, tile in fresh:
+            fill(store, 0, tile)
     for g, group in enumerate(plan.groups):
         if not group.launches:
             continue
@@ -193,6 +209,15 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         for launch in group.launches:
             if red is not None:
                 launch = _into_partials(plan, red, launch)
+            if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
+                assert launch is first
+                first = None
+                position = _output_position(plan, launch)
+                args = [_arg(launch_stores, placed, launch, op) for op in launch.operands]
+                args[position] = replace(args[position], privilege=RtPrivilege.WRITE)  # written in full
+                index_launch(_zero_first_key(plan, g, placed, position), launch.shape, args,
+                             lower=launch.lower, target=target)
+                continue
             if launch.pinned:
                 if binding is None:
                     binding = _binding(plan, target)
@@ -213,11 +238,13 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         fence()
 
 
-def _placed_operands(plan: Plan, red: Reduction | None) -> dict[int, PlacedOperand]:
+def _placed_operands(plan: Plan, red: Reduction | None,
+                     fresh: list[tuple[Store, tuple[int, ...] | None]]) -> dict[int, PlacedOperand]:
     """The tensors whose tiles in every launch are their format's device blocks: used in place.
 
     The output of a synthesized reduction is not (its launches write
-    per-processor partials instead).
+    per-processor partials instead). A new output's blocks (`=`) are
+    appended to `fresh` unwritten.
     """
     out: dict[int, PlacedOperand] = {}
     for n, info in enumerate(plan.tensors):
@@ -227,7 +254,7 @@ def _placed_operands(plan: Plan, red: Reduction | None) -> dict[int, PlacedOpera
             lay = _fresh_layout(info)
             if lay is None:
                 continue
-            view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype))
+            view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype, fresh))
         else:
             held = placed_of(info)
             if held is None:
@@ -250,11 +277,86 @@ def _fresh_layout(info: TensorInfo) -> Layout | None:
     return layout(fmt, info.shape)
 
 
-def _fresh_blocks(lay: Layout, dtype: np.dtype[Any]) -> FormatStore:
-    """Zero blocks laid out by ``lay``."""
+def _fresh_blocks(lay: Layout, dtype: np.dtype[Any], fresh: list[tuple[Store, tuple[int, ...] | None]]
+                  ) -> FormatStore:
+    """New blocks laid out by ``lay``, unwritten (appended to `fresh`: zeros, or the first launch writes them)."""
     grid = block_grid(lay)
     size = max(math.prod(lay.tile), 1)
-    return FormatStore(zeros((*grid, size), dtype, tile=(*([1] * len(grid)), size)), lay, dtype)
+    shape, tile = (*grid, size), (*([1] * len(grid)), size)
+    if 0 in shape:
+        return FormatStore(zeros(shape, dtype, tile=tile), lay, dtype)
+    store = unwritten(shape, dtype)
+    fresh.append((store, tile))
+    return FormatStore(store, lay, dtype)
+
+
+def _first_launch_writes(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> Launch | None:
+    """The plan's first launch, when it can zero the output itself and write it with `WRITE`.
+
+    That is when it is an index launch over the whole domain (not pinned,
+    not a part) whose points take distinct tiles of the output that together
+    cover every element: the launch then writes the new store in full, so no
+    separate zero-fill launch is needed (a partial write of a never-written
+    store then a read aborts, LEGATE_NOTES.md behaviour 2, so anything less
+    falls back to the fill). None otherwise.
+    """
+    from ._launch import _coverage
+
+    n = plan.tensors.index(plan.output)
+    group = next((gr for gr in plan.groups if gr.launches), None)
+    if group is None:
+        return None
+    launch = group.launches[0]
+    if launch.pinned or not (group.covers_domain(launch) or plan.machine is None) or launch.volume == 0:
+        return None
+    ops = [op for op in launch.operands if op.tensor == n]
+    if len(ops) != 1 or ops[0].privilege not in (Privilege.WRITE, Privilege.READ_WRITE):
+        return None
+    arg = _arg(stores, placed, launch, ops[0])
+    if arg.tile is None:
+        if launch.volume != 1:
+            return None
+    else:
+        colors = arg.color_shape()
+        if launch.volume == 1:
+            if any(c != 1 for c in colors):  # one point gets its tile as a sub-store: the whole store only
+                return None
+        else:
+            try:
+                covers, distinct = _coverage(arg.maps(len(launch.lower)), colors, arg.store.shape,
+                                             launch.lower, launch.upper)
+            except DistalError:
+                return None
+            if not (covers and distinct) or launch.volume > _COVERAGE_LIMIT:
+                return None
+    return launch
+
+
+_COVERAGE_LIMIT = 1 << 16  # as runtime._launch: a larger launch's coverage is not checked
+
+
+def _output_position(plan: Plan, launch: Launch) -> int:
+    n = plan.tensors.index(plan.output)
+    return next(p for p, op in enumerate(launch.operands) if op.tensor == n)
+
+
+def _zero_first_key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand], position: int) -> int:
+    """The group's kernel, preceded in each task by zeroing the output's tile (transient, as `_key`)."""
+    group = plan.groups[group_index]
+    inner = block_tiles(plan, group, group.kernel, placed)
+    return register_kernel(_ZeroFirst(inner, position), group.kernel.name, transient=True)
+
+
+@dataclass(eq=False)
+class _ZeroFirst:
+    """A kernel that zeroes its output argument (the whole tile or block) before running."""
+
+    kernel: Any
+    position: int
+
+    def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
+        tiles[self.position][...] = 0
+        self.kernel(point, *tiles)
 
 
 def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> None:

@@ -20,7 +20,7 @@ from ._registry import register_kernel
 from ._start import legate_runtime
 from ._store import Store, legate_type, wrap
 
-__all__ = ["from_numpy", "full", "zeros"]
+__all__ = ["fill", "from_numpy", "full", "unwritten", "zeros"]
 
 _lock = threading.Lock()
 _fills: dict[tuple[str, Any], int] = {}
@@ -83,15 +83,36 @@ def full(shape: Sequence[int], value: Any, dtype: Any = np.float64,
     _check_ndim(extents)
     if not extents:  # tasks cannot view 0-d stores; a copy-in can write one
         return from_numpy(np.full((), value, dtype=kind))
-    handle = legate_runtime().create_store(legate_type(kind), extents)
-    store = wrap(handle, kind)
+    store = unwritten(extents, kind)
+    fill(store, value, tile)
+    return store
+
+
+def unwritten(shape: Sequence[int], dtype: Any = np.float64) -> Store:
+    """A new store of `shape` (at least 1-D) that nothing has written.
+
+    Only for a caller whose next launch on it writes every element with
+    `Privilege.WRITE` over the whole domain, or who `fill`s it first:
+    a partial write then a read aborts the process (LEGATE_NOTES.md
+    behaviour 2), and reading it at all reads garbage.
+    """
+    kind = np.dtype(dtype)
+    extents = tuple(int(n) for n in shape)
+    _check_ndim(extents)
+    if not extents:
+        raise NotSupportedYet("Legate tasks cannot view 0-d stores; make the store of shape (1,)")
+    return wrap(legate_runtime().create_store(legate_type(kind), extents), kind)
+
+
+def fill(store: Store, value: Any, tile: Sequence[int] | None = None) -> None:
+    """Write `value` into every element of `store` by a full-domain launch (see `full`)."""
+    kind = np.dtype(store.dtype)
     key = _fill_kernel(np.asarray(value, dtype=kind).item(), kind)
     if tile is None:
         index_launch(key, (1,), [Arg(store, Privilege.WRITE)])
     else:
         blocks = tuple(int(t) for t in tile)
-        index_launch(key, tile_colors(extents, blocks), [Arg(store, Privilege.WRITE, blocks)])
-    return store
+        index_launch(key, tile_colors(store.shape, blocks), [Arg(store, Privilege.WRITE, blocks)])
 
 
 def zeros(shape: Sequence[int], dtype: Any = np.float64,
