@@ -27,9 +27,10 @@ def fills(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> list[Any]
     return seen
 
 
-def _copy_plan(n: int, fmt_out: bool, accumulate: bool = False) -> tuple[Any, dt.Tensor, np.ndarray]:
+def _copy_plan(n: int, fmt_out: bool, accumulate: bool = False, points: int = 4
+               ) -> tuple[Any, dt.Tensor, np.ndarray]:
     i, io, ii = dt.index_vars("i io ii")
-    machine = dt.Machine(dt.Grid(4))
+    machine = dt.Machine(dt.Grid(points))
     fmt = dt.Format("x -> x", machine)
     data = np.arange(float(n)) + 1
     A = dt.Tensor("A", (n,), format=fmt if fmt_out else None)
@@ -42,12 +43,23 @@ def _copy_plan(n: int, fmt_out: bool, accumulate: bool = False) -> tuple[Any, dt
     return sched.compile(), A, data
 
 
+@pytest.mark.parametrize("points", [4, 1])
 @pytest.mark.parametrize("fmt_out", [True, False], ids=["placed", "plain"])
-def test_an_assign_plan_writes_its_output_in_its_first_launch(fills: list[Any], fmt_out: bool) -> None:
-    plan, A, data = _copy_plan(10, fmt_out)  # 10 over 4 points: uneven tiles
+def test_an_assign_plan_writes_its_output_in_its_first_launch(fills: list[Any], fmt_out: bool, points: int) -> None:
+    plan, A, data = _copy_plan(10, fmt_out, points=points)  # 10 over 4 points: uneven tiles
     for _ in range(2):  # a new store each run
         plan.run()
         np.testing.assert_array_equal(A.to_numpy(), data)
+    assert fills == []
+
+
+def test_a_scalar_output_written_by_one_task_needs_no_fill(fills: list[Any]) -> None:
+    j, k = dt.index_vars("j k")
+    b = np.arange(6.0).reshape(2, 3)
+    a, B = dt.Tensor("a", ()), dt.Tensor.from_array("B", b)
+    a[()] = B[j, k] * B[j, k]
+    a.schedule().compile().run()
+    assert float(a.to_numpy()) == float((b * b).sum())
     assert fills == []
 
 
