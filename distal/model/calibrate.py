@@ -1,5 +1,6 @@
 """The model of this machine: leaf rates and memory bandwidth measured once, then cached.
 
+`python -m distal.model.calibrate` measures again and caches the result.
 `calibrate()` times each leaf kind as distal runs it: a one-processor plan of
 the library algorithm that uses it, run point by point in this process on
 one BLAS thread (a Legate CPU processor runs its leaves on one core:
@@ -183,3 +184,15 @@ def legate_launch_seconds(repeats: int = 7) -> float:
         if k:
             times.append(time.perf_counter() - t0)
     return float(statistics.median(times))
+
+
+def main() -> int:
+    """`python -m distal.model.calibrate`: measure this machine again, cache it, print the model."""
+    model = this_machine(recalibrate=True)
+    print(model.describe())
+    print(f"cached in {cache_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
