@@ -87,7 +87,7 @@ __all__ = [
 # Where no NVIDIA driver is installed, load distal's stand-in for it and
 # configure Legate now, so that `import cupynumeric` (which starts Legate)
 # works in this process before or after distal's own start (README).
-from distal.runtime._start import prepare_at_import as _prepare_at_import
+from distal.runtime import prepare_at_import as _prepare_at_import
 
 _prepare_at_import()
 

@@ -24,13 +24,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._blas import blas_info, set_task_threads, task_threads
     from ._config import HostInfo, default_config, host_info
+    from ._execute import run_plan
     from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
     from ._make import from_numpy, full, zeros
     from ._redistribute import StepRecord, redistribute, run_plan_steps, run_program
     from ._reduce import ReduceRecord, reduce_arrays, reduce_on_machine, reduce_partials
     from ._registry import Kernel, KernelFailure, check_failures, register_kernel
     from ._shim import DriverInfo, build_shim, load_driver
-    from ._start import MachineInfo, ensure_started, is_started, legate_runtime, processor_count
+    from ._start import (
+        MachineInfo,
+        ensure_started,
+        is_started,
+        legate_runtime,
+        prepare_at_import,
+        processor_count,
+    )
     from ._store import Store, fence, tile_of, to_numpy, wrap
     from ._tensor_storage import FormatStore, adopt, device_grid, from_store, native, place
 
@@ -40,13 +48,17 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(("blas_info", "set_task_threads", "task_threads"), "_blas"),
     **dict.fromkeys(("HostInfo", "default_config", "host_info"), "_config"),
+    **dict.fromkeys(("run_plan",), "_execute"),
     **dict.fromkeys(("Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"), "_launch"),
     **dict.fromkeys(("from_numpy", "full", "zeros"), "_make"),
     **dict.fromkeys(("StepRecord", "redistribute", "run_plan_steps", "run_program"), "_redistribute"),
     **dict.fromkeys(("ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"), "_reduce"),
     **dict.fromkeys(("Kernel", "KernelFailure", "check_failures", "register_kernel"), "_registry"),
     **dict.fromkeys(("DriverInfo", "build_shim", "load_driver"), "_shim"),
-    **dict.fromkeys(("MachineInfo", "ensure_started", "is_started", "legate_runtime", "processor_count"), "_start"),
+    **dict.fromkeys(
+        ("MachineInfo", "ensure_started", "is_started", "legate_runtime", "prepare_at_import", "processor_count"),
+        "_start",
+    ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
     **dict.fromkeys(("FormatStore", "adopt", "device_grid", "from_store", "native", "place"), "_tensor_storage"),
 }
@@ -83,12 +95,14 @@ __all__ = [
     "native",
     "place",
     "point_launch",
+    "prepare_at_import",
     "processor_count",
     "redistribute",
     "reduce_arrays",
     "reduce_on_machine",
     "reduce_partials",
     "register_kernel",
+    "run_plan",
     "run_plan_steps",
     "run_program",
     "set_task_threads",

@@ -2,6 +2,7 @@
 
 from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where
 from distal.cin.concretize import concretize
+from distal.cin.placement import FixedForall, placement, placement_text
 from distal.cin.relations import (
     Communicate,
     Distribute,
@@ -20,6 +21,7 @@ __all__ = [
     "Communicate",
     "Distribute",
     "Divide",
+    "FixedForall",
     "Forall",
     "Fuse",
     "Parallelize",
@@ -32,4 +34,6 @@ __all__ = [
     "Substitute",
     "Where",
     "concretize",
+    "placement",
+    "placement_text",
 ]

@@ -3,17 +3,13 @@
 from distal.format.distribution import BROADCAST, Distribution
 from distal.format.format import Format
 from distal.format.machine import MEMORY_KINDS, PROCESSOR_KINDS, Grid, Machine
-from distal.format.placement import FixedForall, placement, placement_text
 
 __all__ = [
     "BROADCAST",
     "MEMORY_KINDS",
     "PROCESSOR_KINDS",
     "Distribution",
-    "FixedForall",
     "Format",
     "Grid",
     "Machine",
-    "placement",
-    "placement_text",
 ]

@@ -403,14 +403,14 @@ class Format:
     def placement(self, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
         """The concrete index notation statement that places `tensor` in this format (paper 5.3).
 
-        See `distal.format.placement.placement`.
+        See `distal.cin.placement.placement`.
         """
-        from distal.format.placement import placement
+        from distal.cin.placement import placement
 
         return placement(self, tensor)
 
     def placement_text(self, tensor: Tensor) -> str:
         """The placement statement printed: `∀xo ∀xi ∀y T(x,y) s.t. divide(...), ...`."""
-        from distal.format.placement import placement_text
+        from distal.cin.placement import placement_text
 
         return placement_text(self, tensor)

@@ -302,7 +302,7 @@ class Plan:
 
             run_numpy(self)
         elif backend == "legate":
-            from distal.runtime._execute import run_plan
+            from distal.runtime import run_plan
 
             run_plan(self)
         else:

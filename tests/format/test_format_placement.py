@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import distal as dt
-from distal.cin import Assign, Communicate, Distribute, Divide, Forall
+from distal.cin import Assign, Communicate, Distribute, Divide, FixedForall, Forall, placement_text
 from distal.cin.ast import loop_vars
-from distal.format import FixedForall, Format, Grid, Machine, placement_text
+from distal.format import Format, Grid, Machine
 from distal.notation import IndexVar
 
 T2 = dt.Tensor("T", (4, 4))

@@ -1,0 +1,287 @@
+"""The layers of distal, enforced on the source: no module imports a higher layer at import time.
+
+Every module of `distal` (with `runtime/` as `distal.runtime` and `kernels/`
+as `distal.kernels`) is parsed with `ast`; its imports are split into
+module-level ones (run when the module is imported) and function-level ones
+(run when the function is called). Imports under `if TYPE_CHECKING:` run
+never and are not checked.
+
+The layers, highest first (a module may import its own layer and any lower
+one at module level):
+
+1. `distal.cli`: the command line;
+2. `distal.kernels`: the algorithm library, built on the public facade;
+3. `distal` (`distal/__init__.py` only): the public facade;
+4. `distal.runtime`: Legate stores, launches, plan execution;
+5. `distal.lower`, `distal.reference`: lowering a schedule to plans, and the
+   reference evaluator of concrete index notation;
+6. `distal.schedule`: scheduling commands, provenance graph;
+7. `distal.cin`: concrete index notation (statements, relations, placement
+   statements of formats);
+8. `distal.redist`, `distal.reduction`: the redistribution and reduction
+   synthesizers, which know formats and machines but no statements;
+9. `distal.model`: the machine cost model;
+10. `distal.format`: formats, distributions, machines;
+11. `distal.leaf`: the leaf kernels' einsum patterns;
+12. `distal.notation`: tensor index notation;
+13. `distal.sizes`, `distal._text`: symbolic sizes, text helpers;
+14. `distal.errors`.
+
+A function-level import of a higher layer is a lazy entry point: it is
+allowed only when listed (importer and imported module exactly) in
+`LAZY_ENTRY_POINTS` with its reason. Outside `distal.runtime`, the runtime is
+reached only through the public names of `distal.runtime` (its `_x` modules
+are private). A test of the
+checker itself runs it on a small fake package with a deliberate violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (source folder, package name) of every package tree that makes up distal.
+TREES = ((ROOT / "distal", "distal"), (ROOT / "runtime", "distal.runtime"), (ROOT / "kernels", "distal.kernels"))
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("distal.cli",),
+    ("distal.kernels",),
+    ("distal",),
+    ("distal.runtime",),
+    ("distal.lower", "distal.reference"),
+    ("distal.schedule",),
+    ("distal.cin",),
+    ("distal.redist", "distal.reduction"),
+    ("distal.model",),
+    ("distal.format",),
+    ("distal.leaf",),
+    ("distal.notation",),
+    ("distal.sizes", "distal._text"),
+    ("distal.errors",),
+)
+
+# (importer, imported): why this function-level import of a higher layer is needed.
+LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
+    ("distal.format.format", "distal.cin.placement"): (
+        "Format.placement()/placement_text(): the user-facing method builds the placement statement in cin"
+    ),
+    ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
+    ("distal.notation.tensor", "distal.lower.memory"): "Tensor's memory report uses the lowering's byte counts",
+    ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",
+    ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",
+    ("distal.schedule.schedule", "distal.reference"): "Schedule.evaluate(): the reference evaluator of the schedule",
+    ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
+    ("distal.model.predict", "distal.lower.explain"): "the model predicts a schedule's time from its plan",
+    ("distal.model.predict", "distal.lower.plan"): "the model predicts a schedule's time from its plan",
+    ("distal.model.calibrate", "distal"): "calibration runs real kernels through the facade",
+    ("distal.model.calibrate", "distal.kernels"): "calibration runs the algorithm library's kernels",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+    lazy: bool
+
+
+def modules(trees: tuple[tuple[Path, str], ...]) -> dict[str, tuple[Path, bool]]:
+    """Every module name -> (its file, whether it is a package's `__init__`)."""
+    out: dict[str, tuple[Path, bool]] = {}
+    for folder, package in trees:
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            out[".".join([package, *parts])] = (path, is_package)
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(test)
+
+
+def imports_of(name: str, path: Path, is_package: bool, known: set[str]) -> Iterator[Import]:
+    """The imports of one module that run (not under TYPE_CHECKING), resolved to module names."""
+
+    def resolve(node: ast.ImportFrom) -> Iterator[str]:
+        if node.level:
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            base = base[: len(base) - (node.level - 1)]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            yield full if full in known else module  # `from pkg import submodule` imports the submodule
+
+    def walk(node: ast.AST, lazy: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for stmt in child.orelse:
+                    yield from walk(ast.Module(body=[stmt], type_ignores=[]), lazy)
+                continue
+            child_lazy = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield Import(name, alias.name, child.lineno, lazy)
+            elif isinstance(child, ast.ImportFrom):
+                for module in resolve(child):
+                    yield Import(name, module, child.lineno, lazy)
+            yield from walk(child, child_lazy)
+
+    yield from walk(ast.parse(path.read_text(), str(path)), False)
+
+
+def layer_of(module: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
+    """The index of the layer whose longest prefix names module (0 is the highest); None outside them."""
+    best: tuple[int, int] | None = None
+    for index, prefixes in enumerate(layers):
+        for prefix in prefixes:
+            if module == prefix or (module.startswith(prefix + ".") and prefix.count(".") > 0):
+                if best is None or len(prefix) > best[1]:
+                    best = (index, len(prefix))
+    return None if best is None else best[0]
+
+
+def violations(
+    trees: tuple[tuple[Path, str], ...],
+    layers: tuple[tuple[str, ...], ...],
+    allowed: dict[tuple[str, str], str],
+) -> list[str]:
+    """Every import of a higher layer at module level, and every unlisted one at function level."""
+    known = modules(trees)
+    found = []
+    for name, (path, is_package) in known.items():
+        for imp in imports_of(name, path, is_package, set(known)):
+            low, high = layer_of(imp.importer, layers), layer_of(imp.imported, layers)
+            if low is None or high is None or high >= low:
+                continue
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{imp.line}"
+            if not imp.lazy:
+                found.append(f"{where}: {imp.importer} imports the higher layer {imp.imported} at module level")
+            elif (imp.importer, imp.imported) not in allowed:
+                found.append(f"{where}: {imp.importer} imports {imp.imported} lazily, not in LAZY_ENTRY_POINTS")
+    return found
+
+
+def import_cycles(trees: tuple[tuple[Path, str], ...]) -> list[list[str]]:
+    """Cycles of module-level imports (each one an import-time cycle), as strongly connected components."""
+    known = modules(trees)
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, (path, is_package) in known.items():
+        for imp in imports_of(name, path, is_package, set(known)):
+            if not imp.lazy and imp.imported in known and imp.imported != name:
+                graph[name].add(imp.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert violations(TREES, LAYERS, LAZY_ENTRY_POINTS) == []
+
+
+def test_no_import_time_cycles() -> None:
+    assert import_cycles(TREES) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [name for name in modules(TREES) if layer_of(name, LAYERS) is None] == []
+
+
+def test_every_lazy_entry_point_is_still_used() -> None:
+    known = modules(TREES)
+    used = {
+        (imp.importer, imp.imported)
+        for name, (path, is_package) in known.items()
+        for imp in imports_of(name, path, is_package, set(known))
+        if imp.lazy
+    }
+    assert [pair for pair in LAZY_ENTRY_POINTS if pair not in used] == []
+
+
+def test_the_runtime_is_reached_only_through_its_public_names() -> None:
+    """Outside distal.runtime, no import names a private module `distal.runtime._x` (module or function level)."""
+    known = modules(TREES)
+    private = [
+        f"{imp.importer}:{imp.line} imports {imp.imported}"
+        for name, (path, is_package) in known.items()
+        if not name.startswith("distal.runtime")
+        for imp in imports_of(name, path, is_package, set(known))
+        if imp.imported.startswith("distal.runtime._")
+    ]
+    assert private == []
+
+
+def _fake_package(tmp_path: Path, low_source: str, high_source: str = "") -> tuple[tuple[Path, str], ...]:
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "mod.py").write_text(low_source)
+    (pkg / "high.py").write_text(high_source)
+    return ((pkg, "pkg"),)
+
+
+FAKE_LAYERS = (("pkg.high",), ("pkg.low",))
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["from pkg.high import f\n", "import pkg.high\n", "from pkg import high\n", "from .. import high\n"],
+)
+def test_the_checker_finds_a_module_level_import_of_a_higher_layer(tmp_path: Path, source: str) -> None:
+    found = violations(_fake_package(tmp_path, source), FAKE_LAYERS, {})
+    assert len(found) == 1 and "pkg.low.mod imports the higher layer pkg.high at module level" in found[0]
+
+
+def test_the_checker_finds_an_unlisted_lazy_import_and_accepts_a_listed_one(tmp_path: Path) -> None:
+    trees = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n    return g\n")
+    assert "not in LAZY_ENTRY_POINTS" in violations(trees, FAKE_LAYERS, {})[0]
+    assert violations(trees, FAKE_LAYERS, {("pkg.low.mod", "pkg.high"): "reason"}) == []
+
+
+def test_the_checker_ignores_type_checking_and_downward_imports(tmp_path: Path) -> None:
+    low = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high import g\n"
+    assert violations(_fake_package(tmp_path, low, "from pkg.low.mod import x\n"), FAKE_LAYERS, {}) == []
+
+
+def test_the_checker_finds_an_import_time_cycle(tmp_path: Path) -> None:
+    trees = _fake_package(tmp_path, "from pkg.high import g\n", "from pkg.low.mod import x\n")
+    assert import_cycles(trees) == [["pkg.high", "pkg.low.mod"]]
+    lazy = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
+    assert import_cycles(lazy) == []
