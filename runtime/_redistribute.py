@@ -18,6 +18,14 @@ step's per-device meaning says (`distal.redist.program`):
 * allpermute: a device reads the one block it needs; when the source holder
   is an affine function of the device (factor axes matched size by size)
   one index launch does it, otherwise one pinned launch per device;
+* relabel moves no data and launches nothing: it changes the program's
+  frame (`Program.frames`, `distal.redist.frames`), the device that plays
+  each point of the mesh. Until the final allpermute, a step runs at every
+  point ``h`` and reads and writes the blocks of the devices playing the
+  points it names (``frame[h]`` for its own): one pinned launch per point,
+  since these are no affine maps of the launch point in general; the
+  allpermute then reads each block from a device holding it in the frame and
+  writes it where the mesh's own map wants it;
 * repad (distal's own local step for formats that pad a dimension
   differently) moves the elements of a gathered dimension to new padded
   positions.
@@ -42,11 +50,11 @@ import numpy as np
 
 from distal.errors import DistalError, FormatError
 from distal.format.format import Format
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice
+from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
 from distal.redist.formats import FormatProgram, Layout, Repad, plan_redistribution
+from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
 from distal.redist.program import Program
-from distal.redist.simulate import offsets
 from distal.redist.types import DistType, ref_factors
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
@@ -195,7 +203,8 @@ def _move_kernel(before: tuple[int, ...], after: tuple[int, ...],
 
 def _exchange_step(mesh: Mesh, store: Store, src: DistType, dst: DistType,
                    gathers: list[tuple[int, tuple[int, ...]]],
-                   slices: list[tuple[int, tuple[int, ...]]]) -> Store:
+                   slices: list[tuple[int, tuple[int, ...]]], frame: Frame) -> tuple[Store, int]:
+    """One exchange; groups and indices are over points of ``frame`` (the device map of ``src``)."""
     grid = device_grid(mesh)
     sizes = tuple(f.size for f in mesh.factors)
     group = tuple(sorted({f for _, run in gathers for f in run}))
@@ -203,16 +212,36 @@ def _exchange_step(mesh: Mesh, store: Store, src: DistType, dst: DistType,
     key = ("exchange", members, group, tuple(gathers), tuple(slices), src.local_type, dst.local_type, sizes)
     kernel = _kernel(key, lambda: _make_exchange(members, group, tuple(gathers), tuple(slices),
                                                  src.local_type, dst.local_type, sizes))
-    out = _new_store(grid, dst.local_size, store.dtype)
-    args = []
-    for values in members:
-        lead = _own(len(grid))
-        for f, v in zip(group, values):
-            lead[f] = Affine(None, 0, v)
-        args.append(_block_arg(store, Privilege.READ, lead))
-    args.append(_block_arg(out, Privilege.WRITE, _own(len(grid))))
-    index_launch(kernel, grid, args)
-    return out
+    if frame == identity(mesh):
+        out = _new_store(grid, dst.local_size, store.dtype)
+        args = []
+        for values in members:
+            lead = _own(len(grid))
+            for f, v in zip(group, values):
+                lead[f] = Affine(None, 0, v)
+            args.append(_block_arg(store, Privilege.READ, lead))
+        args.append(_block_arg(out, Privilege.WRITE, _own(len(grid))))
+        index_launch(kernel, grid, args)
+        return out, 1
+    # relabelled: device frame[h] plays point h and holds its tile; a group member is the device
+    # playing a point that differs only along the group's factors (no affine map of the device in
+    # general), so one pinned launch per point, run at the point's coordinates
+    pts = point_coords(mesh)
+    src_block = (*([1] * len(grid)), store.shape[-1])
+    dst_block = (*([1] * len(grid)), max(dst.local_size, 1))
+    out = zeros((*grid, dst_block[-1]), store.dtype, tile=dst_block)
+    n_real = processor_count("cpu")
+    for h, (c, dev) in enumerate(zip(pts, frame, strict=True)):
+        reads: list[Store | tuple[Store, Privilege]] = []
+        for values in members:
+            mc = list(c)
+            for f, v in zip(group, values):
+                mc[f] = v
+            holder = frame[point_index(mesh, mc)]
+            reads.append((tile_of(store, src_block, (*pts[holder], 0)), Privilege.READ))
+        reads.append((tile_of(out, dst_block, (*pts[dev], 0)), Privilege.WRITE))
+        point_launch(kernel, reads, c, h * n_real // mesh.size)
+    return out, mesh.size
 
 
 def _permute_map(mesh: Mesh, src: DistType, dst: DistType) -> list[Affine] | None:
@@ -228,30 +257,32 @@ def _permute_map(mesh: Mesh, src: DistType, dst: DistType) -> list[Affine] | Non
     return lead
 
 
-def _permute_step(mesh: Mesh, store: Store, src: DistType, dst: DistType) -> tuple[Store, int]:
+def _permute_step(mesh: Mesh, store: Store, src: DistType, dst: DistType, frame: Frame) -> tuple[Store, int]:
+    """Every device receives the tile ``dst`` gives it (mesh's own map) from a holder in ``frame``."""
     grid = device_grid(mesh)
     kernel = _kernel(("permute", src.local_size), lambda: _make_copy(src.local_size))
-    lead = _permute_map(mesh, src, dst)
+    lead = _permute_map(mesh, src, dst) if frame == identity(mesh) else None
     if lead is not None:
         out = _new_store(grid, dst.local_size, store.dtype)
         index_launch(kernel, grid, [_block_arg(store, Privilege.READ, lead),
                                     _block_arg(out, Privilege.WRITE, _own(len(grid)))])
         return out, 1
     # one pinned launch per device, reading a holder of the tile it needs
+    pts = point_coords(mesh)
     block = (*([1] * len(grid)), max(src.local_size, 1))
     out = zeros((*grid, block[-1]), store.dtype, tile=block)
-    holders: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for d in mesh.devices():
-        holders.setdefault(offsets(src, mesh, d), []).append(d)
+    holders: dict[tuple[int, ...], list[int]] = {}
+    for h, off in enumerate(offsets_at(src, mesh)):
+        holders.setdefault(off, []).append(frame[h])
     n_real = processor_count("cpu")
-    for k, d in enumerate(mesh.devices()):
-        pool = holders[offsets(dst, mesh, d)]
+    for d, want in enumerate(offsets_at(dst, mesh)):
+        pool = holders[want]
         h = d if d in pool else pool[0]
-        here = mesh.factor_coords(d) or (0,)
-        there = mesh.factor_coords(h) or (0,)
+        here = pts[d] or (0,)
+        there = pts[h] or (0,)
         point_launch(kernel, [(tile_of(store, block, (*there, 0)), Privilege.READ),
                               (tile_of(out, block, (*here, 0)), Privilege.WRITE)],
-                     here, k * n_real // mesh.size)
+                     here, d * n_real // mesh.size)
     return out, mesh.size
 
 
@@ -261,18 +292,22 @@ def run_program(program: Program, store: Store, trace: list[StepRecord] | None =
     ``trace`` (if given) receives one `StepRecord` per step.
     """
     mesh = program.mesh
-    for step, src, dst in zip(program.steps, program.types, program.types[1:]):
+    for step, src, dst, frame in zip(program.steps, program.types, program.types[1:], program.frames):
         launches = 1
-        if isinstance(step, AllPermute):
-            store, launches = _permute_step(mesh, store, src, dst)
+        if isinstance(step, Relabel):
+            launches = 0  # no data moves: later steps read the blocks through the new frame
+        elif isinstance(step, AllPermute):
+            store, launches = _permute_step(mesh, store, src, dst, frame)
         elif isinstance(step, AllGather):
-            store = _exchange_step(mesh, store, src, dst, [(i, _refs(mesh, r)) for i, r in step.axes], [])
+            store, launches = _exchange_step(mesh, store, src, dst,
+                                             [(i, _refs(mesh, r)) for i, r in step.axes], [], frame)
         elif isinstance(step, DynSlice):
-            store = _exchange_step(mesh, store, src, dst, [], [(i, _refs(mesh, r)) for i, r in step.axes])
+            store, launches = _exchange_step(mesh, store, src, dst,
+                                             [], [(i, _refs(mesh, r)) for i, r in step.axes], frame)
         elif isinstance(step, AllToAll):
             runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
-            store = _exchange_step(mesh, store, src, dst, [(i, r) for i, _, r in runs],
-                                   [(j, r) for _, j, r in runs])
+            store, launches = _exchange_step(mesh, store, src, dst, [(i, r) for i, _, r in runs],
+                                             [(j, r) for _, j, r in runs], frame)
         else:  # pragma: no cover - a new collective must be taught here
             raise DistalError(f"expected a collective distal can run, but found {step!r}")
         if trace is not None:

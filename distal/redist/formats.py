@@ -368,9 +368,9 @@ def plan_redistribution(src: Format, dst: Format, shape: Sequence[int], method: 
     """The plan moving a tensor of ``shape`` from format ``src`` to ``dst`` (same machine).
 
     ``method`` is passed to `distal.redist.synthesize` ("search" or "naive").
-    The programs keep the mesh's own device map (``relabel=False``): the
-    Legate executor (`runtime/_redistribute.py`) runs collectives along mesh
-    axes and does not know `Relabel` steps.
+    The programs may relabel the device map as the paper does (Theorem 6.7's
+    bound on meshes mixing primes); the Legate executor
+    (`runtime/_redistribute.py`) addresses blocks through each step's frame.
 
     >>> from distal.format.machine import Grid
     >>> m = Machine(Grid(2, 2))
@@ -395,7 +395,7 @@ def plan_redistribution(src: Format, dst: Format, shape: Sequence[int], method: 
     sa, sb = a.adopt(b), b.adopt(a)
     mesh = a.mesh
     if not conflicts:
-        return FormatProgram(sa, sb, (synthesize(sa.type, sb.type, mesh, method=method, relabel=False),), method)
+        return FormatProgram(sa, sb, (synthesize(sa.type, sb.type, mesh, method=method),), method)
     # gather the conflicting dimensions, re-pad them locally, synthesize the rest; the other
     # dimensions keep the source's or take the target's axes there, whichever holds less
     best: FormatProgram | None = None
@@ -404,8 +404,8 @@ def plan_redistribution(src: Format, dst: Format, shape: Sequence[int], method: 
                                 for d, dm in enumerate(sa.type.dims)))
         after = DistType(tuple(Dim(dm.global_, (), dm.global_) if d in conflicts else keep.dims[d]
                                for d, dm in enumerate(sb.type.dims)))
-        first = synthesize(sa.type, before, mesh, method=method, relabel=False)
-        second = synthesize(after, sb.type, mesh, method=method, relabel=False)
+        first = synthesize(sa.type, before, mesh, method=method)
+        second = synthesize(after, sb.type, mesh, method=method)
         cand = FormatProgram(sa, sb, (first, Repad(before, after, tuple(conflicts)), second), method)
         if best is None or (cand.height, cand.cost) < (best.height, best.cost):
             best = cand
