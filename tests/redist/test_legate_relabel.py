@@ -117,3 +117,26 @@ def test_statements_read_relabelled_redistributions() -> None:
     E[i, j] = D[i, j] + D[i, j]
     E.schedule().evaluate()
     np.testing.assert_allclose(E.to_numpy(), 2 * c.T, rtol=1e-12)
+
+
+SPECS_342 = ["xy -> xy*", "xy -> yx*", "xy -> x*y", "xy -> *xy", "xy -> y*x", "xy -> *yx", "xy -> x**",
+             "xy -> y**", "xy -> *y*", "xy -> x0y", "xy -> 2*x"]
+
+
+@pytest.mark.parametrize("shape", [(6, 12), (5, 11)])
+def test_every_pair_on_a_mesh_mixing_primes(shape: tuple[int, int]) -> None:
+    """All pairs of these formats on Grid(3, 4, 2) (x's 4 is 2x2, mixed with 3 and 2 in one dimension):
+    exact data, every relabelling program within the bound, and some pairs relabel."""
+    a = _data(shape, 3)
+    fmts = [dt.Format(s, M342) for s in SPECS_342]
+    relabelled = 0
+    for src in fmts:
+        held = place(a, src)
+        for dst in fmts:
+            moved, plan = redistribute(held, dst)
+            assert np.array_equal(moved.to_numpy(), a), f"{src} -> {dst} for shape {shape}:\n{plan}"
+            for prog in _programs(plan.stages):
+                relabelled += prog.relabels > 0
+                bound = weak_optimum(prog.source, prog.target, prog.mesh) + prog.target.local_size
+                assert prog.cost <= bound and sum(isinstance(s, AllPermute) for s in prog.steps) <= 1, prog
+    assert relabelled > 0
