@@ -46,7 +46,7 @@ def synthesize(
     ``method="search"`` (default) finds a cheapest memory-bounded program;
     ``method="naive"`` gathers everything, then slices. With ``relabel=False``
     every step acts along mesh (sub-)axes of the mesh's own device map (no
-    `Relabel` steps; the Legate executor runs these); such programs may need
+    `Relabel` steps); such programs may need
     an allpermute in the middle and then exceed the paper's bound.
 
     >>> m = Mesh(x=4, y=4)

@@ -97,7 +97,7 @@ def test_issue_cases_keep_the_bound_with_one_final_allpermute(src: str, dst: str
 
 
 def test_fixed_device_maps_on_request_exceed_it() -> None:
-    """``relabel=False`` (what the Legate executor runs) is today's fixed-map lowering."""
+    """``relabel=False`` is the fixed-map lowering (the mesh's own device map throughout)."""
     m = Mesh.parse("x=3,y=4,z=2")
     prog = synthesize("[6, 1{y,x}12]", "[1{z,x}6, 3{y}12]", m, relabel=False)
     assert prog.relabels == 0 and prog.cost == 9
