@@ -2,7 +2,8 @@
 
 Matrix multiplication (SUMMA, Cannon, PUMMA, Johnson, Solomonik 2.5D, COSMA):
 square matrices of n = 8192 per node on CPUs and 20000 on GPUs, n growing with
-the square root of the node count (memory per node constant, paper 7.1).
+the square root of the node count (memory per node constant, paper 7.1),
+rounded to a multiple of 256.
 Higher-order kernels (TTV, innerprod, TTM, MTTKRP): B of n x n x n with n
 growing with the cube root of the node count (paper 7.2; the paper gives no
 initial sizes, ours are below). 1 to 256 nodes, square and non-square counts.
@@ -52,7 +53,9 @@ def node_model(kind: str) -> Any:
 
 def _shapes(name: str, nodes: int, kind: str) -> list[tuple[int, ...]]:
     if name in MATMUL:
-        n = round(MATMUL_N0[kind] * math.sqrt(nodes))
+        # a multiple of 256: distal's lowering hands a rotated operand whole along k when the k slabs do not
+        # divide evenly (Solomonik on c = 2 layers at n = 56569 moved ten times the bytes it needs)
+        n = 256 * round(MATMUL_N0[kind] * math.sqrt(nodes) / 256)
         return [(n, n)] * 3
     n0, l0 = HIGHER_N0[name]
     n = round(n0 * nodes ** (1 / 3))
