@@ -72,7 +72,6 @@ class _Executor(Walker):
         for w in sched.workspaces():
             self.arrays[w] = np.zeros(w.concrete_shape(), dtype=w.dtype)
         self.leaves = [(frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute)]
-        self.leaf_blocks = 0  # blocks run by a leaf's kernel (tests check the leaf path is taken)
 
     # -- statements ------------------------------------------------------------
 
@@ -142,7 +141,6 @@ class _Executor(Walker):
                                    pattern=None if kernel.pattern else spec)
         value = np.reshape(value, [n if c in keep else 1 for n, c in zip(out.shape, out_axes)])
         store(out, value, a.accumulate)  # broadcast along output loops no operand has
-        self.leaf_blocks += 1
         return True
 
     def leaf_box(self, env: dict[IndexVar, int], block: list[IndexVar], used: set[IndexVar]

@@ -93,8 +93,3 @@ def restore() -> None:
         for lib, before in _saved or ():
             lib.set_num_threads(before)
         _saved = None
-
-
-def limited() -> bool:
-    """Whether `limit` holds."""
-    return _saved is not None

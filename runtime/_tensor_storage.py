@@ -185,11 +185,6 @@ class FormatStore:
         """The tensor's shape."""
         return self.layout.shape
 
-    @property
-    def block_size(self) -> int:
-        """Elements per device block (padded)."""
-        return math.prod(self.layout.tile)
-
     def device_blocks(self) -> dict[tuple[int, ...], np.ndarray]:
         """Every holding device's block (machine coordinate to padded tile), copied out."""
         host = to_numpy(self.blocks)
@@ -216,19 +211,6 @@ class FormatStore:
         if self._global is None:
             self._global = gather(self)
         return self._global
-
-
-def host_blocks(array: np.ndarray, lay: Layout) -> np.ndarray:
-    """The device-major array of ``array`` laid out as ``lay`` says (NumPy, no Legate)."""
-    grid = block_grid(lay)
-    padded = lay.pad(array)
-    out = np.zeros((*grid, math.prod(lay.tile)), dtype=array.dtype)
-    t = lay.type
-    for device in lay.holders():
-        off = offsets(t, lay.mesh, device)
-        block = padded[tuple(slice(o, o + n) for o, n in zip(off, lay.tile))]
-        out[holder_index(lay, device)] = block.reshape(-1)
-    return out
 
 
 Box = tuple[tuple[int, int], ...]

@@ -76,20 +76,6 @@ class Provenance:
                 out |= self.roots(b)
         return out
 
-    def descendants(self, var: IndexVar) -> frozenset[IndexVar]:
-        """Every variable derived (transitively) from `var`."""
-        out: set[IndexVar] = set()
-        frontier = [var]
-        while frontier:
-            v = frontier.pop()
-            for d in self.derivations:
-                if v in d.parents:
-                    for c in d.derived:
-                        if c not in out:
-                            out.add(c)
-                            frontier.append(c)
-        return frozenset(out)
-
     # -- extents -----------------------------------------------------------------
 
     def extent_expr(self, var: IndexVar) -> Any:
