@@ -275,7 +275,6 @@ def test_environment_variable_and_refused_strategy(monkeypatch: pytest.MonkeyPat
         lower(sched, reduction="tree")
 
 
-SEEN: collections.Counter[str] = collections.Counter()
 HIERARCHICAL = (dt.Machine(dt.Grid(2), dt.Grid(2)), dt.Machine(dt.Grid(2, 1), dt.Grid(2, 2)),
                 dt.Machine(dt.Grid(2, 2), dt.Grid(2)))
 
@@ -290,10 +289,6 @@ def test_random_schedules_with_the_synthesized_reduction(legate: object, data: s
     machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
     sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
     plan = lower(sched, bindings, reduction="synthesized", rotation=data.draw(st.sampled_from(["points", "boxes"])))
-    red = plan.reduction
-    SEEN["synthesized"] += red is not None and red.synthesized
-    SEEN["multi-step"] += red is not None and red.synthesized and len(red.steps) > 1
-    SEEN["whole"] += red is not None and red.synthesized and red.whole
     for backend in ("legate", "numpy"):
         drawn.reset()
         plan.run(backend=backend)
@@ -302,7 +297,23 @@ def test_random_schedules_with_the_synthesized_reduction(legate: object, data: s
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * scale)
 
 
-def test_the_random_schedules_ran_synthesized_programs() -> None:
-    # Runs after the random test (file order).
+def test_the_random_schedules_lower_to_synthesized_programs() -> None:
+    # Its own draws of the random test's cases (lowered, not run), seeded, so
+    # that it passes alone and in any order: some are synthesized, some multi-step.
+    seen: collections.Counter[str] = collections.Counter()
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def draw(data: st.DataObject) -> None:
+        stmt = data.draw(statements(max_extent=9)).assignment
+        machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
+        sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
+        red = lower(sched, bindings, reduction="synthesized",
+                    rotation=data.draw(st.sampled_from(["points", "boxes"]))).reduction
+        seen["synthesized"] += red is not None and red.synthesized
+        seen["multi-step"] += red is not None and red.synthesized and len(red.steps) > 1
+
+    draw()
     for kind in ("synthesized", "multi-step"):
-        assert SEEN[kind] > 0, f"no random case was {kind}: {dict(SEEN)}"
+        assert seen[kind] > 0, f"no random case was {kind}: {dict(seen)}"
