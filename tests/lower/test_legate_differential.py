@@ -23,7 +23,6 @@ from tests._strategies import einsum_oracle, schedules, statements
 from tests._strategies.machines import MACHINES, machine_schedules, machines_of_kind
 
 pytestmark = pytest.mark.legate
-SEEN: collections.Counter[str] = collections.Counter()
 
 
 def _on_legates_processors(legate: object, machines: tuple[dt.Machine, ...]) -> tuple[dt.Machine, ...]:
@@ -50,10 +49,6 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     reference = stmt.lhs.tensor.to_numpy()
     drawn.reset()
     plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
-    launches = [launch for _, launch in plan.launches()]
-    SEEN["distributed"] += plan.groups[0].distributed > 0
-    SEEN["rotated"] += any(launch.pinned for launch in launches) or "rotate(" in plan.statement
-    SEEN["reduction"] += any(op.privilege is Privilege.REDUCE_ADD for launch in launches for op in launch.operands)
     plan.run()
     got = stmt.lhs.tensor.to_numpy()
     _close(got, expected)
@@ -87,12 +82,32 @@ def test_cube_and_hierarchical_schedules_on_legate(legate: object, kind: str, da
     sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=(machine,)))
     drawn.reset()
     plan = sched.compile(**bindings)
-    SEEN[kind] += plan.groups[0].distributed >= machine.grids[0].ndim and plan.machine == machine
     plan.run()
     _close(stmt.lhs.tensor.to_numpy(), expected)
 
 
-def test_the_random_schedules_covered_every_kind() -> None:
-    # Runs after the machine-schedule test (file order).
+def test_the_random_schedules_cover_every_kind() -> None:
+    # Its own seeded draws of the random tests' cases, lowered and not run (so
+    # that it passes alone and in any order).
+    seen: collections.Counter[str] = collections.Counter()
+
+    @settings(max_examples=120, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data(), kind=st.sampled_from(["flat", *sorted(SPECIAL)]))
+    def draw(data: st.DataObject, kind: str) -> None:
+        stmt = data.draw(statements(max_extent=9 if kind == "flat" else 7)).assignment
+        machines = MACHINES if kind == "flat" else (SPECIAL[kind],)
+        assume(kind == "flat" or len(stmt.lhs.tensor.schedule().loop_vars()) >= machines[0].grids[0].ndim)
+        sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
+        plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
+        if kind != "flat":
+            seen[kind] += plan.groups[0].distributed >= machines[0].grids[0].ndim and plan.machine == machines[0]
+            return
+        launches = [launch for _, launch in plan.launches()]
+        seen["distributed"] += plan.groups[0].distributed > 0
+        seen["rotated"] += any(launch.pinned for launch in launches) or "rotate(" in plan.statement
+        seen["reduction"] += any(op.privilege is Privilege.REDUCE_ADD for launch in launches for op in launch.operands)
+
+    draw()
     for kind in ("distributed", "rotated", "reduction", "hierarchical", "cube"):
-        assert SEEN[kind] > 0, f"no random case was {kind}: {dict(SEEN)}"
+        assert seen[kind] > 0, f"no random case was {kind}: {dict(seen)}"
