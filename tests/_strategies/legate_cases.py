@@ -336,8 +336,9 @@ def schedule(rng: random.Random, drawn: _Drawn, case: Case) -> dt.Schedule:
     if rng.random() < 0.85:
         attempt("distribute", False)
     distributed = bool(s.distributed_vars())
-    for _ in range(rng.randint(0, 4)):
-        attempt(rng.choice(COMMANDS), distributed)
+    later = (*COMMANDS, "communicate", "communicate", "rotate", "rotate", "substitute", "substitute")
+    for _ in range(rng.randint(0, 5)):
+        attempt(rng.choice(later), distributed)
     return s
 
 
