@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from distal import leaf as leaves
+import distal.leaf as leaves
 from distal.cin.ast import Assign, Forall, Stmt, Where, assignments, loop_vars
 from distal.cin.concretize import concretize
 from distal.cin.relations import (
