@@ -163,6 +163,31 @@ def _add(out: Any, value: Any, xp: Any) -> None:
         out[...] = out + value
 
 
+def _matmul_into(out: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
+    """`out = b @ c` or `out += b @ c` (NumPy), cast into `out` as `out=` and `+=` do.
+
+    Straight into `out` when it is `=` of the product's dtype; otherwise by
+    blocks of rows through one small buffer (about `_BLOCK_ELEMENTS`), so
+    an accumulating product makes no output-sized temporary and adds while
+    the block is in cache (NumPy cannot ask BLAS for `C += A B`).
+    """
+    dtype = np.result_type(b, c)
+    if not accumulate and dtype == out.dtype:
+        np.matmul(b, c, out=out)
+        return
+    rows, cols = out.shape
+    step = max(1, _BLOCK_ELEMENTS // max(1, cols))
+    buffer = np.empty((min(step, rows), cols), dtype=dtype)
+    for lo in range(0, rows, step):
+        hi = min(rows, lo + step)
+        part = buffer[:hi - lo]
+        np.matmul(b[lo:hi], c, out=part)
+        if accumulate:
+            np.add(out[lo:hi], part, out=out[lo:hi], casting="unsafe")
+        else:
+            np.copyto(out[lo:hi], part, casting="unsafe")
+
+
 def _out_view(out: Any, shape: tuple[int, ...]) -> Any:
     """`out` as a C-contiguous NumPy view of `shape` (writes reach `out`), or None."""
     if not isinstance(out, np.ndarray) or not out.flags.c_contiguous:
@@ -210,18 +235,17 @@ class Leaf:
         them to the statement's) and cast into `out` unchecked, as NumPy's
         `out=` of einsum and `+=` do. On NumPy tiles, GEMM and TTM write
         their matrix product straight into a contiguous `out` of its dtype
-        (no temporary).
+        (no temporary), or add it by blocks of rows through a small buffer.
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
-        if (not accumulate and xp is np and self.kernel in (_matmul, _ttm)
-                and all(isinstance(op, np.ndarray) and op.ndim >= 2 for op in operands)
-                and np.result_type(*operands) == out.dtype):
+        if (xp is np and self.kernel in (_matmul, _ttm)
+                and all(isinstance(op, np.ndarray) and op.ndim >= 2 for op in operands)):
             b, c = operands
             rows = math.prod(b.shape[:-1])
             target = _out_view(out, (rows, c.shape[-1]))
             if target is not None and b.shape[-1] == c.shape[0] and out.size == rows * c.shape[-1]:
-                np.matmul(b.reshape(rows, b.shape[-1]), c, out=target)
+                _matmul_into(target, b.reshape(rows, b.shape[-1]), c, accumulate)
                 return
         value = self.compute(*operands, xp=xp)
         if accumulate:
