@@ -240,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     path = _common.write("check", {
         "quick": args.quick, "rounds": rounds, "tolerance": args.tolerance, "sizes": {"higher": higher, "matmul_n": n},
         "ratios": new, "recorded": recorded, "fell": [str(f) for f in falls],
+        "seconds": {k: statistics.median(v) for k, v in samples.items() if v},
         "loadavg": list(os.getloadavg()),
     })
     if args.quick:
