@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from distal.redist.mesh import Mesh
 from distal.redist.types import Dim, DistType
@@ -22,7 +22,6 @@ from distal.redist.types import Dim, DistType
 __all__ = ["AXES", "random_problem"]
 
 AXES = ("a", "b", "c")
-T = TypeVar("T")
 
 
 def _build(
