@@ -41,7 +41,7 @@ def _plans(n: int = 8) -> dict[str, Any]:
         A = dt.Tensor("A", (n,), format=fmt)
         B = dt.Tensor.from_array("B", np.arange(float(n)), fmt)
         if accumulate:
-            A[i] += B[i]
+            A[i] += B[i]  # type: ignore[misc]
         else:
             A[i] = B[i]
         sched = A.schedule().distribute([i], [io], [ii], machine).communicate([A, B], io)

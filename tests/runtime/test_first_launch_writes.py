@@ -36,7 +36,7 @@ def _copy_plan(n: int, fmt_out: bool, accumulate: bool = False, points: int = 4
     A = dt.Tensor("A", (n,), format=fmt if fmt_out else None)
     B = dt.Tensor.from_array("B", data, fmt)
     if accumulate:
-        A[i] += B[i]
+        A[i] += B[i]  # type: ignore[misc]
     else:
         A[i] = B[i]
     sched = A.schedule().distribute([i], [io], [ii], machine).communicate([A, B], io)
