@@ -325,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     except DistalError as exc:
         print(f"distal {name or ''}: {exc}".replace("distal : ", "distal: "), file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`distal explain ... | head`): stop quietly, as Unix tools do, and
+        # send what is still buffered to /dev/null so that Python's exit does not fail flushing it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # what a tool killed by SIGPIPE reports
 
 
 if __name__ == "__main__":

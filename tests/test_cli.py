@@ -193,3 +193,17 @@ def test_explain_picks_a_machine_of_four_processors_without_a_grid(algorithm: st
     assert main(["explain", *MATMUL, "--algorithm", algorithm]) == 0
     out = capsys.readouterr().out
     assert "Grid(2, 2" in out and "total received" in out
+
+
+def test_a_closed_pipe_ends_the_command_quietly() -> None:
+    # `distal redistribute ... | head -1`: the reader is gone before distal prints; no traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    done = subprocess.run(
+        [sys.executable, "-m", "distal.cli", "redistribute", "[32{x,y}512, 128]", "[128{x}512, 32{y}128]",
+         "--mesh", "x=4,y=4"],
+        stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+    )
+    os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141
