@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
 from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
-from ._store import Store, fence, tile_of, wrap
+from ._store import Store, fence, live_bytes, tile_of, wrap
 from ._target import resolve_target, target_scope
 from ._tensor_storage import FormatStore, TensorStore, adopt, block_grid, from_store, gather
 
@@ -171,6 +171,30 @@ def _pinned_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: L
     return tile_of(store, op.tile, tuple(min(c, m) for c, m in zip(color, last))), privilege
 
 
+def _own_stores(plan: Plan) -> list[Store]:
+    """The stores the plan's tensors hold now (their storage's `Store` fields; no gather is made)."""
+    out: list[Store] = []
+    for info in plan.tensors:
+        storage = getattr(info.tensor, "storage", None)
+        if storage is None or not hasattr(storage, "__dataclass_fields__"):
+            continue
+        out.extend(v for f in fields(storage) if isinstance(v := getattr(storage, f.name), Store))
+    return out
+
+
+def _check_memory(plan: Plan) -> None:
+    """`check_plan_memory` against Legate's memory less what other live tensors hold; before refusing,
+    one fence frees the stores nothing references any more, and the plan is checked again."""
+    machine = ensure_started()
+    staging = max((i.size * i.itemsize for i in plan.tensors
+                   if not i.output and getattr(i.tensor, "storage", None) is None), default=0)
+    try:
+        check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
+    except DistalError:
+        fence()
+        check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
+
+
 def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:
     """Run every launch of `plan` on Legate; the output tensor's storage then holds the result.
 
@@ -179,7 +203,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     its program (see the module docstring); `trace` (if given) receives one
     `ReduceRecord` per step of its program.
     """
-    check_plan_memory(plan, ensure_started())  # OutOfMemory before anything is queued (distal.lower.memory)
+    _check_memory(plan)  # OutOfMemory before anything is queued (distal.lower.memory)
     target = plan_target(plan)
     if target == "gpu":
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)

@@ -18,7 +18,7 @@ from distal.errors import NotSupportedYet
 from ._launch import Arg, Privilege, index_launch, tile_colors
 from ._registry import register_kernel
 from ._start import legate_runtime
-from ._store import Store, legate_type, wrap
+from ._store import Store, ensure_room, legate_type, wrap
 
 __all__ = ["fill", "from_numpy", "full", "unwritten", "zeros"]
 
@@ -37,6 +37,9 @@ def _check_ndim(shape: Sequence[int]) -> None:
         )
 
 
+_ROOM_CHECKED_FROM = 1 << 20  # smaller copies cannot matter next to the 16 MiB overhead every check adds
+
+
 def from_numpy(array: Any) -> Store:
     """A store holding a copy of `array` (any array-like); waits for the copy.
 
@@ -47,6 +50,10 @@ def from_numpy(array: Any) -> Store:
     """
     private = np.array(array, order="C", copy=True)
     _check_ndim(private.shape)
+    if private.nbytes > _ROOM_CHECKED_FROM:
+        # the attached host data and the store it is copied into both live in Legate's memory
+        ensure_room(f"copying a {private.dtype} array of shape {list(private.shape)} onto Legate (its attached "
+                    "host data and its store)", 2 * private.nbytes)
     runtime = legate_runtime()
     kind = legate_type(private.dtype)
     handle = runtime.create_store(kind, private.shape)

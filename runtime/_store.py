@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import gc
 import math
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ from distal.errors import DistalError, NotSupportedYet
 from ._registry import check_failures, release_transient
 from ._start import legate_runtime, work_done, work_pending
 
-__all__ = ["Store", "fence", "legate_type", "tile_of", "to_numpy", "wrap"]
+__all__ = ["Store", "ensure_room", "fence", "legate_type", "live_bytes", "tile_of", "to_numpy", "wrap"]
 
 _TYPES = {
     "bool": "bool_",
@@ -72,6 +74,11 @@ _KEEP_ALIVE_BYTES = 1 << 30  # or once they hold this many bytes
 _kept_bytes = 0
 _GC_ALLOCATIONS = 100_000  # or once this many objects were allocated since the last collection
 
+# Bytes of every store distal made and still references, views (slices, tiles, promotions) excluded:
+# what other tensors hold when a plan is checked against Legate's memory (distal.lower.memory). An
+# entry goes when its `Store` is collected; Legate frees the memory at the next fence (_KEEP_ALIVE).
+_LIVE: dict[int, int] = {}
+
 
 @dataclass(eq=False)
 class Store:
@@ -89,7 +96,11 @@ class Store:
     def __post_init__(self) -> None:
         global _kept_bytes
         _KEEP_ALIVE.append(self.handle)
-        _kept_bytes += math.prod(self.shape) * self.dtype.itemsize
+        nbytes = math.prod(self.shape) * self.dtype.itemsize
+        _kept_bytes += nbytes
+        if not getattr(self.handle, "transformed", True):  # a store of its own, not a view of one
+            _LIVE[id(self)] = nbytes
+            weakref.finalize(self, _LIVE.pop, id(self), None)
 
     @property
     def ndim(self) -> int:
@@ -116,6 +127,27 @@ def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Stor
         )
     child = store.handle.partition_by_tiling(tile).get_child_store(*color)
     return Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=store.dtype)
+
+
+def live_bytes(exclude: Iterable[Store] = ()) -> int:
+    """Bytes held by the stores distal made and still references (views not counted), but `exclude`."""
+    skip = {id(s) for s in exclude}
+    return sum(b for key, b in _LIVE.items() if key not in skip)
+
+
+def ensure_room(what: str, nbytes: int) -> None:
+    """Raise `OutOfMemory` before a store of `nbytes` is made that cannot fit next to the live stores
+    (`distal.lower.memory.check_store_memory`); one fence first frees what nothing references."""
+    from distal.lower.memory import check_store_memory
+
+    from ._start import ensure_started
+
+    machine = ensure_started()
+    try:
+        check_store_memory(what, nbytes, machine, live_bytes())
+    except DistalError:
+        fence()
+        check_store_memory(what, nbytes, machine, live_bytes())
 
 
 def to_numpy(store: Store) -> np.ndarray:

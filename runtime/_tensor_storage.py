@@ -43,7 +43,7 @@ from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import from_numpy, zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
-from ._store import Store, legate_type, tile_of, to_numpy, wrap
+from ._store import Store, ensure_room, legate_type, tile_of, to_numpy, wrap
 
 __all__ = [
     "FormatStore",
@@ -265,6 +265,8 @@ def place_store(store: Store, fmt: Format) -> FormatStore:
     lay = layout(fmt, shape)
     grid = block_grid(lay)
     size = math.prod(lay.tile)
+    ensure_room(f"the blocks of a tensor of shape {list(shape)} placed by {fmt}",
+                math.prod(grid) * max(size, 1) * store.dtype.itemsize)
     blocks = zeros((*grid, max(size, 1)), store.dtype, tile=(*([1] * len(grid)), max(size, 1)))
     if 0 in shape:
         return FormatStore(blocks, lay, store.dtype)
@@ -466,7 +468,11 @@ def storage_of(store: Store | None, shape: tuple[int, ...], fmt: Format | None,
     """
     if store is None:
         assert data is not None
-        store = from_numpy(np.asarray(data).reshape(shape or (1,)))
+        array = np.asarray(data)
+        # from_numpy: the attached host buffer and the store it is copied into both live in Legate's memory
+        ensure_room(f"copying a {array.dtype} tensor of shape {list(shape)} onto Legate (its attached host data "
+                    "and its store)", 2 * array.nbytes)
+        store = from_numpy(array.reshape(shape or (1,)))
     if fmt is None or fmt.params:
         return TensorStore(store, shape)
     return place_store(store, fmt)

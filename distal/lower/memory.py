@@ -23,9 +23,12 @@ share it; `--sysmem`, or distal's default of half the available memory):
 - overhead: `OVERHEAD_FRACTION` of that (instance alignment and padding,
   Legate's own allocations, the kernel's temporaries) plus `OVERHEAD_BYTES`.
 
-The limit is the system memory Legate was started with. Stores of other live
-tensors are not subtracted (distal does not track them), so a plan can still
-run out of memory next to large live tensors; GPU framebuffers are not
+The limit is the system memory Legate was started with, less what the stores
+of other live tensors hold (`in_use`: every store distal made and still
+references that is not one of the plan's own tensors; `distal.runtime`
+counts them, and fences once to free what nothing references before it
+refuses). Memory held outside distal (cuPyNumeric arrays, Legate's own
+instances not yet collected) is not known and not subtracted; GPU framebuffers are not
 checked (their size is not known before a task runs), nor are
 redistributions (`Tensor.redistribute`). Host-side copies
 (`Tensor.from_array`, an input without data made as zeros) are checked by
@@ -45,7 +48,7 @@ from distal.errors import OutOfMemory
 from distal.lower.plan import Plan
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_host_allocation", "check_plan_memory",
-           "memory_line", "plan_memory"]
+           "check_store_memory", "memory_line", "plan_memory"]
 
 OVERHEAD_FRACTION = 0.10
 OVERHEAD_BYTES = 16 << 20
@@ -151,20 +154,23 @@ def memory_line(plan: Plan, data: dict[str, Any]) -> str:
             "against Legate's --sysmem")
 
 
-def check_plan_memory(plan: Plan, machine: Any) -> Any:
+def check_plan_memory(plan: Plan, machine: Any, in_use: int = 0, staging: int = 0) -> Any:
     """Raise `OutOfMemory` when `plan` cannot fit in the system memory of `machine`; return `machine`.
 
     `machine` describes the started runtime (`distal.runtime.MachineInfo`:
-    `sysmem_mb`, `cpus`). Nothing is queued before this check.
+    `sysmem_mb`, `cpus`); `in_use` is what other live tensors' stores hold
+    in that memory; `staging` the bytes of the largest input the run copies
+    onto Legate from host memory first (its attached host data sits next to
+    its new store while it is copied). Nothing is queued before this check.
     """
     sysmem_mb = getattr(machine, "sysmem_mb", None)
     if not isinstance(sysmem_mb, int) or sysmem_mb <= 0:
         return machine
-    limit = sysmem_mb * _MIB
-    if _fast_fit(plan, limit):
+    limit = sysmem_mb * _MIB - max(in_use, 0)
+    if _fast_fit(plan, limit - staging):
         return machine
     need = plan_memory(plan)
-    if need.total <= limit:
+    if need.total + staging <= limit:
         return machine
     cpus = getattr(machine, "cpus", None)
     shared = f", shared by its {cpus} CPU processor(s)" if isinstance(cpus, int) else ""
@@ -174,13 +180,40 @@ def check_plan_memory(plan: Plan, machine: Any) -> Any:
         tiles = f" ({', '.join(need.tiles)})" if need.tiles else ""
         where = (f"; processor {need.processor} needs {_gib(need.peak)} at its peak, "
                  f"{_gib(need.working)} of it beyond its placement{tiles}")
+    held = (f", of which other live tensors' stores hold {_gib(in_use)}, leaving {_gib(max(limit, 0))}"
+            if in_use > 0 else "")
     raise OutOfMemory(
-        f"expected the plan to fit in Legate's system memory of {_gib(limit)} (--sysmem {sysmem_mb}{shared}), "
+        f"expected the plan to fit in Legate's system memory of {_gib(sysmem_mb * _MIB)} "
+        f"(--sysmem {sysmem_mb}{shared}{held}), "
         f"but it needs {_gib(need.total)}: stores {stores} ({_gib(need.resident_bytes)} in all){where}; "
         f"plus {_gib(need.overhead)} runtime overhead "
-        f"({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB). Nothing was queued; use a smaller problem, "
-        "more processors' memory (LEGATE_CONFIG='--sysmem ...'), or a schedule that moves less",
+        f"({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB)"
+        + (f"; plus {_gib(staging)} while the largest input is copied onto Legate from host memory"
+           if staging else "")
+        + ". Nothing was queued; use a smaller problem, "
+        "more processors' memory (LEGATE_CONFIG='--sysmem ...'), fewer live tensors, or a schedule "
+        "that moves less",
         plan.statement.splitlines()[0],
+    )
+
+
+def check_store_memory(what: str, nbytes: int, machine: Any, in_use: int = 0) -> None:
+    """Raise `OutOfMemory` when a new store of `nbytes` (`what`: which, and why) cannot fit in Legate's
+    system memory next to the `in_use` bytes live tensors' stores hold (placing a tensor by its format
+    stages it in one store and copies it into its blocks: both are checked before they are made)."""
+    sysmem_mb = getattr(machine, "sysmem_mb", None)
+    if not isinstance(sysmem_mb, int) or sysmem_mb <= 0:
+        return
+    need = nbytes + int(OVERHEAD_FRACTION * nbytes) + OVERHEAD_BYTES
+    left = sysmem_mb * _MIB - max(in_use, 0)
+    if need <= left:
+        return
+    raise OutOfMemory(
+        f"expected {what} to fit in Legate's system memory of {_gib(sysmem_mb * _MIB)} (--sysmem {sysmem_mb}), "
+        f"of which live tensors' stores hold {_gib(in_use)}, leaving {_gib(max(left, 0))}, but it needs "
+        f"{_gib(need)} ({_gib(nbytes)} plus {OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB runtime "
+        "overhead). Nothing was queued; use a smaller tensor, more memory (LEGATE_CONFIG='--sysmem ...'), "
+        "or fewer live tensors"
     )
 
 

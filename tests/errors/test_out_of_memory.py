@@ -121,3 +121,77 @@ def test_a_plan_run_again_is_not_recounted() -> None:
     first = plan_memory(plan)
     assert plan_memory(plan) is first
     assert plan_memory(_outer(3000).schedule().compile()) is not first
+
+
+_LIVE_TENSORS_SCRIPT = """
+import numpy as np, distal as dt
+dt.runtime.ensure_started()
+i = dt.index_vars("i")[0]
+m = dt.Machine(dt.Grid(1))
+X = dt.Tensor.from_array("X", np.ones(21_000_000), dt.Format("x -> x", m))  # 168 MB placed on Legate now
+n = 17_000_000  # A(i) = B(i): two stores of 136 MB, and B's host data while it is copied onto Legate
+B = dt.Tensor.from_array("B", np.arange(n, dtype=np.float64))
+A = dt.Tensor("A", (n,))
+A[i] = B[i]
+plan = A.schedule().compile()
+try:
+    plan.run()
+except dt.OutOfMemory as exc:
+    print("refused:", exc)
+del X
+plan.run()  # the fence before the check frees X's store: now it fits
+assert A.to_numpy()[-1] == n - 1
+print("ran after X was dropped")
+"""
+
+
+def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LEGATE_CONFIG": "--cpus 1 --sysmem 512 --utility 1"}
+    done = subprocess.run([sys.executable, "-c", _LIVE_TENSORS_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    refused = next(line for line in done.stdout.splitlines() if line.startswith("refused:"))
+    # X's placed blocks are 21,000,000 x 8 B = 160.2 MiB of the 512 MiB; the plan needs 2 x 136,000,000 B
+    # plus 10% plus 16 MiB = 315,977,216 B = 301.3 MiB, plus B's 136,000,000 B (129.7 MiB) while it is
+    # copied in: 431.0 MiB > 351.8 MiB left (and it fits in 512 MiB once X is gone)
+    assert ("(--sysmem 512, shared by its 1 CPU processor(s), of which other live tensors' stores hold 160.2 MiB, "
+            "leaving 351.8 MiB)") in refused
+    assert "but it needs 301.3 MiB" in refused
+    assert "plus 129.7 MiB while the largest input is copied onto Legate from host memory" in refused
+    assert "ran after X was dropped" in done.stdout
+
+
+_PLACEMENT_SCRIPT = """
+import numpy as np, distal as dt
+dt.runtime.ensure_started()
+m = dt.Machine(dt.Grid(2))
+try:
+    dt.Tensor.from_array("X", np.ones(40_000_000), dt.Format("x -> *", m))  # 320 MB, its blocks twice that
+except dt.OutOfMemory as exc:
+    print("refused:", exc)
+Y = dt.Tensor.from_array("Y", np.arange(10.0), dt.Format("x -> *", m))
+assert (Y.to_numpy() == np.arange(10.0)).all()
+print("usable")
+"""
+
+
+def test_placing_a_tensor_larger_than_legate_s_memory_is_refused() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LEGATE_CONFIG": "--cpus 1 --sysmem 512 --utility 1"}
+    done = subprocess.run([sys.executable, "-c", _PLACEMENT_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    refused = next(line for line in done.stdout.splitlines() if line.startswith("refused:"))
+    # copying the 320,000,000 B array onto Legate needs it twice (attached host data and its store):
+    # 640,000,000 B = 610.4 MiB, plus 10% and 16 MiB = 687.4 MiB > 512 MiB
+    assert ("expected copying a float64 array of shape [40000000] onto Legate (its attached host data and its "
+            "store) to fit in Legate's system memory of 512.0 MiB (--sysmem 512)") in refused
+    assert "of which live tensors' stores hold 0.0 MiB, leaving 512.0 MiB, but it needs 687.4 MiB" in refused
+    assert "usable" in done.stdout
