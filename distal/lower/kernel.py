@@ -36,6 +36,7 @@ into it; "sequential" runs as if not parallel.
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
 import os
@@ -236,8 +237,16 @@ class _Run(Walker):
                     run.nest(inner, a, {**env, v: value})
             return run.arrays[a.lhs.tensor][0] if private else None
 
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distal-parallel") as pool:
-            partials = list(pool.map(lambda b: chunk(*b), bounds))
+        # No automatic collection while the workers run: one inside a worker thread could free Legate objects
+        # there, which crashes the process (LEGATE_NOTES); the caller's setting is back afterwards.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distal-parallel") as pool:
+                partials = list(pool.map(lambda b: chunk(*b), bounds))
+        finally:
+            if collecting:
+                gc.enable()
         if private:
             for part in partials:
                 out += part

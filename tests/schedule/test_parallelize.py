@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from typing import Any, ClassVar
 
@@ -225,3 +226,37 @@ def test_each_thread_runs_its_chunk_as_one_block(monkeypatch: pytest.MonkeyPatch
     plan.groups[0].kernel.threads = 2
     assert _blocks_run(plan, A, monkeypatch) == 2 * 2  # two tasks, two threads each
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,k->ij", B.to_numpy(), c.to_numpy()), rtol=1e-12)
+
+
+class _RecordingCollection(kernel_module.ThreadPoolExecutor):
+    """Records, from inside each worker, whether automatic garbage collection is on."""
+
+    seen: ClassVar[list[bool]] = []
+
+    def map(self, fn: Any, *iterables: Any, **kw: Any) -> Any:  # type: ignore[override]
+        def watched(*args: Any) -> Any:
+            _RecordingCollection.seen.append(gc.isenabled())
+            return fn(*args)
+
+        return super().map(watched, *iterables, **kw)
+
+
+def test_no_automatic_collection_runs_in_the_worker_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection inside a worker thread could free Legate objects there (LEGATE_NOTES): the thread pool
+    runs with automatic collection paused, and the caller's setting is back afterwards."""
+    s, A, expected = fused("omp")
+    plan, _ = compile_quietly(s.parallelize(k, "cpu_thread"))
+    plan.groups[0].kernel.threads = 3
+    monkeypatch.setattr(kernel_module, "ThreadPoolExecutor", _RecordingCollection)
+    _RecordingCollection.seen.clear()
+    A.set_array(np.zeros(A.concrete_shape()))
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        plan.run(backend="numpy")
+        assert gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
+    assert _RecordingCollection.seen and not any(_RecordingCollection.seen)
