@@ -145,16 +145,20 @@ print("ran after X was dropped")
 """
 
 
-def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
+def _run_with_512_mib(script: str) -> tuple[str, str]:
+    """Run `script` in a fresh interpreter whose Legate has 512 MiB of system memory; (its refusal line, stdout)."""
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "LEGATE_CONFIG": "--cpus 1 --sysmem 512 --utility 1"}
-    done = subprocess.run([sys.executable, "-c", _LIVE_TENSORS_SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    refused = next(line for line in done.stdout.splitlines() if line.startswith("refused:"))
+    return next(line for line in done.stdout.splitlines() if line.startswith("refused:")), done.stdout
+
+
+def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
+    refused, out = _run_with_512_mib(_LIVE_TENSORS_SCRIPT)
     # X's placed blocks are 21,000,000 x 8 B = 160.2 MiB of the 512 MiB; the plan needs 2 x 136,000,000 B
     # plus 10% plus 16 MiB = 315,977,216 B = 301.3 MiB, plus B's 136,000,000 B (129.7 MiB) while it is
     # copied in: 431.0 MiB > 351.8 MiB left (and it fits in 512 MiB once X is gone)
@@ -162,7 +166,7 @@ def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
             "leaving 351.8 MiB)") in refused
     assert "but it needs 301.3 MiB" in refused
     assert "plus 129.7 MiB while the largest input is copied onto Legate from host memory" in refused
-    assert "ran after X was dropped" in done.stdout
+    assert "ran after X was dropped" in out
 
 
 _PLACEMENT_SCRIPT = """
@@ -180,18 +184,10 @@ print("usable")
 
 
 def test_placing_a_tensor_larger_than_legate_s_memory_is_refused() -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "LEGATE_CONFIG": "--cpus 1 --sysmem 512 --utility 1"}
-    done = subprocess.run([sys.executable, "-c", _PLACEMENT_SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    refused = next(line for line in done.stdout.splitlines() if line.startswith("refused:"))
+    refused, out = _run_with_512_mib(_PLACEMENT_SCRIPT)
     # copying the 320,000,000 B array onto Legate needs it twice (attached host data and its store):
     # 640,000,000 B = 610.4 MiB, plus 10% and 16 MiB = 687.4 MiB > 512 MiB
     assert ("expected copying a float64 array of shape [40000000] onto Legate (its attached host data and its "
             "store) to fit in Legate's system memory of 512.0 MiB (--sysmem 512)") in refused
     assert "of which live tensors' stores hold 0.0 MiB, leaving 512.0 MiB, but it needs 687.4 MiB" in refused
-    assert "usable" in done.stdout
+    assert "usable" in out
