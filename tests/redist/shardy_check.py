@@ -22,6 +22,8 @@ import itertools
 import math
 import re
 
+from distal.redist.mesh import prime_factors
+
 Ref = tuple[str, int | None, int | None]  # name, pre, size (None for a full axis)
 Chunk = tuple[str, int, int]
 Sharding = tuple[str, list[list[Ref]]]  # mesh name, dimension shardings major-to-minor
@@ -33,18 +35,6 @@ _REF = re.compile(r'"(\w+)"(?::\((\d+)\)(\d+))?')
 
 class ShardyError(AssertionError):
     pass
-
-
-def _primes(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
 
 
 def _dims(text: str) -> list[list[Ref]]:
@@ -108,7 +98,7 @@ class Module:
             if size == full:
                 raise ShardyError(f"sub-axis {name}:({pre}){size} is the full axis; use {name!r}")
         out, p0 = [], pre
-        for p in _primes(size):
+        for p in prime_factors(size):
             out.append((name, p0, p))
             p0 *= p
         return out
