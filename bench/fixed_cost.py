@@ -1,0 +1,132 @@
+"""The fixed cost of a plan and of one task point: a copy on 4 points and a small SUMMA.
+
+Two plans: `a(i) = b(i)` with n = 8 on `Grid(4)` (one launch of 4 points),
+and a 2x1 SUMMA (`A(i,j) = B(i,k) * C(k,j)`, the library's schedule) at
+n = 128. Each run is `plan.run()` until its launches finished
+(`runtime.fence()`); the figure is the median over interleaved rounds.
+
+The machine is shared and noisy, so the task body's own cost is also
+counted with cProfile: every task point of a few runs executes under a
+profiler of its own (task bodies run on Legate's threads), and the figures
+are the Python calls (function and builtin calls the profiler saw) and the
+seconds per task point. The call count does not depend on load.
+
+Writes bench/results/fixed_cost.json with the machine description and the
+load average. Run: `LEGATE_CONFIG="--cpus 2 --sysmem 3000 --utility 1"
+python bench/fixed_cost.py [--rounds N] [--label before|after]` (a label
+keeps earlier labels' figures in the file, to compare).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import statistics
+import threading
+import time
+from typing import Any
+
+import _common  # bench/ is on sys.path when run as a script
+import numpy as np
+
+import distal as dt
+from distal import runtime as rt
+from distal.lower.kernel import TaskBody
+
+RESULTS = _common.RESULTS / "fixed_cost.json"
+
+
+def _plans() -> dict[str, Any]:
+    i, io, ii = dt.index_vars("i io ii")
+    m4 = dt.Machine(dt.Grid(4))
+    fmt = dt.Format("x -> x", m4)
+    a = dt.Tensor("a", (8,), format=fmt)
+    b = dt.Tensor.from_array("b", np.arange(8.0), fmt)
+    a[i] = b[i]
+    copy = a.schedule().distribute([i], [io], [ii], m4).communicate([a, b], io).compile()
+    n = 128
+    m21 = dt.Machine(dt.Grid(2, 1))
+    rng = np.random.default_rng(0)
+    A = dt.Tensor("A", (n, n))
+    B = dt.Tensor.from_array("B", rng.random((n, n)))
+    C = dt.Tensor.from_array("C", rng.random((n, n)))
+    summa = dt.kernels.build("summa", m21, A, B, C).compile()
+    return {"copy_n8_grid4": copy, "summa_2x1_n128": summa}
+
+
+def _profile_points(plan: Any, runs: int) -> dict[str, float]:
+    """Python calls and seconds per task point over `runs` runs of `plan`, each point under its own profiler."""
+    lock = threading.Lock()
+    calls, seconds, points = [0], [0.0], [0]
+    original = TaskBody.__call__
+
+    def profiled(self: TaskBody, point: Any, *tiles: Any) -> None:
+        prof = cProfile.Profile()
+        start = time.perf_counter()
+        prof.runcall(original, self, point, *tiles)
+        spent = time.perf_counter() - start
+        counted = sum(entry.callcount for entry in prof.getstats())
+        with lock:
+            calls[0] += counted
+            seconds[0] += spent
+            points[0] += 1
+
+    TaskBody.__call__ = profiled  # type: ignore[method-assign]
+    try:
+        for _ in range(runs):
+            plan.run()
+            rt.fence()
+    finally:
+        TaskBody.__call__ = original  # type: ignore[method-assign]
+    n = max(1, points[0])
+    return {"points": points[0], "python_calls_per_point": calls[0] / n,
+            "profiled_us_per_point": seconds[0] / n * 1e6}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--profile-runs", type=int, default=10)
+    parser.add_argument("--label", default="current")
+    args = parser.parse_args()
+    rt.ensure_started()
+    plans = _plans()
+
+    def runner(plan: Any) -> Any:
+        def run() -> None:
+            plan.run()
+            rt.fence()
+        return run
+
+    runs = {name: runner(p) for name, p in plans.items()}
+    for run in runs.values():  # warm-up: kernels registered, stores made
+        run()
+    samples = _common.interleaved_rounds(runs, args.rounds)
+    figures: dict[str, Any] = {}
+    for name, s in samples.items():
+        figures[name] = {"median_us": statistics.median(s) * 1e6, "min_us": min(s) * 1e6,
+                         **_profile_points(plans[name], args.profile_runs)}
+    load = os.getloadavg()
+    previous: dict[str, Any] = {}
+    if RESULTS.exists():
+        try:
+            previous = json.loads(RESULTS.read_text()).get("labels", {})
+        except (OSError, ValueError):
+            previous = {}
+    previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
+                            "legate_config": os.environ.get("LEGATE_CONFIG", "")}
+    path = _common.write("fixed_cost", {
+        "what": "plan.run() + fence, median over interleaved rounds; cProfile calls and seconds per task point",
+        "labels": previous,
+    })
+    for name, fig in figures.items():
+        print(f"{args.label} {name}: median {fig['median_us']:.0f} us, min {fig['min_us']:.0f} us; "
+              f"{fig['python_calls_per_point']:.0f} Python calls and {fig['profiled_us_per_point']:.0f} us "
+              f"(profiled) per task point over {fig['points']} points (load {load[0]:.1f})")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
