@@ -150,10 +150,19 @@ def legate_child(procs: int, sizes: list[int], repeats: int, higher: dict[str, t
 
 
 SWEEP = [256, 512, 1024, 2048, 4096]
+SWEEP_ALGORITHMS = [*MATMUL, "auto"]
+CHILD_TIMEOUT = 900.0  # seconds one child may take before the runner calls it a hang
 
 
 def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[int, int]]) -> dict[str, Any]:
-    """Higher-order kernels and the matmul sweep, each size in interleaved rounds (one Legate process)."""
+    """Higher-order kernels and matmul sizes, each in interleaved rounds (one Legate process).
+
+    The runner (`interleaved_main`) gives each kernel and each matmul size its own
+    child; operands of one size are dropped (and a fence waits for their
+    deletion) before the next size allocates.
+    """
+    import gc
+    import resource
     import statistics
 
     from _common import interleaved_rounds
@@ -167,11 +176,13 @@ def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[in
     import cupynumeric as cn
 
     set_threads = numpy_threads()
-    out: dict[str, Any] = {"higher": {}, "matmul": {}}
+    out: dict[str, Any] = {"higher": {}, "matmul": {}, "legate_config": os.environ.get("LEGATE_CONFIG")}
     if higher:
         samples = interleaved_rounds(_runs(higher, 0), repeats)
         out["higher"] = {"seconds": {k: statistics.median(v) for k, v in samples.items()},
                          "all": samples, "ratios": ratios(samples)}
+        rt.fence()
+        gc.collect()
     for n in sizes:
         rng = np.random.default_rng(0)
         b, c = rng.random((n, n)), rng.random((n, n))
@@ -188,12 +199,14 @@ def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[in
             float(cn.matmul(cb, cc)[0, 0])
 
         runs: dict[str, Any] = {"numpy": numpy_run, "cupynumeric": cupy_run}
-        machines = {}
-        for name in MATMUL:
+        machines: dict[str, str] = {}
+        outputs: dict[str, dt.Tensor] = {}
+        for name in SWEEP_ALGORITHMS:
             m = kernels.machine(name, 2, (n, n, n))
             A = dt.Tensor("A", (n, n))
             plan = kernels.build(name, m, A, dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)).compile()
             machines[name] = repr(m)
+            outputs[name] = A
 
             def run(plan: Any = plan) -> None:
                 plan.run()
@@ -201,15 +214,26 @@ def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[in
 
             runs[name] = run
         samples = interleaved_rounds(runs, repeats)
+        expected = b @ c
+        errors = {name: float(np.abs(A.to_numpy() - expected).max()) for name, A in outputs.items()}
         secs = {k: statistics.median(v) for k, v in samples.items()}
-        best = min(MATMUL, key=lambda x: secs[x])
+        best = min(SWEEP_ALGORITHMS, key=lambda x: secs[x])
         out["matmul"][str(n)] = {"seconds": secs, "all": samples, "machines": machines, "best": best,
+                                 "max_error": errors,
                                  "vs_numpy": secs["numpy"] / secs[best],
                                  "vs_cupynumeric": secs["cupynumeric"] / secs[best]}
+        # Drop this size's operands before the next one allocates: every store is
+        # idle after the fence in each run, so deleting them here cannot deadlock.
+        del runs, outputs, cb, cc, b, c, expected, run, numpy_run, cupy_run
+        rt.fence()
+        gc.collect()
+        rt.fence()
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
-def plot_sweep(results: dict[str, Any]) -> Path:
+def plot_sweep(results: dict[str, Any], path: Path) -> Path:
+    """Time and ratios against n for the matmul sweep (results["matmul"]), written to `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,7 +242,7 @@ def plot_sweep(results: dict[str, Any]) -> Path:
     rows = results["matmul"]
     ns = sorted(int(n) for n in rows)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for who in ("numpy", "cupynumeric", *MATMUL):
+    for who in ("numpy", "cupynumeric", *SWEEP_ALGORITHMS):
         left.plot(ns, [rows[str(n)]["seconds"][who] for n in ns], marker="o", label=who,
                   linewidth=2.5 if who in ("numpy", "cupynumeric") else 1)
     left.set_xscale("log", base=2)
@@ -235,7 +259,6 @@ def plot_sweep(results: dict[str, Any]) -> Path:
     right.legend(fontsize=7)
     fig.suptitle("float64 matmul on 2 CPU processors, interleaved rounds")
     fig.tight_layout()
-    path = RESULTS / "suite_sweep.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
@@ -245,15 +268,71 @@ def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
     return {"ttv": (n, n), "innerprod": (), "ttm": (n, n, l), "mttkrp": (n, l)}[name]
 
 
-def _child(args: list[str], env_extra: dict[str, str]) -> dict[str, Any]:
+def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None) -> dict[str, Any]:
+    """Run this script with `args` in a child process; its last line of output is JSON.
+
+    A child that gives no result within `timeout` seconds is killed and reported
+    as a hang (a Legate process that waits forever shows no error of its own).
+    """
     env = dict(os.environ)
     env.pop("LEGATE_CONFIG", None)
     env.update(env_extra)
-    proc = subprocess.run([sys.executable, str(HERE / "suite.py"), *args], capture_output=True, text=True,
-                          env=env, cwd=HERE.parent, check=False)
+    command = [sys.executable, str(HERE / "suite.py"), *args]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=HERE.parent, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as hung:
+        tail = hung.stdout if isinstance(hung.stdout, str) else (hung.stdout or b"").decode(errors="replace")
+        err = hung.stderr if isinstance(hung.stderr, str) else (hung.stderr or b"").decode(errors="replace")
+        raise ChildHung(f"child {' '.join(args)} (LEGATE_CONFIG={env.get('LEGATE_CONFIG')!r}) gave no result "
+                        f"within {timeout:.0f} s and was killed: a hang (e.g. an allocation waiting for memory "
+                        f"that never frees, or a blocking fence); its last output:\n{tail[-2000:]}\n"
+                        f"{err[-2000:]}") from None
     if proc.returncode != 0:
         raise RuntimeError(f"child {args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+class ChildHung(RuntimeError):
+    """A benchmark child process gave no result within its time limit."""
+
+
+def available_mib() -> float | None:
+    """MemAvailable of this machine in MiB (None where /proc/meminfo is missing)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def sweep_sysmem(n: int) -> int:
+    """Legate system memory (MB) for one matmul size: the operands of 7 distal plans (A, B, C each),
+    cuPyNumeric's B, C and product, partition copies, and 512 MB headroom."""
+    return max(1000, int(30 * n * n * 8 / 2**20) + 512)
+
+
+def higher_sysmem(name: str, n: int, l: int) -> int:
+    """Legate system memory (MB) for one higher-order kernel: distal's and cuPyNumeric's copies of the
+    operands and outputs, twice over for cuPyNumeric's temporaries, and 512 MB headroom."""
+    shapes = [*SPECS[name][1](n, l), _out_shape(name, n, l)]
+    words = sum(int(np.prod(s)) for s in shapes)
+    return min(16000, int(4 * words * 8 / 2**20) + 512)
+
+
+def host_need_mib(sysmem: int, numpy_words: int) -> float:
+    """Host memory one child needs: Legate's pool, the NumPy operands (and one result), 1.5 GB of runtime."""
+    return sysmem + numpy_words * 8 / 2**20 + 1536
+
+
+def check_host_memory(what: str, need: float) -> None:
+    """Refuse a child that would not fit in this machine's available memory (it would hang or be killed)."""
+    have = available_mib()
+    if have is not None and need > have:
+        raise MemoryError(f"expected at least {need:.0f} MiB of available host memory for {what}, but found "
+                          f"{have:.0f} MiB (MemAvailable); run on a quieter machine or with smaller sizes")
 
 
 # -- parent -------------------------------------------------------------------
@@ -318,6 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interleaved", action="store_true",
                         help="one Legate process, interleaved rounds: higher-order kernels and the matmul sweep")
     parser.add_argument("--interleaved-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--kernels", nargs="*", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved rounds after the warm-up (default 5; 1 with --quick)")
+    parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT,
+                        help=f"seconds each child may run before it is called a hang (default {CHILD_TIMEOUT:.0f})")
     args = parser.parse_args(argv)
     if args.interleaved or args.interleaved_child:
         return interleaved_main(args)
@@ -381,26 +465,58 @@ def main(argv: list[str] | None = None) -> int:
 
 def interleaved_main(args: argparse.Namespace) -> int:
     sizes = args.sizes if args.sizes is not None else ([64, 128] if args.quick else SWEEP)
-    repeats = 1 if args.quick else 5
+    repeats = args.rounds if args.rounds is not None else (1 if args.quick else 5)
     higher = {k: (max(8, n // 10), max(1, l // 10)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
+    if args.kernels is not None:
+        higher = {k: v for k, v in higher.items() if k in args.kernels}
     if args.interleaved_child:
         print(json.dumps(interleaved_child(sizes, repeats, {} if args.no_higher else higher)))
         return 0
-    sysmem = 2000 if args.quick else 12000
-    env = {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+    # One child per kernel and per matmul size, each with a Legate pool sized for it:
+    # one process for everything (sysmem 12000) reached 19 GB of resident memory on
+    # this 24 GiB machine before the sweep began, and the sweep then hung (docs/benchmarks.md).
+    common = [*(["--quick"] if args.quick else []), "--rounds", str(repeats)]
+    jobs: list[tuple[str, list[str], int, int]] = []  # (label, child args, sysmem MB, NumPy words)
+    if not args.no_higher:
+        for name, (n, l) in higher.items():
+            words = sum(int(np.prod(s)) for s in [*SPECS[name][1](n, l), _out_shape(name, n, l)])
+            jobs.append((name, ["--interleaved-child", *common, "--kernels", name, "--sizes"],
+                         higher_sysmem(name, n, l), 2 * words))
+    for n in sizes:
+        jobs.append((f"matmul n={n}", ["--interleaved-child", *common, "--no-higher", "--sizes", str(n)],
+                     sweep_sysmem(n), 4 * n * n))
+    for label, _, sysmem, words in jobs:
+        check_host_memory(label, host_need_mib(sysmem, words))
+    progress = Progress(len(jobs))
     start = time.perf_counter()
-    part = _child(["--interleaved-child", *(["--quick"] if args.quick else []), "--sizes", *map(str, sizes)], env)
-    results = {"method": f"median of {repeats} interleaved rounds after a warm-up, one Legate process "
-                         "(--cpus 2); numpy with 2 BLAS threads set around each run",
-               "sizes": sizes, "repeats": repeats, "higher_sizes": {k: list(v) for k, v in higher.items()},
-               **part, "seconds_total": time.perf_counter() - start, "loadavg_after": list(os.getloadavg())}
-    path = write("suite_interleaved_quick" if args.quick else "suite_interleaved", results)
-    if not args.quick:
-        plot_sweep(results)
+    higher_part: dict[str, Any] = {"seconds": {}, "all": {}, "ratios": {}}
+    matmul_part: dict[str, Any] = {}
+    for label, child_args, sysmem, words in jobs:
+        check_host_memory(label, host_need_mib(sysmem, words))
+        env = {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+        part = _child(child_args, env, timeout=args.timeout)
+        for key in ("seconds", "all", "ratios"):
+            higher_part[key].update(part["higher"].get(key, {}))
+        for n, row in part["matmul"].items():
+            matmul_part[n] = {**row, "legate_config": part["legate_config"], "peak_rss_mib": part["peak_rss_mib"]}
+        progress.step(f"{label} (--sysmem {sysmem}, peak RSS {part['peak_rss_mib']:.0f} MiB)")
+    method = (f"median of {repeats} interleaved rounds after a warm-up; one Legate process (--cpus 2) per "
+              "kernel and per matmul size, --sysmem sized for it; numpy with 2 BLAS threads set around each run")
+    results: dict[str, Any] = {"method": method, "sizes": sizes, "repeats": repeats,
+               "higher_sizes": {k: list(v) for k, v in higher.items()},
+               "higher": higher_part if not args.no_higher else {}, "matmul": matmul_part,
+               "seconds_total": time.perf_counter() - start, "loadavg_after": list(os.getloadavg())}
+    quick = "_quick" if args.quick else ""
+    path = write(f"suite_interleaved{quick}", results)
+    sweep = {"method": method, "sizes": sizes, "repeats": repeats, "algorithms": SWEEP_ALGORITHMS,
+             "matmul": matmul_part, "seconds_total": results["seconds_total"],
+             "loadavg_after": results["loadavg_after"]}
+    sweep_path = write(f"matmul_sweep{quick}", sweep)
+    plot_sweep(sweep, RESULTS / f"matmul_sweep{quick}.png")
     print(json.dumps({"higher": results["higher"].get("ratios", {}),
                       "matmul": {n: {k: r[k] for k in ("best", "vs_numpy", "vs_cupynumeric")}
-                                 for n, r in results["matmul"].items()}}, indent=2))
-    print(f"wrote {path}")
+                                 for n, r in matmul_part.items()}}, indent=2))
+    print(f"wrote {path}, {sweep_path} and its plot")
     return 0
 
 
