@@ -268,7 +268,8 @@ def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
     return {"ttv": (n, n), "innerprod": (), "ttm": (n, n, l), "mttkrp": (n, l)}[name]
 
 
-def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None) -> dict[str, Any]:
+def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None,
+           script: Path = HERE / "suite.py") -> dict[str, Any]:
     """Run this script with `args` in a child process; its last line of output is JSON.
 
     A child that gives no result within `timeout` seconds is killed and reported
@@ -277,7 +278,7 @@ def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = N
     env = dict(os.environ)
     env.pop("LEGATE_CONFIG", None)
     env.update(env_extra)
-    command = [sys.executable, str(HERE / "suite.py"), *args]
+    command = [sys.executable, str(script), *args]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=HERE.parent, check=False,
                               timeout=timeout)
@@ -404,7 +405,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"seconds each child may run before it is called a hang (default {CHILD_TIMEOUT:.0f})")
     args = parser.parse_args(argv)
     if args.interleaved or args.interleaved_child:
-        return interleaved_main(args)
+        try:
+            return interleaved_main(args)
+        except (ChildHung, MemoryError) as e:
+            print(f"bench/suite.py: {e}", file=sys.stderr)
+            return 2
     sizes = args.sizes if args.sizes is not None else ([256, 512] if args.quick else [2048, 4096])
     repeats = 3 if args.quick else 5
     higher = {k: (max(8, n // 6), max(1, l // 6)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
