@@ -94,15 +94,7 @@ _prepare_at_import()
 # Loaded on first use, to keep `import distal` fast: distal.runtime and
 # distal.kernels import Legate (which plain compiler use never needs), the
 # synthesizers are their own worlds, and the version reads package metadata.
-_LAZY = {
-    "DistType": "distal.redist",
-    "Mesh": "distal.redist",
-    "Program": "distal.redist",
-    "synthesize": "distal.redist",
-    "System": "distal.reduction",
-    "plan_reduction": "distal.reduction",
-}
-_SUBMODULES = ("kernels", "reduction", "runtime")
+# Each is a plain import in `_lazy` (seen by tests/test_layers.py).
 
 
 def _version() -> str:
@@ -114,16 +106,34 @@ def _version() -> str:
         return "0+unknown"
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
+def _lazy(name: str) -> object:
+    """The lazily loaded public name `name` of the facade; AttributeError for any other."""
     if name == "__version__":
-        value: object = _version()
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"distal.{name}")
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        raise AttributeError(f"module 'distal' has no attribute {name!r}")
+        return _version()
+    if name == "kernels":
+        import distal.kernels
+
+        return distal.kernels
+    if name == "reduction":
+        import distal.reduction
+
+        return distal.reduction
+    if name == "runtime":
+        import distal.runtime
+
+        return distal.runtime
+    if name in ("DistType", "Mesh", "Program", "synthesize"):
+        import distal.redist
+
+        return getattr(distal.redist, name)
+    if name in ("System", "plan_reduction"):
+        import distal.reduction
+
+        return getattr(distal.reduction, name)
+    raise AttributeError(f"module 'distal' has no attribute {name!r}")
+
+
+def __getattr__(name: str) -> object:
+    value = _lazy(name)
     globals()[name] = value
     return value

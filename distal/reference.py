@@ -26,7 +26,7 @@ import numpy as np
 
 from distal.cin.ast import Assign
 from distal.cin.blocks import operand, run_index_block, store
-from distal.cin.relations import Divide, Precompute, Split, Substitute
+from distal.cin.relations import Substitute
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import GENERIC, Leaf, einsum_pattern
@@ -62,7 +62,7 @@ class _Executor(Walker):
             shape = tuple(resolve(s, bindings) for s in t.shape)
             if t is sched.output and not sched.source.accumulate:
                 self.arrays[t] = np.zeros(shape, dtype=t.dtype)
-            elif t._array is None and t.storage is None:
+            elif t.storage is None:
                 self.arrays[t] = np.zeros(shape, dtype=t.dtype)
             else:
                 data = t.to_numpy()
@@ -162,13 +162,12 @@ class _Executor(Walker):
                 d = self.prov.producer(cur)
                 if d is None:
                     break
-                if isinstance(d, Divide | Split) and cur == d.inner and _known(base, d.parent):
-                    cur = d.parent
-                    length = min(length, self.ext[cur] - int(base[cur]))
-                elif isinstance(d, Precompute) and cur in d.workspace_vars:
-                    cur = d.vars[d.workspace_vars.index(cur)]
-                else:
+                step = d.offset_parent(cur)
+                if step is None or (step[1] and not _known(base, step[0])):
                     return None  # fused, rotated or an outer variable: not a box
+                cur, clipped = step
+                if clipped:
+                    length = min(length, self.ext[cur] - int(base[cur]))
                 chain.append(cur)
             hits = [v for v in chain if v in used]
             if len(hits) != 1 or hits[0] in ranges:

@@ -16,8 +16,9 @@ from typing import Any
 from distal.errors import DistalError, MachineError, NotationError
 from distal.format import Format
 from distal.format.machine import Machine
-from distal.notation.ast import Access, Assignment, Expr, IndexVar, Mul
+from distal.notation.ast import Access, Assignment, Expr, IndexVar
 from distal.notation.tensor import Tensor
+from distal.notation.visit import product_factors
 from distal.schedule import Schedule
 
 from ._algorithms import ALGORITHMS, Algorithm
@@ -89,28 +90,21 @@ def _place(t: Tensor, fmt: Format) -> str | None:
         return None
     before = t.format
     if before is None:
-        t._set_format(fmt)
+        t.set_format(fmt)
         return f"{t.name} placed as {fmt}"
-    if before.machine == fmt.machine and (t.storage is not None or t._array is not None):
+    if before.machine == fmt.machine and t.has_data:
         program = t.redistribute(fmt)
         if program is None:
             return f"{t.name} takes {fmt} (no data yet)"
         steps = ", ".join(str(x) for x in program.steps) or "no collective"
         return (f"{t.name} redistributed from {before} to {fmt} by synthesized collectives [{steps}], "
                 f"cost {program.cost}, height {program.height} (bound {program.bound}) elements per processor")
-    if t.storage is not None:
+    if t.on_legate:
         # Another machine: the synthesizer needs one mesh, so the data is
         # gathered and placed again (a plain copy).
         t.set_array(t.to_numpy())
-    t._set_format(fmt)
+    t.set_format(fmt)
     return f"{t.name} moved from {before} on {before.machine!r} to {fmt} on {fmt.machine!r} by a plain copy"
-
-
-def _factors(e: Expr) -> list[Expr]:
-    """The factors of a product, left to right (a non-product is one factor)."""
-    if isinstance(e, Mul):
-        return _factors(e.a) + _factors(e.b)
-    return [e]
 
 
 def _algorithm_text(alg: Algorithm, operands: Sequence[Tensor]) -> str:
@@ -121,7 +115,7 @@ def _algorithm_text(alg: Algorithm, operands: Sequence[Tensor]) -> str:
 
 def _same_up_to_renaming(alg: Algorithm, operands: Sequence[Tensor], stmt: Assignment) -> bool:
     """Whether `stmt` is the algorithm's statement over `operands` with index variables renamed."""
-    accesses = [stmt.lhs, *_factors(stmt.rhs)]
+    accesses = [stmt.lhs, *product_factors(stmt.rhs)]
     if len(accesses) != len(operands) or not all(isinstance(a, Access) for a in accesses):
         return False
     ren: dict[IndexVar, IndexVar] = {}
@@ -151,7 +145,7 @@ def _check_statement(alg: Algorithm, operands: Sequence[Tensor]) -> bool:
 
 
 def _has_data(t: Tensor) -> bool:
-    return t.storage is not None or t._array is not None
+    return t.has_data
 
 
 def _check_operands(alg: Algorithm, operands: Sequence[Tensor]) -> None:

@@ -40,7 +40,19 @@ if TYPE_CHECKING:
         processor_count,
     )
     from ._store import Store, fence, tile_of, to_numpy, wrap
-    from ._tensor_storage import FormatStore, adopt, device_grid, from_store, native, place
+    from ._tensor_storage import (
+        FormatStore,
+        TensorStore,
+        adopt,
+        as_storage,
+        data_interface,
+        device_grid,
+        from_store,
+        legate_input,
+        native,
+        place,
+        storage_of,
+    )
 
 # Every name loads its module on first use: `import distal.runtime` stays cheap
 # (`import distal` prepares the driver through it), and the storage,
@@ -60,7 +72,11 @@ _LAZY = {
         "_start",
     ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
-    **dict.fromkeys(("FormatStore", "adopt", "device_grid", "from_store", "native", "place"), "_tensor_storage"),
+    **dict.fromkeys(
+        ("FormatStore", "TensorStore", "adopt", "as_storage", "data_interface", "device_grid", "from_store",
+         "legate_input", "native", "place", "storage_of"),
+        "_tensor_storage",
+    ),
 }
 
 __all__ = [
@@ -76,10 +92,13 @@ __all__ = [
     "ReduceRecord",
     "StepRecord",
     "Store",
+    "TensorStore",
     "adopt",
+    "as_storage",
     "blas_info",
     "build_shim",
     "check_failures",
+    "data_interface",
     "default_config",
     "device_grid",
     "ensure_started",
@@ -90,6 +109,7 @@ __all__ = [
     "host_info",
     "index_launch",
     "is_started",
+    "legate_input",
     "legate_runtime",
     "load_driver",
     "native",
@@ -106,6 +126,7 @@ __all__ = [
     "run_plan_steps",
     "run_program",
     "set_task_threads",
+    "storage_of",
     "task_threads",
     "tile_colors",
     "tile_of",

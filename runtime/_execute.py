@@ -84,8 +84,7 @@ def placed_of(info: TensorInfo) -> FormatStore | None:
     if not (isinstance(held, FormatStore) and held.format == fmt and held.shape == info.shape
             and held.dtype == info.dtype):
         held = adopt(held, t.to_numpy, fmt, info.dtype, info.shape)
-        t.storage = held
-        t._array = None  # the data lives on Legate now; to_numpy() reads it from there
+        t.bind(held)  # the data lives on Legate now; to_numpy() reads it from there
     return held
 
 
@@ -107,7 +106,7 @@ def store_of(info: TensorInfo) -> Store:
         return held.store
     data = np.asarray(t.to_numpy(), dtype=info.dtype).reshape(_store_shape(info.shape))
     store = from_numpy(data)
-    t.storage = TensorStore(store, info.shape)
+    t.bind(TensorStore(store, info.shape))
     return store
 
 
@@ -392,11 +391,11 @@ def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperan
     if n in placed:
         held = FormatStore(placed[n].held.blocks, placed[n].held.layout, out.dtype)
         replicate(held)
-        out.tensor.storage = held
+        out.tensor.bind(held)
     elif fmt is not None and fmt.order == len(out.shape) and not fmt.params:
-        out.tensor.storage = from_store(stores[n], fmt)
+        out.tensor.bind(from_store(stores[n], fmt))
     else:
-        out.tensor.storage = TensorStore(stores[n], out.shape)
+        out.tensor.bind(TensorStore(stores[n], out.shape))
 
 
 # -- synthesized reductions ----------------------------------------------------------------

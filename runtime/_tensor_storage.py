@@ -35,6 +35,7 @@ import numpy as np
 
 from distal.errors import ShapeError
 from distal.format.format import Format
+from distal.notation.storage import Storage
 from distal.redist.formats import Layout, layout
 from distal.redist.mesh import Mesh
 from distal.redist.simulate import offsets
@@ -184,6 +185,16 @@ class FormatStore:
     def shape(self) -> tuple[int, ...]:
         """The tensor's shape."""
         return self.layout.shape
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor's elements (`Storage`; the blocks may hold more: copies, padding)."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    @property
+    def on_legate(self) -> bool:
+        """Always True (`Storage`): the blocks are a Legate store."""
+        return True
 
     def device_blocks(self) -> dict[tuple[int, ...], np.ndarray]:
         """Every holding device's block (machine coordinate to padded tile), copied out."""
@@ -455,9 +466,34 @@ class TensorStore:
     store: Store
     shape: tuple[int, ...]
 
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The element type (`Storage`)."""
+        return self.store.dtype
+
+    @property
+    def format(self) -> Format | None:
+        """None (`Storage`): one undistributed store."""
+        return None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor's elements (`Storage`)."""
+        return math.prod(self.shape) * self.store.dtype.itemsize
+
+    @property
+    def on_legate(self) -> bool:
+        """Always True (`Storage`)."""
+        return True
+
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the data (waits for the launches that write it)."""
         return to_numpy(self.store).reshape(self.shape)
+
+
+def as_storage(held: TensorStore | FormatStore) -> Storage:
+    """``held`` as the notation layer's `Storage` (mypy checks here that both runtime stores implement it)."""
+    return held
 
 
 def storage_of(store: Store | None, shape: tuple[int, ...], fmt: Format | None,

@@ -31,8 +31,17 @@ A function-level import of a higher layer is a lazy entry point: it is
 allowed only when listed (importer and imported module exactly) in
 `LAZY_ENTRY_POINTS` with its reason. Outside `distal.runtime`, the runtime is
 reached only through the public names of `distal.runtime` (its `_x` modules
-are private). A test of the
-checker itself runs it on a small fake package with a deliberate violation.
+are private), and every name a lazy entry point takes from `distal.runtime`
+is one of its public names (`__all__`).
+
+Two ways around these checks are reported too: `importlib.import_module`
+with a "distal..." string (a lazy import the checks above cannot see), and a
+read of a private attribute (`obj._x`, not through `self`/`cls`) that only
+modules of other layers define (e.g. the runtime writing a tensor's
+`_array`, the algorithm library calling `Tensor._set_format`).
+
+Tests of the checker itself run it on a small fake package with a
+deliberate violation.
 """
 
 from __future__ import annotations
@@ -74,6 +83,12 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
     ("distal.notation.tensor", "distal.lower.memory"): "Tensor's memory report uses the lowering's byte counts",
     ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",
+    ("distal.notation.tensor", "distal.runtime"): (
+        "Tensor's data on Legate: from_array (storage_of, legate_input), place (storage_of, adopt), "
+        "redistribute (adopt, run_plan_steps), to_cupynumeric (ensure_started), "
+        "__legate_data_interface__ (data_interface, FormatStore, TensorStore)"
+    ),
+    ("distal", "distal.kernels"): "the facade's dt.kernels, loaded on first use (it builds on the facade)",
     ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",
     ("distal.schedule.schedule", "distal.reference"): "Schedule.evaluate(): the reference evaluator of the schedule",
     ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
@@ -247,6 +262,96 @@ def test_the_runtime_is_reached_only_through_its_public_names() -> None:
     assert private == []
 
 
+def dynamic_imports(trees: tuple[tuple[Path, str], ...]) -> list[str]:
+    """Every `importlib.import_module(...)` (or `__import__`) of a string or f-string that starts with the package."""
+    found = []
+    for name, (path, _) in modules(trees).items():
+        packages = {package.split(".")[0] for _, package in trees}
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            func = ast.unparse(node.func)
+            if not (func.endswith("import_module") or func == "__import__"):
+                continue
+            arg = node.args[0]
+            text = arg.value if isinstance(arg, ast.Constant) else None
+            if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+                text = arg.values[0].value
+            if isinstance(text, str) and text.split(".")[0] in packages:
+                found.append(f"{name}:{node.lineno} imports {ast.unparse(arg)} by a string")
+    return found
+
+
+def _private(attr: str) -> bool:
+    return attr.startswith("_") and not attr.startswith("__")
+
+
+def private_reads(trees: tuple[tuple[Path, str], ...], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every `obj._x` (obj not `self`/`cls`) in a layer where no module defines `_x` but another layer's does.
+
+    A private name is defined by a module that assigns `self._x`/`obj._x`,
+    declares `_x: T` (dataclass fields) or defines a function or class `_x`.
+    """
+    known = modules(trees)
+    trees_of = {name: ast.parse(path.read_text(), str(path)) for name, (path, _) in known.items()}
+    defined: dict[str, set[int | None]] = {}
+    for name, tree in trees_of.items():
+        layer = layer_of(name, layers)
+        for node in ast.walk(tree):
+            attr = None
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                attr = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                attr = node.attr
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                attr = node.target.id
+            if attr is not None and _private(attr):
+                defined.setdefault(attr, set()).add(layer)
+    found = []
+    for name, tree in trees_of.items():
+        layer = layer_of(name, layers)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            owners = defined.get(node.attr, set())
+            if owners and layer not in owners:
+                found.append(f"{name}:{node.lineno} reads {ast.unparse(node)}, private to another layer")
+    return found
+
+
+def _runtime_public_names() -> set[str]:
+    tree = ast.parse((ROOT / "runtime" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, list)
+            return set(value)
+    raise AssertionError("distal.runtime has no __all__")
+
+
+def test_no_module_imports_the_package_by_a_string() -> None:
+    assert dynamic_imports(TREES) == []
+
+
+def test_no_module_reads_private_attributes_of_another_layer() -> None:
+    assert private_reads(TREES, LAYERS) == []
+
+
+def test_lazy_entry_points_take_only_public_runtime_names() -> None:
+    public = _runtime_public_names()
+    taken = [
+        (name, alias.name)
+        for name, (path, _) in modules(TREES).items()
+        if not name.startswith("distal.runtime")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "distal.runtime"
+        for alias in node.names
+    ]
+    assert taken and [pair for pair in taken if pair[1] not in public] == []
+
+
 def _fake_package(tmp_path: Path, low_source: str, high_source: str = "") -> tuple[tuple[Path, str], ...]:
     pkg = tmp_path / "pkg"
     (pkg / "low").mkdir(parents=True, exist_ok=True)
@@ -285,3 +390,29 @@ def test_the_checker_finds_an_import_time_cycle(tmp_path: Path) -> None:
     assert import_cycles(trees) == [["pkg.high", "pkg.low.mod"]]
     lazy = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
     assert import_cycles(lazy) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import importlib\ndef f():\n    return importlib.import_module('pkg.high')\n",
+        "import importlib\ndef f(n):\n    return importlib.import_module(f'pkg.{n}')\n",
+        "def f():\n    return __import__('pkg.high')\n",
+    ],
+)
+def test_the_checker_finds_an_import_by_a_string(tmp_path: Path, source: str) -> None:
+    found = dynamic_imports(_fake_package(tmp_path, source))
+    assert len(found) == 1 and found[0].startswith("pkg.low.mod:")
+    assert dynamic_imports(_fake_package(tmp_path, "import importlib\nimportlib.import_module('json')\n")) == []
+
+
+def test_the_checker_finds_a_private_attribute_read_across_layers(tmp_path: Path) -> None:
+    high = "class T:\n    def __init__(self):\n        self._array = None\n    def _set_format(self):\n        pass\n"
+    low = "def f(t):\n    t._set_format()\n    return t._array\n"
+    found = private_reads(_fake_package(tmp_path, low, high), FAKE_LAYERS)
+    assert sorted(f.split(" reads ")[1] for f in found) == [
+        "t._array, private to another layer",
+        "t._set_format, private to another layer",
+    ]
+    same_layer = "class T:\n    def __init__(self):\n        self._array = None\n\ndef f(t):\n    return t._array\n"
+    assert private_reads(_fake_package(tmp_path, same_layer), FAKE_LAYERS) == []

@@ -9,6 +9,7 @@ import numpy as np
 from distal.errors import DtypeError, FormatError, NotationError, ShapeError
 from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
+from distal.notation.storage import HostStorage, Storage
 from distal.sizes import MachineDim, Param, Size
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ def check_dtype(dtype: Any, name: str) -> np.dtype:
 
 class Tensor:
     """A dense tensor: name, shape, dtype, an optional format, and its data.
+
+    Its identity (`name`, `shape`, `dtype`, `casting`) is fixed when it is
+    made: assigning one raises AttributeError. Its data is one `Storage`
+    (`tensor.storage`: a `HostStorage` NumPy array, or the runtime's stores
+    on Legate; None until written), replaced only through `set_array`,
+    `place`, `redistribute` and, by the runtime, `bind`.
 
     `dtype` is any of NumPy's numeric dtypes but bool. A statement computing
     the tensor computes as `numpy.einsum(..., out=tensor)` does: in NumPy's
@@ -87,21 +94,48 @@ class Tensor:
         dt = check_dtype(dtype, name)
         if casting not in _CASTINGS:
             raise DtypeError(f"expected casting= one of {', '.join(_CASTINGS)} for {name}, but found {casting!r}")
-        self.name = name
-        self.shape: tuple[Size, ...] = tuple(dims)
-        self.dtype = dt
-        self.casting = casting  # how a statement's right side is cast into this tensor (NumPy's casting rules)
+        self._name = name
+        self._shape: tuple[Size, ...] = tuple(dims)
+        self._dtype = dt
+        self._casting = casting
         self.format: Format | None = None
         self.assignment: Assignment | None = None
-        self._array: np.ndarray | None = None
-        self.storage: Any = None  # runtime-side data (distal.runtime), when placed on Legate
-        self._interface: tuple[Any, dict[str, Any]] | None = None  # (storage, Legate data interface) handed out
+        self._storage: Storage | None = None
+        self._interface: tuple[Storage, dict[str, Any]] | None = None  # (storage, Legate data interface) handed out
         if format is not None:
-            self._set_format(format)
+            self.set_format(format)
+
+    # -- identity (read-only) ------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The tensor's name (read-only)."""
+        return self._name
+
+    @property
+    def shape(self) -> tuple[Size, ...]:
+        """The tensor's extents, integers or `dt.Param` (read-only)."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The tensor's element type (read-only)."""
+        return self._dtype
+
+    @property
+    def casting(self) -> str:
+        """How a statement's right side is cast into this tensor, by NumPy's casting rules (read-only)."""
+        return self._casting
 
     # -- format ----------------------------------------------------------------
 
-    def _set_format(self, fmt: Any) -> None:
+    def set_format(self, fmt: Any) -> None:
+        """Give the tensor the format `fmt` (checked against its order); its data is not moved.
+
+        Data already placed on Legate by another format stays as it is and
+        is laid out by `fmt` at its next use on Legate (a plan run, `place`);
+        to move placed data now, on the same machine, use `redistribute`.
+        """
         check = getattr(fmt, "check_tensor", None)
         if check is None:
             raise FormatError(
@@ -196,7 +230,9 @@ class Tensor:
             store, shape, kind = iface
             check_dtype(kind, name)
             t = cls(name, shape, format, dtype=kind)
-            t.storage = _runtime("_tensor_storage").storage_of(store, shape, t.format)
+            from distal.runtime import storage_of
+
+            t.bind(storage_of(store, shape, t.format))
             return t
         from distal.lower.memory import check_host_allocation
 
@@ -204,7 +240,7 @@ class Tensor:
         data = np.array(array, copy=True)
         check_dtype(data.dtype, name)
         t = cls(name, data.shape, format, dtype=data.dtype)
-        t._array = data
+        t.bind(HostStorage(data))
         if t.format is not None and not t.format.params and _legate_running():
             t.place()
         return t
@@ -221,14 +257,16 @@ class Tensor:
         Placing a placed tensor does nothing.
         """
         unplaced = self.format is None or bool(self.format.params)
-        if self.storage is not None and (unplaced or getattr(self.storage, "format", None) == self.format):
+        held = self._storage
+        if held is not None and held.on_legate and (unplaced or held.format == self.format):
             return self
-        storage = _runtime("_tensor_storage")
+        from distal.runtime import adopt, storage_of
+
         if unplaced:
-            self.storage = storage.storage_of(None, self.concrete_shape(), None, self.to_numpy())
+            self.bind(storage_of(None, self.concrete_shape(), None, self.to_numpy()))
         else:
-            self.storage = storage.adopt(self.storage, self.to_numpy, self.format, self.dtype, self.concrete_shape())
-        self._array = None
+            assert self.format is not None
+            self.bind(adopt(held, self.to_numpy, self.format, self.dtype, self.concrete_shape()))
         return self
 
     def to_cupynumeric(self) -> Any:
@@ -238,7 +276,9 @@ class Tensor:
         blocks of a tensor with a format, gathered by launches), so changing
         one does not change the other. Same as ``cupynumeric.asarray(tensor)``.
         """
-        _runtime("_start").ensure_started()
+        from distal.runtime import ensure_started
+
+        ensure_started()
         import cupynumeric
 
         return cupynumeric.asarray(self)
@@ -247,11 +287,15 @@ class Tensor:
     def __legate_data_interface__(self) -> dict[str, Any]:
         """The Legate data interface (version 1) of a copy of the tensor's data, made on Legate."""
         cached = self._interface
-        if cached is not None and cached[0] is self.storage:
+        if cached is not None and cached[0] is self._storage:
             return cached[1]
         self.place()
-        iface: dict[str, Any] = _runtime("_tensor_storage").data_interface(self.storage, self.concrete_shape())
-        self._interface = (self.storage, iface)
+        from distal.runtime import FormatStore, TensorStore, data_interface
+
+        held = self._storage
+        assert isinstance(held, TensorStore | FormatStore)
+        iface: dict[str, Any] = data_interface(held, self.concrete_shape())
+        self._interface = (held, iface)
         return iface
 
     def concrete_shape(self) -> tuple[int, ...]:
@@ -270,19 +314,43 @@ class Tensor:
                 f"expected data of shape {self.concrete_shape()} for {self.name}, "
                 f"but found {data.shape}"
             )
-        self._array = np.array(data, dtype=self.dtype, copy=True)
-        self.storage = None
+        self.bind(HostStorage(np.array(data, dtype=self.dtype, copy=True)))
+
+    @property
+    def storage(self) -> Storage | None:
+        """The tensor's data (None: never written, reads as zeros); replace it with `bind` or `set_array`."""
+        return self._storage
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the tensor holds data, on the host or on Legate."""
+        return self._storage is not None
+
+    @property
+    def on_legate(self) -> bool:
+        """Whether the tensor's data lives on Legate (False: on the host, or no data)."""
+        return self._storage is not None and self._storage.on_legate
+
+    def bind(self, storage: Storage | None) -> None:
+        """Make `storage` the tensor's data (the runtime's one way to give a tensor data; None forgets it).
+
+        `storage` must have the tensor's shape; its format, if any, is the
+        layout its data is in (the tensor's own `format` is not changed).
+        """
+        if storage is not None and all(isinstance(n, int) for n in self.shape):
+            assert tuple(storage.shape) == self.shape, (
+                f"expected storage of shape {self.shape} for {self.name}, but found {storage.shape}"
+            )
+        self._storage = storage
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the tensor's data (zeros if it was never written)."""
-        if self.storage is not None:
-            return np.array(self.storage.to_numpy(), dtype=self.dtype, copy=True)
-        if self._array is None:
-            from distal.lower.memory import check_host_allocation
+        if self._storage is not None:
+            return np.array(self._storage.to_numpy(), dtype=self.dtype, copy=True)
+        from distal.lower.memory import check_host_allocation
 
-            check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
-            return np.zeros(self.concrete_shape(), dtype=self.dtype)
-        return self._array.copy()
+        check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
+        return np.zeros(self.concrete_shape(), dtype=self.dtype)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         data = self.to_numpy()
@@ -318,28 +386,18 @@ class Tensor:
                 f"expected a format on the machine of {self.name} ({old.machine!r}), but found {format!r}"
             )
         format.check_tensor(self)  # refuses a format of another order before anything moves
-        has_data = self.storage is not None or self._array is not None
+        has_data = self._storage is not None
         if not has_data and any(not isinstance(n, int) for n in self.shape):
             self.format = format
             return None
         plan = plan_redistribution(old, format, self.concrete_shape(), method)
         if has_data:
-            import importlib
+            from distal.runtime import adopt, run_plan_steps
 
-            storage = importlib.import_module("distal.runtime._tensor_storage")
-            redist = importlib.import_module("distal.runtime._redistribute")
-            held = storage.adopt(self.storage, self.to_numpy, old, self.dtype, self.concrete_shape())
-            self.storage = redist.run_plan_steps(plan, held)
-            self._array = None
+            held = adopt(self._storage, self.to_numpy, old, self.dtype, self.concrete_shape())
+            self.bind(run_plan_steps(plan, held))
         self.format = format
         return plan
-
-
-def _runtime(module: str) -> Any:
-    """A module of distal.runtime (imported on use: the compiler never imports legate by itself)."""
-    import importlib
-
-    return importlib.import_module(f"distal.runtime.{module}")
 
 
 def _legate_running() -> bool:
@@ -354,9 +412,11 @@ def _legate_interface(array: Any) -> tuple[Any, tuple[int, ...], np.dtype[Any]] 
     """(store, shape, dtype) of an object with ``__legate_data_interface__``, copied on Legate; else None."""
     if getattr(type(array), "__legate_data_interface__", None) is None:
         return None
-    if isinstance(array, Tensor) and array.storage is None:
+    if isinstance(array, Tensor) and not array.on_legate:
         return None  # its data is on the host: copying it there starts no Legate
-    found = _runtime("_tensor_storage").legate_input(array)
+    from distal.runtime import legate_input
+
+    found = legate_input(array)
     assert found is not None
     store, shape = found
     return store, shape, store.dtype

@@ -113,7 +113,7 @@ def test_global_store_holds_the_tensor() -> None:
 def test_tensor_from_array_on_legate_round_trips() -> None:
     a = _data((5, 7), np.float32)
     A = dt.Tensor.from_array("A", a, dt.Format("xy -> xy", M22))
-    A.storage = place(a, A.format)
+    A.bind(place(a, A.format))
     assert isinstance(A.storage, FormatStore)
     assert np.array_equal(np.asarray(A), a) and A.to_numpy().dtype == np.float32
 

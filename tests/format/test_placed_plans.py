@@ -72,7 +72,7 @@ def _matmul(A: dt.Tensor, B: dt.Tensor, C: dt.Tensor, machine: dt.Machine) -> dt
 def test_from_array_places_at_once_when_legate_runs() -> None:
     a = _data((5, 7))
     B = dt.Tensor.from_array("B", a, dt.Format("xy -> xy", M22))
-    assert isinstance(B.storage, FormatStore) and B._array is None
+    assert isinstance(B.storage, FormatStore) and B.on_legate
     assert np.array_equal(B.to_numpy(), a)
 
 
@@ -127,7 +127,7 @@ def test_from_array_does_not_start_legate_in_a_compiler_session() -> None:
         "import sys, numpy as np, distal as dt\n"
         "m = dt.Machine(dt.Grid(2, 2))\n"
         "B = dt.Tensor.from_array('B', np.ones((4, 4)), dt.Format('xy -> xy', m))\n"
-        "assert B.storage is None and 'legate' not in sys.modules, sorted(k for k in sys.modules if 'legate' in k)\n"
+        "assert not B.on_legate and 'legate' not in sys.modules, sorted(k for k in sys.modules if 'legate' in k)\n"
         "i, j = dt.index_vars('i j'); A = dt.Tensor('A', (4, 4)); A[i, j] = B[i, j] * 2\n"
         "A.schedule().evaluate(backend='reference')\n"
         "assert 'legate' not in sys.modules and (A.to_numpy() == 2).all()\n"
@@ -139,7 +139,7 @@ def test_a_tensor_made_before_legate_ran_is_placed_at_its_first_use() -> None:
     a = _data((6, 5))
     B = dt.Tensor("B", (6, 5), dt.Format("xy -> xy", M22))
     B.set_array(a)  # host data, like from_array before Legate started
-    assert B.storage is None
+    assert not B.on_legate
     C = dt.Tensor.from_array("C", _data((5, 6), 2), dt.Format("xy -> xy", M22))
     A = dt.Tensor("A", (6, 6), dt.Format("xy -> xy", M22))
     _matmul(A, B, C, M22).evaluate()
@@ -312,4 +312,4 @@ def test_a_tensor_copies_a_tensor() -> None:
     H = dt.Tensor("H", (5, 4))
     H.set_array(a)
     R = dt.Tensor.from_array("R", H)
-    assert R.storage is None and np.array_equal(R.to_numpy(), a)
+    assert not R.on_legate and np.array_equal(R.to_numpy(), a)

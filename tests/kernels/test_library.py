@@ -119,7 +119,7 @@ def test_higher_order_kernels() -> None:
 def test_build_sets_formats_and_says_so() -> None:
     A, B, C = matmul_operands(4, 4, 4)
     m = dt.Machine(dt.Grid(2, 2))
-    B._set_format(dt.Format("xy -> x*", m))
+    B.set_format(dt.Format("xy -> x*", m))
     sched = kernels.build("summa", m, A, B, C)
     assert str(B.format) == "xy -> xy"
     assert any("B" in n and "x*" in n for n in sched.notes)

@@ -72,7 +72,7 @@ def test_a_cupynumeric_array_goes_in_without_a_host_copy(cn: Any, no_host_copy: 
     assert isinstance(T.storage, TensorStore) and isinstance(P.storage, FormatStore)
     assert (T.shape, V.shape, S.shape, S.dtype) == ((5, 7), (3, 5), (), np.dtype(np.float32))
     x[0, 0] = -1.0  # the tensor has its own copy
-    assert T._array is None and P._array is None
+    assert T.on_legate and P.on_legate
     want = np.arange(35.0).reshape(5, 7)
     got = [T.storage.to_numpy(), P.storage.to_numpy(), V.storage.to_numpy(), S.storage.to_numpy()]
     assert np.array_equal(got[0], want) and np.array_equal(got[1], want)

@@ -91,7 +91,7 @@ def test_a_pinned_first_launch_keeps_the_fill(fills: list[Any]) -> None:
 
 def test_an_accumulating_plan_fills_nothing_and_keeps_the_output(fills: list[Any]) -> None:
     plan, A, data = _copy_plan(8, True, accumulate=True)
-    A.storage = None
+    A.bind(None)
     before = A.to_numpy().copy()
     plan.run()
     np.testing.assert_array_equal(A.to_numpy(), before + data)
