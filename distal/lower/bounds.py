@@ -17,20 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from distal.cin.ast import Stmt, assignments, loop_vars
-from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
+from distal.cin.relations import Interval
 from distal.notation.ast import Access, Expr, IndexVar, Sum
 from distal.notation.tensor import Tensor
 from distal.schedule.provenance import Provenance
 
 __all__ = ["Bounds", "Interval", "accesses", "sum_vars"]
-
-Interval = tuple[int, int]
-
-
-def _clip(iv: Interval, n: int) -> Interval:
-    lo, hi = max(iv[0], 0), min(iv[1], n)
-    return (lo, hi) if lo < hi else (0, 0)
-
 
 def accesses(stmt: Stmt) -> list[Access]:
     """Every access of every assignment of `stmt`, left-hand sides first."""
@@ -80,46 +72,12 @@ class Bounds:
         while changed:
             changed = False
             for d in reversed(self.prov.derivations):
-                new = self._derive(d, iv)
+                new = d.bounds(iv, self.ext)
                 for v, x in new.items():
                     if v not in iv:
                         iv[v] = x
                         changed = True
         return iv
-
-    def _derive(self, d: object, iv: dict[IndexVar, Interval]) -> dict[IndexVar, Interval]:
-        ext = self.ext
-        if isinstance(d, Divide | Split):
-            if d.parent in iv or d.outer not in iv or d.inner not in iv:
-                return {}
-            (olo, ohi), (ilo, ihi) = iv[d.outer], iv[d.inner]
-            if olo >= ohi or ilo >= ihi:
-                return {d.parent: (0, 0)}
-            ei = ext[d.inner]
-            return {d.parent: _clip((olo * ei + ilo, (ohi - 1) * ei + ihi), ext[d.parent])}
-        if isinstance(d, Fuse):
-            if d.fused not in iv or d.outer in iv:
-                return {}
-            lo, hi = iv[d.fused]
-            n = ext[d.inner]
-            if lo >= hi:
-                return {d.outer: (0, 0), d.inner: (0, 0)}
-            inner = (lo % n, (hi - 1) % n + 1) if lo // n == (hi - 1) // n else (0, n)
-            return {d.outer: (lo // n, (hi - 1) // n + 1), d.inner: inner}
-        if isinstance(d, Rotate):
-            if d.target in iv or d.result not in iv or any(b not in iv for b in d.by):
-                return {}
-            parts = [iv[d.result], *(iv[b] for b in d.by)]
-            if any(lo >= hi for lo, hi in parts):
-                return {d.target: (0, 0)}
-            lo = sum(p[0] for p in parts)
-            hi = sum(p[1] - 1 for p in parts) + 1
-            n = ext[d.target]
-            if hi - lo >= n or lo // n != (hi - 1) // n:
-                return {d.target: (0, n)}
-            return {d.target: (lo % n, (hi - 1) % n + 1)}
-        assert isinstance(d, Precompute)
-        return {v: iv[w] for v, w in zip(d.vars, d.workspace_vars) if w in iv and v not in iv}
 
     def box(self, tensor: Tensor, shape: tuple[int, ...], accs: Iterable[Access],
             iv: Mapping[IndexVar, Interval]) -> tuple[Interval, ...]:

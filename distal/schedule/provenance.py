@@ -11,22 +11,18 @@ iterations of divide and split when extents do not divide.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from distal.cin.relations import Derivation, Divide, Fuse, Precompute, Rotate, Split
+from distal.cin.relations import Derivation, Form
 from distal.errors import ScheduleError
 from distal.notation.ast import IndexVar
 from distal.sizes import Param, Size, as_expr, resolve
 
 __all__ = ["Provenance"]
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,58 +65,27 @@ class Provenance:
         if d is None:
             return frozenset({var})
         out: frozenset[IndexVar] = frozenset()
-        for p in d.parents:
+        for p in d.sources:
             out |= self.roots(p)
-        if isinstance(d, Rotate):
-            for b in d.by:
-                out |= self.roots(b)
         return out
 
     # -- extents -----------------------------------------------------------------
 
     def extent_expr(self, var: IndexVar) -> Any:
         """The extent of `var` as a sympy expression."""
-        import sympy  # on first use (only plans with a dt.Param ask): it costs 0.3 s to import
-
         for v, s in self.base:
             if v == var:
                 return as_expr(s)
         d = self.producer(var)
         if d is None:
             raise ScheduleError(f"expected a known index variable, but found {var}")
-        if isinstance(d, Divide):
-            n = self.extent_expr(d.parent)
-            return as_expr(d.parts) if var == d.outer else sympy.ceiling(n / as_expr(d.parts))
-        if isinstance(d, Split):
-            n = self.extent_expr(d.parent)
-            return as_expr(d.size) if var == d.inner else sympy.ceiling(n / as_expr(d.size))
-        if isinstance(d, Fuse):
-            return self.extent_expr(d.outer) * self.extent_expr(d.inner)
-        if isinstance(d, Rotate):
-            return self.extent_expr(d.target)
-        assert isinstance(d, Precompute)
-        return self.extent_expr(d.vars[d.workspace_vars.index(var)])
+        return d.extent_expr(var, self.extent_expr)
 
     def extents(self, bindings: Mapping[str, int] | None = None) -> dict[IndexVar, int]:
         """Integer extents of every variable, parameters bound from `bindings`."""
         ext: dict[IndexVar, int] = {v: resolve(s, bindings) for v, s in self.base}
         for d in self.derivations:
-            if isinstance(d, Divide):
-                parts = resolve(d.parts, bindings)
-                ext[d.outer] = parts
-                ext[d.inner] = _ceil_div(ext[d.parent], parts)
-            elif isinstance(d, Split):
-                size = resolve(d.size, bindings)
-                ext[d.inner] = size
-                ext[d.outer] = _ceil_div(ext[d.parent], size)
-            elif isinstance(d, Fuse):
-                ext[d.fused] = ext[d.outer] * ext[d.inner]
-            elif isinstance(d, Rotate):
-                ext[d.result] = ext[d.target]
-            else:
-                assert isinstance(d, Precompute)
-                for v, w in zip(d.vars, d.workspace_vars):
-                    ext[w] = ext[v]
+            ext.update(d.extents(ext, bindings))
         return ext
 
     # -- recovery ----------------------------------------------------------------
@@ -132,21 +97,11 @@ class Provenance:
         while changed:
             changed = False
             for d in reversed(self.derivations):
-                new = self._fires(d, have)
+                new = d.fires(have)
                 if new - have:
                     have |= new
                     changed = True
         return frozenset(have)
-
-    @staticmethod
-    def _fires(d: Derivation, have: set[IndexVar]) -> set[IndexVar]:
-        if isinstance(d, Precompute):
-            return {v for v, w in zip(d.vars, d.workspace_vars) if w in have}
-        if isinstance(d, Rotate):
-            return {d.target} if d.result in have and all(b in have for b in d.by) else set()
-        if all(v in have for v in d.derived):
-            return set(d.parents)
-        return set()
 
     def recover(
         self, values: Mapping[IndexVar, Any], ext: Mapping[IndexVar, int]
@@ -164,42 +119,35 @@ class Provenance:
         while changed:
             changed = False
             for d in reversed(self.derivations):
-                if isinstance(d, Divide | Split):
-                    if d.parent in vals or d.outer not in vals or d.inner not in vals:
-                        continue
-                    p = vals[d.outer] * ext[d.inner] + vals[d.inner]
-                    vals[d.parent] = p
-                    if ext[d.outer] * ext[d.inner] != ext[d.parent]:
-                        guards.append(p < ext[d.parent])
+                if d.recover(vals, ext, guards):
                     changed = True
-                elif isinstance(d, Fuse):
-                    if d.fused not in vals or d.outer in vals or d.inner in vals:
-                        continue
-                    vals[d.outer] = vals[d.fused] // ext[d.inner]
-                    vals[d.inner] = vals[d.fused] % ext[d.inner]
-                    changed = True
-                elif isinstance(d, Rotate):
-                    if d.target in vals or d.result not in vals or any(b not in vals for b in d.by):
-                        continue
-                    total = vals[d.result]
-                    for b in d.by:
-                        total = total + vals[b]
-                    vals[d.target] = total % ext[d.target]
-                    changed = True
-                else:
-                    assert isinstance(d, Precompute)
-                    for v, w in zip(d.vars, d.workspace_vars):
-                        if w in vals and v not in vals:
-                            vals[v] = vals[w]
-                            changed = True
         return vals, guards
+
+    def affine_forms(
+        self, ints: Mapping[IndexVar, int], block: Sequence[IndexVar], ext: Mapping[IndexVar, int]
+    ) -> tuple[dict[IndexVar, Form], dict[IndexVar, int]] | None:
+        """Affine forms (block variable, offset) of the variables a block of loops reaches, and an upper bound
+        per block variable (it stays inside every extent it reaches).
+
+        `ints` holds the integer values recovered outside the block. None when
+        a block variable reaches a variable that is no affine form of it
+        (through fuse or rotate, or two block variables meeting).
+        """
+        forms: dict[IndexVar, Form] = {b: (b, 0) for b in block}
+        upper = {b: ext[b] for b in block}
+        changed = True
+        while changed:
+            changed = False
+            for d in reversed(self.derivations):
+                step = d.affine(ints, forms, upper, ext)
+                if step is None:
+                    return None
+                changed = changed or step
+        return forms, upper
 
     def extents_or_none(self) -> dict[IndexVar, int] | None:
         """Integer extents when no size is symbolic, else None."""
-        if any(isinstance(s, Param) for _, s in self.base) or any(
-            isinstance(getattr(d, "parts", None), Param) or isinstance(getattr(d, "size", None), Param)
-            for d in self.derivations
-        ):
+        if any(isinstance(s, Param) for _, s in self.base) or any(d.symbolic() for d in self.derivations):
             return None
         return self.extents()
 

@@ -555,15 +555,16 @@ class Schedule:
             """Whether the loops `vs` run all of `u` (u itself, or both parts of a split of u)."""
             if u in vs:
                 return True
-            cut = [d for d in self.provenance.derivations if isinstance(d, Divide | Split) and d.parent == u]
-            return bool(cut) and covered(cut[0].outer) and covered(cut[0].inner)
+            cut = [t for d in self.provenance.derivations if (t := d.tiles()) is not None and d.parents == (u,)]
+            return bool(cut) and covered(cut[0][0]) and covered(cut[0][1])
 
         roots: set[IndexVar] = set()
         for v in vs:
             d = self.provenance.producer(v)
             # the outer loop of a divide/split covers a contiguous block together with its inner loop
-            whole = isinstance(d, Divide | Split) and v == d.outer and covered(d.inner)
-            if d is not None and not whole and not (isinstance(d, Divide | Split) and v == d.inner):
+            t = d.tiles() if d is not None else None
+            whole = t is not None and v == t[0] and covered(t[1])
+            if d is not None and not whole and not (t is not None and v == t[1]):
                 raise self._error(
                     f"substitute: expected loops over contiguous blocks (original, inner of divide/split, "
                     f"or outer with its inner), but {v} comes from {d}"
