@@ -47,22 +47,19 @@ from typing import Any
 import numpy as np
 
 from distal.errors import ScheduleError
-from distal.notation.ast import Access, Expr, IndexVar, Mul
+from distal.notation.ast import Access, Expr, IndexVar
+from distal.notation.visit import product_factors
 
-__all__ = ["GEMM", "GENERIC", "INNERPROD", "LEAVES", "MTTKRP", "TTM", "TTV", "Leaf", "einsum_pattern", "get"]
+__all__ = [
+    "GEMM", "GENERIC", "INNERPROD", "LEAVES", "MTTKRP", "TTM", "TTV", "Leaf", "einsum_pattern", "get", "register",
+]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _factors(e: Expr) -> list[Access] | None:
-    if isinstance(e, Access):
-        return [e]
-    if isinstance(e, Mul):
-        a, b = _factors(e.a), _factors(e.b)
-        if a is None or b is None:
-            return None
-        return a + b
-    return None
+    factors = product_factors(e)
+    return [f for f in factors if isinstance(f, Access)] if all(isinstance(f, Access) for f in factors) else None
 
 
 def einsum_pattern(lhs: Access, rhs: Expr) -> str | None:
@@ -211,6 +208,11 @@ class Leaf:
     name: str
     pattern: str | None
     kernel: Callable[..., Any] = field(default=_einsum, repr=False, compare=False)
+    how: str = field(default="implementation", compare=False)
+    """What the leaf runs on the tiles, in words (plans' explain reports it)."""
+    matmul_into: bool = field(default=False, compare=False)
+    """Whether the pattern is one matrix product of the first operand's rows (all but its last axis)
+    with the second operand: then NumPy tiles are multiplied straight into the output tile."""
 
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
@@ -239,7 +241,7 @@ class Leaf:
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
-        if (xp is np and self.kernel in (_matmul, _ttm)
+        if (xp is np and self.matmul_into
                 and all(isinstance(op, np.ndarray) and op.ndim >= 2 for op in operands)):
             b, c = operands
             rows = math.prod(b.shape[:-1])
@@ -265,14 +267,30 @@ class Leaf:
         return f"dt.leaf.{self.name}"
 
 
-GEMM = Leaf("GEMM", "ac,cb->ab", _matmul)  # BLAS for floats
-TTV = Leaf("TTV", "abc,c->ab", _ttv)  # (a*b, c) @ (c,): one matrix-vector product
-TTM = Leaf("TTM", "abd,dc->abc", _ttm)  # (a*b, d) @ (d, c): one matrix product
-MTTKRP = Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp)  # matrix products per block against the Khatri-Rao product
-INNERPROD = Leaf("INNERPROD", "abc,abc->", _innerprod)  # flattened tiles, no conjugation (vdot would conjugate)
-GENERIC = Leaf("GENERIC", None, _einsum)
+LEAVES: dict[str, Leaf] = {}
 
-LEAVES = {leaf.name: leaf for leaf in (GEMM, TTV, TTM, MTTKRP, INNERPROD, GENERIC)}
+
+def register(leaf: Leaf) -> Leaf:
+    """Add `leaf` to the leaves `get` and `substitute` know (its name, upper case, is the key); returns it.
+
+    Adding a leaf is one call: its name, its canonical einsum pattern (see
+    `einsum_pattern`) and its kernel `kernel(pattern, xp, *operands)` over
+    the array namespace `xp` (NumPy on CPU tiles, CuPy on GPU tiles). Task
+    bodies run it on every block whose pattern is the leaf's.
+    """
+    key = leaf.name
+    if key.upper() != key or key in LEAVES:
+        raise ValueError(f"expected a new upper-case leaf name, but found {leaf.name!r} (known: {', '.join(LEAVES)})")
+    LEAVES[leaf.name] = leaf
+    return leaf
+
+
+GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True))  # BLAS for floats
+TTV = register(Leaf("TTV", "abc,c->ab", _ttv, "matrix-vector matmul of the reshaped tile"))
+TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", matmul_into=True))
+MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product"))
+INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector matmul of the flattened tiles"))
+GENERIC = register(Leaf("GENERIC", None, _einsum, "numpy.einsum"))
 
 
 def get(name: str) -> Leaf:

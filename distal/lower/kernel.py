@@ -56,9 +56,10 @@ from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
 from distal.lower.parallel import ParallelLoop
-from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
+from distal.notation.visit import ExprVisitor, product_factors, summed_vars
 from distal.schedule.provenance import Provenance
 
 __all__ = ["BLOCK_LIMIT", "TaskBody"]
@@ -66,13 +67,6 @@ __all__ = ["BLOCK_LIMIT", "TaskBody"]
 BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-_LEAF_HOW = {
-    "GEMM": "matmul",
-    "TTV": "matrix-vector matmul of the reshaped tile",
-    "TTM": "matmul of the reshaped tile",
-    "MTTKRP": "matmuls against blocks of the Khatri-Rao product",
-    "INNERPROD": "vector-vector matmul of the flattened tiles",
-}
 Form = tuple[IndexVar, int]  # value = offset + block variable
 _EMPTY: Any = ({}, {}, {})
 
@@ -110,8 +104,7 @@ class TaskBody:
         """Per assignment (cached): sum-bound variables with extents, accesses, pure product."""
         found = self._facts.get(id(a))
         if found is None:
-            sums: dict[IndexVar, int] = {}
-            _collect_sums(a.rhs, sums, self.ext)
+            sums = {v: self.ext[v] for v in summed_vars(a.rhs)}
             found = (sums, (a.lhs, *a.rhs.accesses()), _is_product(a.rhs))
             self._facts[id(a)] = found
         return found
@@ -142,7 +135,7 @@ class TaskBody:
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if _is_product(a.rhs) else None
             if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
-                how = f"the leaf's {_LEAF_HOW.get(leaf.name, 'implementation')} (NumPy/BLAS; CuPy/cuBLAS on GPUs)"
+                how = f"the leaf's {leaf.how} (NumPy/BLAS; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
                 how = f"numpy.einsum('{pattern}', optimize=True)"
             else:
@@ -438,7 +431,7 @@ class _Run(Walker):
         no literal factor, no repeated axis. The leaf writes or adds into the
         output view in the tiles' namespace (BLAS-shaped, see `distal.leaf`).
         """
-        factors = _product_factors(a.rhs)
+        factors = product_factors(a.rhs)
         if not all(isinstance(f, Access) for f in factors):
             return False
         views = [view(f) for f in factors]
@@ -456,18 +449,16 @@ class _Run(Walker):
         if _is_product(e) and not isinstance(e, Literal):
             factors: list[tuple[Any, str]] = []
             scale: Any = 1
-            for f in _product_factors(e):
+            for f in product_factors(e):
                 if isinstance(f, Literal):
                     scale = scale * f.value
                 else:
                     factors.append(view(f))
             present = "".join(dict.fromkeys("".join(ax for _, ax in factors)))
             keep = "".join(c for c in out_axes if c in present)
-            if (leaf is not None and leaf.name == "GEMM" and len(factors) == 2
-                    and len(factors[0][1]) == 2 and len(factors[1][1]) == 2
-                    and factors[0][1][1] == factors[1][1][0] and keep == factors[0][1][0] + factors[1][1][1]
-                    and len(set(factors[0][1] + factors[1][1])) == 3):
-                result = xp.matmul(factors[0][0], factors[1][0])
+            if (leaf is not None and leaf.pattern is not None
+                    and _canonical(tuple(ax for _, ax in factors), keep) == leaf.pattern):
+                result = leaf.compute(*(arr for arr, _ in factors), xp=xp)  # a scaled leaf block
             else:
                 spec = ",".join(ax for _, ax in factors) + "->" + keep
                 result = xp.einsum(spec, *(arr for arr, _ in factors), optimize=len(factors) > 2)
@@ -483,33 +474,7 @@ class _Run(Walker):
 
     def _expr(self, e: Expr, view: Any, letters: dict[IndexVar, str],
               sums: dict[IndexVar, int]) -> tuple[Any, str]:
-        xp = self.xp
-        if isinstance(e, Access):
-            arr, axes = view(e)
-            return _diagonal(xp, arr, axes)
-        if isinstance(e, Literal):
-            return e.value, ""
-        if isinstance(e, Neg):
-            x, ax = self._expr(e.operand, view, letters, sums)
-            return -x, ax
-        if isinstance(e, Sum):
-            x, ax = self._expr(e.body, view, letters, sums)
-            c = letters[e.var]
-            if c in ax:
-                return xp.asarray(x).sum(axis=ax.index(c)), ax.replace(c, "")
-            return x * sums[e.var], ax
-        assert isinstance(e, BinaryOp), e
-        x, xa = self._expr(e.a, view, letters, sums)
-        y, ya = self._expr(e.b, view, letters, sums)
-        axes = xa + "".join(c for c in ya if c not in xa)
-        x, y = _expand(xp, x, xa, axes), _expand(xp, y, ya, axes)
-        if isinstance(e, Mul):
-            return x * y, axes
-        if isinstance(e, Div):
-            return x / y, axes
-        if isinstance(e, Sub):
-            return x - y, axes
-        return x + y, axes
+        return _Broadcast(self.xp, view, letters, sums)(e)
 
     # -- index mode ------------------------------------------------------------
 
@@ -554,13 +519,6 @@ def _array_module(tiles: Sequence[Any], default: Any) -> Any:
     return default
 
 
-def _collect_sums(e: Expr, out: dict[IndexVar, int], ext: Mapping[IndexVar, int]) -> None:
-    if isinstance(e, Sum):
-        out[e.var] = ext[e.var]
-    for c in e.children():
-        _collect_sums(c, out, ext)
-
-
 @functools.lru_cache(maxsize=1024)
 def _canonical(inputs: tuple[str, ...], output: str) -> str:
     """The einsum pattern `inputs->output` with its axes renamed a, b, ... by first appearance, output first."""
@@ -570,14 +528,55 @@ def _canonical(inputs: tuple[str, ...], output: str) -> str:
     return ",".join("".join(names[c] for c in ax) for ax in inputs) + "->" + "".join(names[c] for c in output)
 
 
-def _product_factors(e: Expr) -> list[Expr]:
-    if isinstance(e, Mul):
-        return _product_factors(e.a) + _product_factors(e.b)
-    return [e]
-
-
 def _is_product(e: Expr) -> bool:
-    return all(isinstance(f, Access | Literal) for f in _product_factors(e))
+    return all(isinstance(f, Access | Literal) for f in product_factors(e))
+
+
+class _Broadcast(ExprVisitor[tuple[Any, str]]):
+    """An expression over a slice block as a broadcast array expression: (value, its axes' letters)."""
+
+    def __init__(self, xp: Any, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int]) -> None:
+        self.xp, self.view, self.letters, self.sums = xp, view, letters, sums
+
+    def visit_access(self, e: Access) -> tuple[Any, str]:
+        arr, axes = self.view(e)
+        return _diagonal(self.xp, arr, axes)
+
+    def visit_literal(self, e: Literal) -> tuple[Any, str]:
+        return e.value, ""
+
+    def visit_neg(self, e: Neg) -> tuple[Any, str]:
+        x, ax = self(e.operand)
+        return -x, ax
+
+    def visit_sum(self, e: Sum) -> tuple[Any, str]:
+        x, ax = self(e.body)
+        c = self.letters[e.var]
+        if c in ax:
+            return self.xp.asarray(x).sum(axis=ax.index(c)), ax.replace(c, "")
+        return x * self.sums[e.var], ax
+
+    def _operands(self, e: BinaryOp) -> tuple[Any, Any, str]:
+        x, xa = self(e.a)
+        y, ya = self(e.b)
+        axes = xa + "".join(c for c in ya if c not in xa)
+        return _expand(self.xp, x, xa, axes), _expand(self.xp, y, ya, axes), axes
+
+    def visit_add(self, e: Add) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x + y, axes
+
+    def visit_sub(self, e: Sub) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x - y, axes
+
+    def visit_mul(self, e: Mul) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x * y, axes
+
+    def visit_div(self, e: Div) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x / y, axes
 
 
 def _diagonal(xp: Any, arr: Any, axes: str) -> tuple[Any, str]:
