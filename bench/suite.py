@@ -15,14 +15,17 @@ one run of this script, and ratios are taken within it.
 Run: `python bench/suite.py [--quick]`; writes bench/results/suite.json and
 bench/results/suite_*.png.
 
-`--interleaved` (the issue's targets, measured in one run): one Legate
-process on 2 CPU processors runs, in interleaved rounds (median), TTV,
-innerprod, TTM and MTTKRP against `numpy.einsum` (2 BLAS threads, set
-around each NumPy run) and `cupynumeric.einsum`, then matmul at n = 256,
-512, 1024, 2048, 4096 (`--sizes`) for every distal algorithm on 2
-processors against `numpy.matmul` and `cupynumeric.matmul`; writes
-bench/results/suite_interleaved.json (with the machine description and the
-load average) and suite_sweep.png (time and ratios against n).
+`--interleaved` (the issue's targets, measured in one run): interleaved
+rounds (median of 5) on 2 CPU processors of TTV, innerprod, TTM and MTTKRP
+against `numpy.einsum` (2 BLAS threads, set around each NumPy run) and
+`cupynumeric.einsum`, then matmul at n = 256, 512, 1024, 2048, 4096
+(`--sizes`) for every distal algorithm and `auto` on 2 processors against
+`numpy.matmul` and `cupynumeric.matmul`. Each kernel and each size runs in
+its own Legate child with --sysmem sized for it (one process for all of it
+reached 19 GB resident on a 24 GiB machine and hung); a child that gives no
+result within `--timeout` seconds is killed and reported as a hang. Writes
+bench/results/suite_interleaved.json, matmul_sweep.json and
+matmul_sweep.png (time and ratios against n), with the machine description.
 """
 
 from __future__ import annotations
