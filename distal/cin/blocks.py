@@ -23,9 +23,10 @@ import numpy as np
 
 from distal.cin.ast import Assign
 from distal.errors import RuntimeFailure
-from distal.notation.ast import Access, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
+from distal.notation.visit import ExprVisitor
 
 __all__ = ["Lookup", "add", "evaluate_points", "operand", "run_index_block", "store"]
 
@@ -101,41 +102,73 @@ def evaluate_points(e: Expr, vals: Mapping[IndexVar, Any], scope: list[IndexVar]
                     ext: Mapping[IndexVar, int], xp: Any = np, dtype: Any = None) -> Any:
     """`e` at every point: axis 0 runs over the points, axis 1 + n over `scope[n]` (sums being taken).
 
-    Every operand is converted to `dtype` (the statement's `compute_dtype`) when given.
+    Every operand is converted to `dtype` (the statement's `compute_dtype`) when given. An expression
+    node outside `distal.notation.visit.NODES` raises `TypeError` (it is never computed as another operator).
     """
-    depth = 1 + len(scope)
-    if isinstance(e, Access):
-        arr, origin = lookup(e.tensor)
+    return _Points(vals, list(scope), lookup, ext, xp, dtype)(e)
+
+
+class _Points(ExprVisitor[Any]):
+    """`evaluate_points` as a strict visitor; `scope` grows by one variable inside each `sum`."""
+
+    def __init__(self, vals: Mapping[IndexVar, Any], scope: list[IndexVar], lookup: Lookup,
+                 ext: Mapping[IndexVar, int], xp: Any, dtype: Any) -> None:
+        self.vals, self.scope, self.lookup, self.ext, self.xp, self.dtype = vals, scope, lookup, ext, xp, dtype
+
+    @property
+    def depth(self) -> int:
+        return 1 + len(self.scope)
+
+    def visit_access(self, e: Access) -> Any:
+        arr, origin = self.lookup(e.tensor)
+        depth, xp = self.depth, self.xp
         idx = []
         for v, o in zip(e.indices, origin):
-            if v in scope:
+            if v in self.scope:
                 shape = [1] * depth
-                shape[1 + scope.index(v)] = ext[v]
-                idx.append(_device(xp, np.arange(ext[v]).reshape(shape) - o))
+                shape[1 + self.scope.index(v)] = self.ext[v]
+                idx.append(_device(xp, np.arange(self.ext[v]).reshape(shape) - o))
             else:
-                x = _value_of(vals, v)
+                x = _value_of(self.vals, v)
                 idx.append(_device(xp, x.reshape((-1,) + (1,) * (depth - 1)) - o) if isinstance(x, np.ndarray)
                            else x - o)
-        return arr[tuple(idx)] if dtype is None else operand(arr[tuple(idx)], dtype)
-    if isinstance(e, Literal):
+        return arr[tuple(idx)] if self.dtype is None else operand(arr[tuple(idx)], self.dtype)
+
+    def visit_literal(self, e: Literal) -> Any:
         return e.value
-    if isinstance(e, Neg):
-        return -evaluate_points(e.operand, vals, scope, lookup, ext, xp, dtype)
-    if isinstance(e, Sum):
-        b = xp.asarray(evaluate_points(e.body, vals, [*scope, e.var], lookup, ext, xp, dtype))
+
+    def visit_neg(self, e: Neg) -> Any:
+        return -self(e.operand)
+
+    def visit_sum(self, e: Sum) -> Any:
+        depth, xp = self.depth, self.xp
+        self.scope.append(e.var)
+        try:
+            b = xp.asarray(self(e.body))
+        finally:
+            self.scope.pop()
         b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
-        b = xp.broadcast_to(b, (*b.shape[:-1], ext[e.var]))
+        b = xp.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
         return _sum(b, -1, xp)
-    assert isinstance(e, BinaryOp), e
-    x = _align(evaluate_points(e.a, vals, scope, lookup, ext, xp, dtype), depth)
-    y = _align(evaluate_points(e.b, vals, scope, lookup, ext, xp, dtype), depth)
-    if isinstance(e, Mul):
-        return x * y
-    if isinstance(e, Div):
-        return x / y
-    if isinstance(e, Sub):
+
+    def _operands(self, e: BinaryOp) -> tuple[Any, Any]:
+        return _align(self(e.a), self.depth), _align(self(e.b), self.depth)
+
+    def visit_add(self, e: Add) -> Any:
+        x, y = self._operands(e)
+        return x + y
+
+    def visit_sub(self, e: Sub) -> Any:
+        x, y = self._operands(e)
         return x - y
-    return x + y
+
+    def visit_mul(self, e: Mul) -> Any:
+        x, y = self._operands(e)
+        return x * y
+
+    def visit_div(self, e: Div) -> Any:
+        x, y = self._operands(e)
+        return x / y
 
 
 def _value_of(vals: Mapping[IndexVar, Any], v: IndexVar) -> Any:

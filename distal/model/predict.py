@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from distal.model.machine import MachineModel, ModelError
+from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
+from distal.notation.visit import ExprVisitor
 
 if TYPE_CHECKING:
     from distal.lower.plan import Plan
@@ -126,31 +128,42 @@ def _mib(b: float) -> str:
     return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 1024:.1f} KiB"
 
 
-def _walk(e: Any) -> list[Any]:
-    out = [e]
-    for c in e.children():
-        out += _walk(c)
-    return out
+class _Ops(ExprVisitor[int]):
+    """Arithmetic operations per evaluation of an expression (strict: an unknown node raises `TypeError`)."""
+
+    def visit_access(self, e: Access) -> int:
+        return 0
+
+    def visit_literal(self, e: Literal) -> int:
+        return 0
+
+    def visit_neg(self, e: Neg) -> int:
+        return self(e.operand)
+
+    def _binary(self, e: BinaryOp) -> int:
+        return 1 + self(e.a) + self(e.b)
+
+    visit_add = visit_sub = visit_mul = visit_div = _binary
+
+    def visit_sum(self, e: Sum) -> int:
+        return self(e.body)
 
 
 def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
     """Per index variable of the statement, an (operand tensor index, dimension) indexing it; ops per iteration."""
-    from distal.notation.ast import Access, BinaryOp
-
     out = plan.output.tensor
     stmt = out.assignment
     if stmt is None:
         raise ModelError(f"expected the plan's output {out.name} to keep its statement, but found none")
     index = {id(t.tensor): n for n, t in enumerate(plan.tensors)}
     where: dict[Any, tuple[int, int]] = {}
-    nodes = _walk(stmt.rhs)
-    for acc in [stmt.lhs, *(x for x in nodes if isinstance(x, Access))]:
+    for acc in (stmt.lhs, *stmt.rhs.accesses()):
         n = index.get(id(acc.tensor))
         if n is None:
             continue
         for d, v in enumerate(acc.indices):
             where.setdefault(v, (n, d))
-    ops = sum(1 for x in nodes if isinstance(x, BinaryOp)) + (1 if stmt.reduction_vars else 0)
+    ops = _Ops()(stmt.rhs) + (1 if stmt.reduction_vars else 0)
     return list(where.values()), max(ops, 1)
 
 

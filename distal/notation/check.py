@@ -24,6 +24,7 @@ import numpy as np
 
 from distal.errors import DtypeError, NotationError
 from distal.notation.ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.visit import ExprVisitor, summed_vars
 from distal.sizes import Size
 
 __all__ = ["check_statement", "compute_dtype", "extents", "result_dtype"]
@@ -88,13 +89,36 @@ def compute_dtype(lhs: Access, rhs: Expr) -> np.dtype:
 Signature = tuple[Any, ...]
 
 
-def _signature(e: Expr) -> Signature:
-    """`e` with each access replaced by its tensor's dtype: what its dtype depends on (a cache key)."""
-    if isinstance(e, Access):
+class _Signature(ExprVisitor[Signature]):
+    """`e` with each access replaced by its tensor's dtype and each operator by its ufunc: what its dtype
+    depends on (a cache key). Strict: an unknown node raises `TypeError`."""
+
+    def visit_access(self, e: Access) -> Signature:
         return ("access", e.tensor.dtype)
-    if isinstance(e, Literal):
+
+    def visit_literal(self, e: Literal) -> Signature:
         return ("literal", e.value)
-    return (type(e).__name__, *(_signature(c) for c in e.children()))
+
+    def visit_neg(self, e: Neg) -> Signature:
+        return ("neg", self(e.operand))
+
+    def visit_sum(self, e: Sum) -> Signature:
+        return ("sum", self(e.body))
+
+    def visit_add(self, e: Add) -> Signature:
+        return ("binary", np.add, self(e.a), self(e.b))
+
+    def visit_sub(self, e: Sub) -> Signature:
+        return ("binary", np.subtract, self(e.a), self(e.b))
+
+    def visit_mul(self, e: Mul) -> Signature:
+        return ("binary", np.multiply, self(e.a), self(e.b))
+
+    def visit_div(self, e: Div) -> Signature:
+        return ("binary", np.true_divide, self(e.a), self(e.b))
+
+
+_signature = _Signature()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -115,13 +139,12 @@ def _sample(sig: Signature) -> Any:
         return np.ones(1, dtype=sig[1])
     if kind == "literal":
         return sig[1]
-    if kind == Neg.__name__:
+    if kind == "neg":
         return -_sample(sig[1])
-    if kind == Sum.__name__:
+    if kind == "sum":
         return _sample(sig[1])  # einsum's sums keep the type (np.sum would widen small integers)
-    a, b = _sample(sig[1]), _sample(sig[2])
-    ufunc = {Mul.__name__: np.multiply, Div.__name__: np.true_divide, Sub.__name__: np.subtract,
-             Add.__name__: np.add}[kind]
+    assert kind == "binary", sig
+    ufunc, a, b = sig[1], _sample(sig[2]), _sample(sig[3])
     try:
         return ufunc(a, b)
     except (OverflowError, TypeError) as exc:
@@ -175,8 +198,5 @@ def _check_sums(stmt: Assignment) -> None:
 
 def _reduces(stmt: Assignment) -> bool:
     """Whether the right side sums: a variable only on the right, or an explicit sum."""
-    def has_sum(e: Expr) -> bool:
-        return isinstance(e, Sum) or any(has_sum(c) for c in e.children())
-
     free = {v for acc in stmt.rhs.accesses() for v in acc.indices}
-    return bool(free - set(stmt.lhs.indices)) or has_sum(stmt.rhs)
+    return bool(free - set(stmt.lhs.indices)) or bool(summed_vars(stmt.rhs))

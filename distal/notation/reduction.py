@@ -15,19 +15,8 @@ from `sum(v, x / y)`).
 
 from __future__ import annotations
 
-from distal.notation.ast import (
-    Access,
-    Add,
-    Assignment,
-    Div,
-    Expr,
-    IndexVar,
-    Literal,
-    Mul,
-    Neg,
-    Sub,
-    Sum,
-)
+from distal.notation.ast import Access, Assignment, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sum
+from distal.notation.visit import ExprRewriter, ExprVisitor, summed_vars
 
 __all__ = ["place_sum", "to_reduction_notation"]
 
@@ -36,45 +25,64 @@ def _mentions(e: Expr, v: IndexVar) -> bool:
     return v in e.index_vars()
 
 
-def _pure(e: Expr) -> bool:
+class _Pure(ExprVisitor[bool]):
     """A product of accesses, literals, negations and sums of such: no + - /."""
-    if isinstance(e, Access | Literal):
+
+    def visit_access(self, e: Access) -> bool:
         return True
-    if isinstance(e, Neg):
-        return _pure(e.operand)
-    if isinstance(e, Mul):
-        return _pure(e.a) and _pure(e.b)
-    if isinstance(e, Sum):
-        return _pure(e.body)
-    return False
+
+    def visit_literal(self, e: Literal) -> bool:
+        return True
+
+    def visit_neg(self, e: Neg) -> bool:
+        return self(e.operand)
+
+    def visit_mul(self, e: Mul) -> bool:
+        return self(e.a) and self(e.b)
+
+    def visit_sum(self, e: Sum) -> bool:
+        return self(e.body)
+
+    def _impure(self, e: BinaryOp) -> bool:
+        return False
+
+    visit_add = visit_sub = visit_div = _impure
+
+
+_pure = _Pure()
+
+
+class _PlaceSum(ExprRewriter):
+    """`place_sum(e, v)` as a rewriter: the rules of this module's docstring, node by node."""
+
+    def __init__(self, v: IndexVar) -> None:
+        self.v = v
+
+    def __call__(self, e: Expr) -> Expr:
+        return super().__call__(e) if _mentions(e, self.v) else e
+
+    def visit_access(self, e: Access) -> Expr:
+        return Sum(self.v, e)
+
+    def visit_mul(self, e: Mul) -> Expr:
+        in_a, in_b = _mentions(e.a, self.v), _mentions(e.b, self.v)
+        if in_a and in_b:
+            return Sum(self.v, e)
+        if _pure(e.a if in_a else e.b):
+            # sum(v, x) * y == sum(v, x * y) when x is a pure product: keep the
+            # sum high so that v stays a loop of the concrete notation.
+            return Sum(self.v, e)
+        return Mul(self(e.a), e.b) if in_a else Mul(e.a, self(e.b))
+
+    def visit_div(self, e: Div) -> Expr:
+        if _mentions(e.b, self.v):
+            return Sum(self.v, e)
+        return Div(self(e.a), e.b)
 
 
 def place_sum(e: Expr, v: IndexVar) -> Expr:
     """Wrap the parts of `e` that use `v` in `sum(v, ...)`."""
-    if not _mentions(e, v):
-        return e
-    if isinstance(e, Add | Sub):
-        return type(e)(place_sum(e.a, v), place_sum(e.b, v))
-    if isinstance(e, Mul):
-        in_a, in_b = _mentions(e.a, v), _mentions(e.b, v)
-        if in_a and in_b:
-            return Sum(v, e)
-        side = e.a if in_a else e.b
-        if _pure(side):
-            # sum(v, x) * y == sum(v, x * y) when x is a pure product: keep the
-            # sum high so that v stays a loop of the concrete notation.
-            return Sum(v, e)
-        return Mul(place_sum(e.a, v), e.b) if in_a else Mul(e.a, place_sum(e.b, v))
-    if isinstance(e, Div):
-        if _mentions(e.b, v):
-            return Sum(v, e)
-        return Div(place_sum(e.a, v), e.b)
-    if isinstance(e, Neg):
-        return Neg(place_sum(e.operand, v))
-    if isinstance(e, Sum):
-        return Sum(e.var, place_sum(e.body, v))
-    assert isinstance(e, Access), e
-    return Sum(v, e)
+    return _PlaceSum(v)(e)
 
 
 def to_reduction_notation(stmt: Assignment) -> Assignment:
@@ -82,15 +90,7 @@ def to_reduction_notation(stmt: Assignment) -> Assignment:
 
     Sums already explicit stay where they are.
     """
-    explicit: set[IndexVar] = set()
-
-    def bound(e: Expr) -> None:
-        if isinstance(e, Sum):
-            explicit.add(e.var)
-        for c in e.children():
-            bound(c)
-
-    bound(stmt.rhs)
+    explicit = set(summed_vars(stmt.rhs))
     rhs = stmt.rhs
     for v in stmt.reduction_vars:
         if v not in explicit:

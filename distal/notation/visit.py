@@ -71,7 +71,17 @@ class ExprRewriter(ExprVisitor[Expr]):
         a, b = self(e.a), self(e.b)
         return e if a is e.a and b is e.b else type(e)(a, b)
 
-    visit_add = visit_sub = visit_mul = visit_div = _binary
+    def visit_add(self, e: Add) -> Expr:
+        return self._binary(e)
+
+    def visit_sub(self, e: Sub) -> Expr:
+        return self._binary(e)
+
+    def visit_mul(self, e: Mul) -> Expr:
+        return self._binary(e)
+
+    def visit_div(self, e: Div) -> Expr:
+        return self._binary(e)
 
     def visit_sum(self, e: Sum) -> Expr:
         body = self(e.body)

@@ -7,8 +7,9 @@ from typing import Any
 
 from distal.format.machine import Grid, Machine
 from distal.leaf import Leaf
-from distal.notation.ast import Access, BinaryOp, Expr, IndexVar, Literal, Neg, Sum
+from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.tensor import Tensor
+from distal.notation.visit import ExprVisitor
 from distal.sizes import MachineDim, Param
 
 __all__ = ["Command", "python"]
@@ -49,19 +50,40 @@ def python(value: Any) -> str:
     return repr(value)
 
 
-def _expr(e: Expr) -> str:
-    if isinstance(e, Access):
+class _Python(ExprVisitor[str]):
+    """An expression as the Python DSL that builds it (strict: an unknown node raises `TypeError`)."""
+
+    def visit_access(self, e: Access) -> str:
         if not e.indices:
             return f"{e.tensor.name}[()]"
         return f"{e.tensor.name}[{', '.join(v.name for v in e.indices)}]"
-    if isinstance(e, Literal):
+
+    def visit_literal(self, e: Literal) -> str:
         return repr(e.value)
-    if isinstance(e, Neg):
-        return f"(-{_expr(e.operand)})"
-    if isinstance(e, BinaryOp):
-        return f"({_expr(e.a)} {e.symbol} {_expr(e.b)})"
-    assert isinstance(e, Sum)
-    return f"dt.Sum({e.var.name}, {_expr(e.body)})"
+
+    def visit_neg(self, e: Neg) -> str:
+        return f"(-{self(e.operand)})"
+
+    def _binary(self, e: BinaryOp, symbol: str) -> str:
+        return f"({self(e.a)} {symbol} {self(e.b)})"
+
+    def visit_add(self, e: Add) -> str:
+        return self._binary(e, "+")
+
+    def visit_sub(self, e: Sub) -> str:
+        return self._binary(e, "-")
+
+    def visit_mul(self, e: Mul) -> str:
+        return self._binary(e, "*")
+
+    def visit_div(self, e: Div) -> str:
+        return self._binary(e, "/")
+
+    def visit_sum(self, e: Sum) -> str:
+        return f"dt.Sum({e.var.name}, {self(e.body)})"
+
+
+_expr = _Python()
 
 
 @dataclass(frozen=True, slots=True)
