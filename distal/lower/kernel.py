@@ -45,7 +45,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -68,6 +68,16 @@ BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mod
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 Form = tuple[IndexVar, int]  # value = offset + block variable
+
+
+class _Facts(NamedTuple):
+    """What a task body needs of one assignment, worked out once per plan (not per task point)."""
+
+    sums: dict[IndexVar, int]  # sum-bound variables and their extents
+    accesses: tuple[Access, ...]  # the output first
+    product: bool  # the right side is a product of accesses and literals
+    factors: tuple[Expr, ...]  # the right side's product factors
+    dtype: Any  # the dtype the operands are converted to (as numpy.einsum(..., out=))
 _EMPTY: Any = ({}, {}, {})
 
 
@@ -95,18 +105,30 @@ class TaskBody:
     parallel: tuple[ParallelLoop, ...] = ()
     threads: int = field(default_factory=lambda: os.cpu_count() or 1, repr=False)
     _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
-    _facts: dict[int, tuple[dict[IndexVar, int], tuple[Access, ...], bool]] = field(
-        default_factory=dict, repr=False)
+    _facts: dict[int, _Facts] = field(default_factory=dict, repr=False)
+    _leaf_by_block: dict[tuple[IndexVar, ...], Leaf | None] = field(default_factory=dict, repr=False)
+    _letters: dict[tuple[int, tuple[IndexVar, ...]], dict[IndexVar, str]] = field(default_factory=dict, repr=False)
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Blocks run by each leaf's own implementation (`Leaf.compute_into`), by leaf name."""
 
-    def facts(self, a: Assign) -> tuple[dict[IndexVar, int], tuple[Access, ...], bool]:
-        """Per assignment (cached): sum-bound variables with extents, accesses, pure product."""
+    def facts(self, a: Assign) -> _Facts:
+        """Per assignment (cached for the plan): see `_Facts`."""
         found = self._facts.get(id(a))
         if found is None:
-            sums = {v: self.ext[v] for v in summed_vars(a.rhs)}
-            found = (sums, (a.lhs, *a.rhs.accesses()), _is_product(a.rhs))
+            factors = product_factors(a.rhs)
+            found = _Facts({v: self.ext[v] for v in summed_vars(a.rhs)}, (a.lhs, *a.rhs.accesses()),
+                           all(isinstance(f, Access | Literal) for f in factors), factors,
+                           compute_dtype(a.lhs, a.rhs))
             self._facts[id(a)] = found
+        return found
+
+    def letters(self, a: Assign, block: Sequence[IndexVar]) -> dict[IndexVar, str]:
+        """The einsum letter of each block and sum variable of `a` (cached for the plan)."""
+        key = (id(a), tuple(block))
+        found = self._letters.get(key)
+        if found is None:
+            found = {v: _LETTERS[n] for n, v in enumerate([*block, *self.facts(a).sums])}
+            self._letters[key] = found
         return found
 
     def __call__(self, point: Sequence[int], *tiles: Any) -> None:
@@ -153,10 +175,11 @@ class TaskBody:
         return None
 
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
-        for vs, leaf in self.leaves:
-            if vs <= set(chain):
-                return leaf
-        return None
+        """The leaf substituted for loops all in `chain`, or None (cached for the plan)."""
+        key = tuple(chain)
+        if key not in self._leaf_by_block:
+            self._leaf_by_block[key] = next((leaf for vs, leaf in self.leaves if vs <= set(chain)), None)
+        return self._leaf_by_block[key]
 
 
 class _Run(Walker):
@@ -359,7 +382,8 @@ class _Run(Walker):
         if found is _EMPTY:
             return True
         ints, forms, upper = found
-        sums, accs, product = self.body.facts(a)
+        facts = self.body.facts(a)
+        sums, accs, product = facts.sums, facts.accesses, facts.product
         reached: set[IndexVar] = set()
         for acc in accs:
             for v in acc.indices:
@@ -379,7 +403,7 @@ class _Run(Walker):
             ranges[b] = (max(lo, 0), min(hi, ranges[b][1]))
         if any(hi <= lo for lo, hi in ranges.values()):
             return True
-        letters = {v: _LETTERS[n] for n, v in enumerate([*block, *sums])}
+        letters = self.body.letters(a, block)
 
         def view(acc: Access) -> tuple[Any, str]:
             arr, origin = self.arrays[acc.tensor]
@@ -407,7 +431,7 @@ class _Run(Walker):
         out, out_axes = view(a.lhs)
         if len(set(out_axes)) != len(out_axes):
             return None
-        dtype = compute_dtype(a.lhs, a.rhs)  # as numpy.einsum(..., out=): operands converted first
+        dtype = facts.dtype  # as numpy.einsum(..., out=): operands converted first
 
         def rhs_view(acc: Access) -> tuple[Any, str]:
             arr, axes = view(acc)
