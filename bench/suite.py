@@ -256,6 +256,7 @@ def plot_sweep(results: dict[str, Any], path: Path) -> Path:
     for key in ("vs_numpy", "vs_cupynumeric"):
         right.plot(ns, [rows[str(n)][key] for n in ns], marker="o", label=f"best distal {key.replace('_', ' ')}")
     right.axhline(1.0, color="gray", linewidth=0.8)
+    right.axhline(0.9, color="gray", linewidth=0.8, linestyle="--")  # the target against NumPy from n = 1024
     right.set_xscale("log", base=2)
     right.set_xlabel("n")
     right.set_ylabel("ratio (theirs / distal's)")
