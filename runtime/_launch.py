@@ -23,7 +23,7 @@ from typing import Any
 from distal.errors import DistalError, NotSupportedYet
 
 from ._start import legate_runtime, processor_count, work_queued
-from ._store import Store
+from ._store import Store, tile_of
 from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
 
@@ -255,6 +255,8 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
     text = ",".join(layout)
     if pinned is not None:
         text += ";" + ",".join(str(int(x)) for x in pinned)
+        if list(upper) != [lo + 1 for lo in lower]:
+            text += ";first"  # only launch point 0 runs the kernel (_pinned_args)
     launch.add_scalar_arg(text, types.string_type)
     work_queued()  # until the next blocking fence: no automatic GC, one BLAS thread per task
     launch.execute()
@@ -284,20 +286,61 @@ def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],
             # Legate runs a one-point 1-D manual launch as a single task and hands it the
             # whole store instead of the projected tile (measured: a (1,) launch reading tile
             # (0, 0) of a (2, 12) store saw (2, 12)). Hand the point its tiles as sub-stores.
-            _submit(key, [_point_arg(a, low) for a in args], [0], [1], whole_stores=True, pinned=tuple(low))
+            _submit_pinned(key, [_point_arg(a, low) for a in args], low)
         else:
             _submit(key, args, low, upper, whole_stores=False)
 
 
-def _point_arg(arg: Arg, point: Sequence[int]) -> Arg:
-    """`arg` as seen by the launch point `point` alone: its tile as a store of its own."""
+def _point_arg(arg: Arg, point: Sequence[int]) -> tuple[Store, Privilege]:
+    """`arg` as seen by the launch point `point` alone: its block of the store (`tile_of`)."""
     if arg.tile is None:
-        return arg
+        return arg.store, arg.privilege
     _check_colors(arg, point, [p + 1 for p in point])
     color = tuple(a.at(point) for a in arg.maps(len(point)))
-    child = arg.store.handle.partition_by_tiling(arg.tile, arg.color_shape()).get_child_store(*color)
-    sub = Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=arg.store.dtype)
-    return Arg(sub, arg.privilege)
+    return tile_of(arg.store, arg.tile, color), arg.privilege
+
+
+def _pinned_args(listed: Sequence[tuple[Store, Privilege]]) -> list[Arg] | None:
+    """The arguments of a pinned launch as tiles of their whole stores, for a two-point launch whose
+    point 0 gets the block and point 1 an empty tile past the store's end (point 1 runs nothing).
+
+    A one-point launch would be run by Legate as a single task handed whole stores (see
+    `index_launch`), and launching on sub-stores made freeing their store crash Legion (SIGSEGV in
+    `DiscardOp::trigger_ready -> EqKDNode::find_to_get_previous`, issue 11 reproducer 4). None
+    where this form does not apply: an empty store, two blocks of one store in the launch, or a
+    view written to.
+    """
+    args: list[Arg] = []
+    seen: set[int] = set()
+    for store, privilege in listed:
+        if store.block_of is not None:
+            base, tile, color = store.block_of
+        elif getattr(store.handle, "transformed", False):  # a view (a slice, a promoted scalar)
+            if privilege is not Privilege.READ:
+                return None
+            args.append(Arg(store, privilege))  # read whole by both points
+            continue
+        else:
+            base, tile, color = store, store.shape, (0,) * store.ndim
+        if base.ndim == 0 or any(n == 0 for n in base.shape) or id(base) in seen:
+            return None
+        seen.add(id(base))
+        colors = tile_colors(base.shape, tile)
+        past = colors[0]  # the first color of dimension 0 past the store: an empty tile
+        projection = (Affine(0, past - color[0], color[0]),
+                      *(Affine(None, 0, c) for c in color[1:]))
+        args.append(Arg(base, privilege, tuple(tile), projection, (past + 1, *colors[1:])))
+    return args
+
+
+def _submit_pinned(key: int, listed: Sequence[tuple[Store, Privilege]], point: Sequence[int]) -> None:
+    """One launch of kernel `key` at `point` with `listed`'s blocks, in the current machine scope."""
+    args = _pinned_args(listed)
+    if args is None:
+        _submit(key, [Arg(store, privilege) for store, privilege in listed], [0], [1],
+                whole_stores=True, pinned=tuple(point))
+    else:
+        _submit(key, args, [0], [2], whole_stores=False, pinned=tuple(point))
 
 
 def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],
@@ -313,9 +356,8 @@ def point_launch(key: int, args: Sequence[Store | tuple[Store, Privilege]],
     if not 0 <= processor < count:
         raise DistalError(f"expected a {target.upper()} processor in [0, {count}), but found {processor}")
     listed = [a if isinstance(a, tuple) else (a, Privilege.READ) for a in args]
-    plain = [Arg(store, privilege) for store, privilege in listed]
     with target_scope(target, slice(processor, processor + 1)):
-        _submit(key, plain, [0], [1], whole_stores=True, pinned=tuple(point))
+        _submit_pinned(key, listed, point)
 
 
 def _check_target(target: str) -> int:

@@ -92,6 +92,9 @@ class Store:
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     buffer: np.ndarray | None = field(default=None, repr=False)
+    # For a block made by `tile_of`: (the store it is a block of, tile shape, color). Pinned launches
+    # take the block through a partition of that store, never through the sub-store (see `tile_of`).
+    block_of: tuple[Store, tuple[int, ...], tuple[int, ...]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         global _kept_bytes
@@ -117,7 +120,10 @@ def wrap(handle: Any, dtype: np.dtype[Any], buffer: np.ndarray | None = None) ->
 def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Store:
     """The block of `store` at `color` when it is cut into `tile`-sized blocks.
 
-    The result shares the store's data (a view), for single-point launches.
+    The result shares the store's data (a view), for single-point launches. `point_launch` reads
+    and writes it through a tiling partition of `store` (`block_of`), not through the sub-store:
+    freeing a store whose launches had used sub-stores of it crashed Legion (SIGSEGV in
+    `DiscardOp::trigger_ready`, issue 11 reproducer 4).
     """
     colors = tuple(-(-n // max(t, 1)) for n, t in zip(store.shape, tile, strict=True))
     if len(color) != store.ndim or any(not 0 <= c < n for c, n in zip(color, colors)):
@@ -126,7 +132,8 @@ def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Stor
             f"for a store of shape {store.shape} cut into {tile}"
         )
     child = store.handle.partition_by_tiling(tile).get_child_store(*color)
-    return Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=store.dtype)
+    return Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=store.dtype,
+                 block_of=(store, tuple(tile), tuple(color)))
 
 
 def live_bytes(exclude: Iterable[Store] = ()) -> int:

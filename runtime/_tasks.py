@@ -43,6 +43,9 @@ def _run(ctx: Any, stores: dict[str, Any]) -> None:
     key = int(stores["key"])
     layout, marker, pinned = str(stores["layout"]).partition(";")
     if marker:
+        pinned, first_only, _ = pinned.partition(";")
+        if first_only and any(int(x) for x in ctx.task_index):
+            return  # a pinned launch's second point, on empty tiles (_launch._pinned_args)
         point = tuple(int(x) for x in pinned.split(",") if x)
     else:
         point = tuple(int(x) for x in ctx.task_index)
