@@ -186,7 +186,7 @@ def _check_memory(plan: Plan) -> None:
     one fence frees the stores nothing references any more, and the plan is checked again."""
     machine = ensure_started()
     staging = max((i.size * i.itemsize for i in plan.tensors
-                   if not i.output and getattr(i.tensor, "storage", None) is None), default=0)
+                   if not i.output and not i.tensor.on_legate), default=0)
     try:
         check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
     except DistalError:
