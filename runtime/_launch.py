@@ -23,7 +23,7 @@ from typing import Any
 from distal.errors import DistalError, NotSupportedYet
 
 from ._start import legate_runtime, processor_count, work_queued
-from ._store import Store, tile_of
+from ._store import Store
 from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
 
@@ -297,7 +297,10 @@ def _point_arg(arg: Arg, point: Sequence[int]) -> tuple[Store, Privilege]:
         return arg.store, arg.privilege
     _check_colors(arg, point, [p + 1 for p in point])
     color = tuple(a.at(point) for a in arg.maps(len(point)))
-    return tile_of(arg.store, arg.tile, color), arg.privilege
+    child = arg.store.handle.partition_by_tiling(arg.tile, arg.color_shape()).get_child_store(*color)
+    block = Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=arg.store.dtype,
+                  block_of=(arg.store, arg.tile, color))  # may be an empty block past the store's end
+    return block, arg.privilege
 
 
 def _pinned_args(listed: Sequence[tuple[Store, Privilege]]) -> list[Arg] | None:
@@ -325,8 +328,8 @@ def _pinned_args(listed: Sequence[tuple[Store, Privilege]]) -> list[Arg] | None:
         if base.ndim == 0 or any(n == 0 for n in base.shape) or id(base) in seen:
             return None
         seen.add(id(base))
-        colors = tile_colors(base.shape, tile)
-        past = colors[0]  # the first color of dimension 0 past the store: an empty tile
+        colors = tuple(max(n, c + 1) for n, c in zip(tile_colors(base.shape, tile), color, strict=True))
+        past = colors[0]  # a color of dimension 0 past the store and past `color`: an empty tile
         projection = (Affine(0, past - color[0], color[0]),
                       *(Affine(None, 0, c) for c in color[1:]))
         args.append(Arg(base, privilege, tuple(tile), projection, (past + 1, *colors[1:])))
