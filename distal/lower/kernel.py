@@ -51,7 +51,6 @@ import numpy as np
 
 from distal.cin.ast import Assign, Forall, Stmt, assignments
 from distal.cin.blocks import operand, run_index_block, store
-from distal.cin.relations import Divide, Fuse, Precompute, Rotate, Split
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
@@ -334,40 +333,10 @@ class _Run(Walker):
         if not dry and not all(bool(g) for g in guards):
             return _EMPTY  # type: ignore[no-any-return]  # an iteration past an extent: nothing to do
         ints = {v: int(x) for v, x in values.items()}
-        forms: dict[IndexVar, Form] = {b: (b, 0) for b in block}
-        upper = {b: self.ext[b] for b in block}
-        changed = True
-        while changed:
-            changed = False
-            for d in reversed(self.prov.derivations):
-                if isinstance(d, Divide | Split):
-                    if d.parent in ints or d.parent in forms:
-                        continue
-                    o, i = d.outer, d.inner
-                    ei = self.ext[i]
-                    if o in ints and i in forms:
-                        b, off = forms[i]
-                        forms[d.parent] = (b, ints[o] * ei + off)
-                    elif o in forms and i in ints and ei == 1:
-                        b, off = forms[o]
-                        forms[d.parent] = (b, off + ints[i])
-                    elif (o in forms and (i in forms or i in ints)) or (i in forms and o in forms):
-                        return None
-                    else:
-                        continue
-                    b, off = forms[d.parent]
-                    upper[b] = min(upper[b], self.ext[d.parent] - off)
-                    changed = True
-                elif isinstance(d, Fuse | Rotate):
-                    src = (d.fused,) if isinstance(d, Fuse) else (d.result, *d.by)
-                    if any(v in forms for v in src):
-                        return None
-                else:
-                    assert isinstance(d, Precompute)
-                    for v, w in zip(d.vars, d.workspace_vars):
-                        if w in forms and v not in forms and v not in ints:
-                            forms[v] = forms[w]
-                            changed = True
+        found = self.prov.affine_forms(ints, block, self.ext)
+        if found is None:
+            return None
+        forms, upper = found
         return ints, forms, upper
 
     def slice_block(self, a: Assign, env: Mapping[IndexVar, int], block: Sequence[IndexVar],

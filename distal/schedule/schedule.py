@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from distal.schedule import tree
 from distal.schedule.provenance import Provenance
 from distal.schedule.trace import Command
 from distal.sizes import MachineDim, Param, Size
+
+if TYPE_CHECKING:
+    from distal.lower.plan import Plan
 
 __all__ = ["PARALLEL_UNITS", "Schedule"]
 
@@ -575,7 +578,7 @@ class Schedule:
 
     # -- running -----------------------------------------------------------------
 
-    def compile(self, *, rotation: str | None = None, reduction: str | None = None, **bindings: int) -> Any:
+    def compile(self, *, rotation: str | None = None, reduction: str | None = None, **bindings: int) -> Plan:
         """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes.
 
         `rotation` ("boxes" or "points") says how rotated loops launch;
