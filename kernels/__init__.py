@@ -16,7 +16,7 @@ from typing import Any
 from distal.errors import DistalError, MachineError, NotationError
 from distal.format import Format
 from distal.format.machine import Machine
-from distal.notation.ast import Access, Assignment, Expr, IndexVar
+from distal.notation.ast import Access, Assignment, IndexVar
 from distal.notation.tensor import Tensor
 from distal.notation.visit import product_factors
 from distal.schedule import Schedule
@@ -175,7 +175,7 @@ def _check_operands(alg: Algorithm, operands: Sequence[Tensor]) -> None:
             raise NotationError(f"expected the output {out.name} of {_algorithm_text(alg, operands)} "
                                 f"not to be an input too, but found it as an input")
         stmt = t.assignment
-        if stmt is not None and any(isinstance(a, Access) and a.tensor is out for a in _walk(stmt.rhs)):
+        if stmt is not None and any(a.tensor is out for a in stmt.rhs.accesses()):
             raise NotationError(
                 f"expected {out.name} as the output of {alg.name} (operands go output first: "
                 f"{_algorithm_text(alg, operands)}), but found input {t.name} computed from it by "
@@ -187,13 +187,6 @@ def _check_operands(alg: Algorithm, operands: Sequence[Tensor]) -> None:
                 f"(operands go output first: {_algorithm_text(alg, operands)}), but found neither while "
                 f"the output {out.name} holds data"
             )
-
-
-def _walk(e: Expr) -> list[Expr]:
-    out = [e]
-    for c in e.children():
-        out += _walk(c)
-    return out
 
 
 def build(name: str, machine: Machine, *operands: Tensor, **params: Any) -> Schedule:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from distal.cin.ast import Stmt, assignments, loop_vars
 from distal.cin.relations import Interval
-from distal.notation.ast import Access, Expr, IndexVar, Sum
+from distal.notation.ast import Access, IndexVar
 from distal.notation.tensor import Tensor
+from distal.notation.visit import summed_vars
 from distal.schedule.provenance import Provenance
 
 __all__ = ["Bounds", "Interval", "accesses", "sum_vars"]
@@ -35,17 +36,7 @@ def accesses(stmt: Stmt) -> list[Access]:
 
 def sum_vars(stmt: Stmt) -> set[IndexVar]:
     """Variables bound by `Sum` nodes inside expressions (they range over their whole extent)."""
-    out: set[IndexVar] = set()
-
-    def walk(e: Expr) -> None:
-        if isinstance(e, Sum):
-            out.add(e.var)
-        for c in e.children():
-            walk(c)
-
-    for a in assignments(stmt):
-        walk(a.rhs)
-    return out
+    return {v for a in assignments(stmt) for v in summed_vars(a.rhs)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,9 +42,10 @@ from distal.cin.relations import (
 )
 from distal.errors import NotSupportedYet, ScheduleError
 from distal.format.machine import Grid, Machine
-from distal.notation.ast import Access, Assignment, Expr, IndexVar
+from distal.notation.ast import Access, Assignment, Expr, IndexVar, Sum
 from distal.notation.check import extents
 from distal.notation.tensor import Tensor
+from distal.notation.visit import ExprRewriter
 from distal.schedule import tree
 from distal.schedule.provenance import Provenance
 from distal.schedule.trace import Command
@@ -662,37 +663,36 @@ def _contains(e: Expr, sub: Expr) -> bool:
     return any(_contains(c, sub) for c in e.children())
 
 
-def _substitute(e: Expr, old: Expr, new: Expr) -> Expr:
-    if e == old:
-        return new
-    kids = e.children()
-    if not kids:
-        return e
-    from distal.notation.ast import BinaryOp, Neg, Sum
+class _Substitute(ExprRewriter):
+    """Every occurrence of the subexpression `old` replaced by `new`."""
 
-    if isinstance(e, BinaryOp):
-        return type(e)(_substitute(e.a, old, new), _substitute(e.b, old, new))
-    if isinstance(e, Neg):
-        return Neg(_substitute(e.operand, old, new))
-    assert isinstance(e, Sum)
-    return Sum(e.var, _substitute(e.body, old, new))
+    def __init__(self, old: Expr, new: Expr) -> None:
+        self.old, self.new = old, new
+
+    def __call__(self, e: Expr) -> Expr:
+        return self.new if e == self.old else super().__call__(e)
+
+
+def _substitute(e: Expr, old: Expr, new: Expr) -> Expr:
+    return _Substitute(old, new)(e)
+
+
+class _Rename(ExprRewriter):
+    """Free variables renamed by `names` (a sum's own variable stays bound)."""
+
+    def __init__(self, names: dict[IndexVar, IndexVar]) -> None:
+        self.names = names
+
+    def visit_access(self, e: Access) -> Expr:
+        return Access(e.tensor, tuple(self.names.get(v, v) for v in e.indices))
+
+    def visit_sum(self, e: Sum) -> Expr:
+        return Sum(e.var, _Rename({v: w for v, w in self.names.items() if v != e.var})(e.body))
 
 
 def _rename(e: Expr, names: dict[IndexVar, IndexVar]) -> Expr:
     """`e` with its free variables renamed by `names` (a sum's own variable stays bound)."""
-    from distal.notation.ast import BinaryOp, Literal, Neg, Sum
-
-    if isinstance(e, Access):
-        return Access(e.tensor, tuple(names.get(v, v) for v in e.indices))
-    if isinstance(e, Literal):
-        return e
-    if isinstance(e, Neg):
-        return Neg(_rename(e.operand, names))
-    if isinstance(e, Sum):
-        inner = {v: w for v, w in names.items() if v != e.var}
-        return Sum(e.var, _rename(e.body, inner))
-    assert isinstance(e, BinaryOp), e
-    return type(e)(_rename(e.a, names), _rename(e.b, names))
+    return _Rename(names)(e)
 
 
 def _free_vars(e: Expr) -> set[IndexVar]:
