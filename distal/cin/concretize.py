@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from distal.cin.ast import Assign, Forall, Stmt
 from distal.notation.ast import Assignment
-from distal.notation.reduction import root_sums, to_reduction_notation
+from distal.notation.sums import root_sums, to_reduction_notation
 
 __all__ = ["concretize"]
 

@@ -26,7 +26,7 @@ from distal.cin.relations import Substitute
 from distal.errors import NotSupportedYet, ScheduleError
 from distal.notation.ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import extents
-from distal.notation.reduction import to_reduction_notation
+from distal.notation.sums import to_reduction_notation
 from distal.schedule import tree
 from distal.sizes import resolve
 

@@ -18,7 +18,7 @@ from distal.model.predict import _Ops
 from distal.notation import IndexVar, Tensor
 from distal.notation.ast import Access, Add, Assignment, BinaryOp, Div, Expr, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import result_dtype
-from distal.notation.reduction import _pure, place_sum, to_reduction_notation
+from distal.notation.sums import _pure, place_sum, to_reduction_notation
 from distal.notation.visit import NODES, ExprRewriter, ExprVisitor, product_factors, summed_vars
 from distal.schedule.trace import python
 
