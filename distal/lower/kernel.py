@@ -64,6 +64,8 @@ from distal.schedule.provenance import Provenance
 __all__ = ["BLOCK_LIMIT", "TaskBody"]
 
 BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
+PROGRAM_LIMIT = 4096  # steps kept as a launch point's compiled program
+INDEX_KEEP_LIMIT = 1 << 16  # index values an index-mode step keeps in a point's program
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 Form = tuple[IndexVar, int]  # value = offset + block variable
@@ -107,6 +109,9 @@ class TaskBody:
     _facts: dict[int, _Facts] = field(default_factory=dict, repr=False)
     _leaf_by_block: dict[tuple[IndexVar, ...], Leaf | None] = field(default_factory=dict, repr=False)
     _letters: dict[tuple[int, tuple[IndexVar, ...]], dict[IndexVar, str]] = field(default_factory=dict, repr=False)
+    _scalars: tuple[int, ...] = field(init=False, repr=False)
+    _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[_Step, ...]] = field(
+        default_factory=dict, repr=False)
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Blocks run by each leaf's own implementation (`Leaf.compute_into`), by leaf name."""
 
@@ -132,20 +137,53 @@ class TaskBody:
 
     def __call__(self, point: Sequence[int], *tiles: Any) -> None:
         start = time.perf_counter()
-        point = tuple(int(x) for x in point)
         if len(tiles) != len(self.tensors):
             raise RuntimeFailure(f"{self.name}: expected {len(self.tensors)} tiles, but found {len(tiles)}")
+        xp = self.xp
+        for tile in tiles:
+            if type(tile) is not np.ndarray:
+                xp = _array_module(tiles, self.xp)
+                break
+        key = (tuple(point), tuple([tile.shape for tile in tiles]))
+        program = self._programs.get(key)
+        if program is not None:  # the point's compiled program: its steps with every index worked out
+            named = dict(zip(self.tensors, tiles))
+            for n in self._scalars:
+                named[self.tensors[n]] = tiles[n].reshape(())
+            for step in program:
+                step.run(named, xp, self)
+        else:
+            self._walk(key, tiles, xp)
+        if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
+            self.timings.append((tuple(int(x) for x in point), time.perf_counter() - start,
+                                 threading.get_native_id()))
+
+    def _walk(self, key: tuple[tuple[int, ...], tuple[Any, ...]], tiles: Sequence[Any], xp: Any) -> None:
+        """Run the point by walking the statement, and keep the steps it ran as the point's program.
+
+        A point's program is kept unless its walk ran a loop on a thread pool (`parallel_nest`), a large
+        index-mode block (its index arrays are not kept), or more than PROGRAM_LIMIT steps: such a
+        point walks the statement every time.
+        """
+        point = tuple(int(x) for x in key[0])
         origins = self.origins.get(point)
         if origins is None:
             origins = tuple((0,) * len(s) for s in self.shapes)
-        arrays: dict[Tensor, tuple[Any, tuple[int, ...]]] = {}
-        for t, tile, shape, origin in zip(self.tensors, tiles, self.shapes, origins):
-            if not shape:
-                tile = tile.reshape(())
-            arrays[t] = (tile, origin)
-        _Run(self, arrays, _array_module(tiles, self.xp)).stmt(self.stmt, dict(zip(self.vars, point)))
-        if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
-            self.timings.append((point, time.perf_counter() - start, threading.get_native_id()))
+        named: dict[Tensor, Any] = {}
+        for t, tile, shape in zip(self.tensors, tiles, self.shapes):
+            named[t] = tile if shape else tile.reshape(())
+        run = _Run(self, named, dict(zip(self.tensors, origins)), xp, record=[])
+        run.stmt(self.stmt, dict(zip(self.vars, point)))
+        if run.record is not None and len(run.record) <= PROGRAM_LIMIT:
+            self._programs[key] = tuple(run.record)
+
+    def __post_init__(self) -> None:
+        self._scalars = tuple(n for n, s in enumerate(self.shapes) if not s)  # 0-d operands arrive with shape (1,)
+
+    def forget(self) -> None:
+        """Drop what was worked out on earlier calls (slice-mode choices and the points' programs)."""
+        self._starts.clear()
+        self._programs.clear()
 
     def describe(self) -> str:
         """What the leaf of each assignment runs on the tiles, as text."""
@@ -184,18 +222,22 @@ class TaskBody:
 class _Run(Walker):
     """One execution of a task body."""
 
-    def __init__(self, body: TaskBody, arrays: dict[Tensor, tuple[Any, tuple[int, ...]]], xp: Any) -> None:
+    def __init__(self, body: TaskBody, tiles: dict[Tensor, Any], origin: dict[Tensor, tuple[int, ...]], xp: Any,
+                 record: list[_Step] | None = None) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
-        self.arrays = arrays
+        self.tiles = tiles  # each tensor's tile (or workspace)
+        self.origin = origin  # the global coordinate of each tile's first element
         self.xp = xp
+        self.record = record  # the steps run so far (the point's program), None when it is not kept
 
     # -- statements ------------------------------------------------------------
 
     def workspace(self, w: Tensor) -> None:
         shape = w.concrete_shape()
-        self.arrays[w] = (self.xp.zeros(shape, dtype=w.dtype), (0,) * len(shape))
+        self.origin[w] = (0,) * len(shape)
+        self.run_step(_ZeroStep(w, shape, w.dtype))
 
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
@@ -222,6 +264,7 @@ class _Run(Walker):
                 if self.slice_block(a, local, chain[p:]) is None:
                     self.index_nest(chain[p:], a, local)
             else:
+                self.record = None  # a thread pool's chunks are not kept as steps
                 self.thread_loop(v, inner, a, local)
 
     def thread_loop(self, v: IndexVar, inner: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
@@ -240,17 +283,17 @@ class _Run(Walker):
         for x in a.lhs.indices:
             lhs_roots |= self.prov.roots(x)
         private = not self.prov.roots(v) <= lhs_roots
-        out, origin = self.arrays[a.lhs.tensor]
+        out = self.tiles[a.lhs.tensor]
 
         def chunk(lo: int, hi: int) -> Any:
             run = self
             if private:
-                run = _Run(self.body, {**self.arrays, a.lhs.tensor: (self.xp.zeros_like(out), origin)}, self.xp)
+                run = _Run(self.body, {**self.tiles, a.lhs.tensor: self.xp.zeros_like(out)}, self.origin, self.xp)
             # the chunk as one slice block where it applies, else its iterations one by one
             if run.slice_block(a, env, [v, *inner], limits={v: (lo, hi)}) is None:
                 for value in range(lo, hi):
                     run.nest(inner, a, {**env, v: value})
-            return run.arrays[a.lhs.tensor][0] if private else None
+            return run.tiles[a.lhs.tensor] if private else None
 
         # No automatic collection while the workers run: one inside a worker thread could free Legate objects
         # there, which crashes the process (LEGATE_NOTES); the caller's setting is back afterwards.
@@ -372,10 +415,20 @@ class _Run(Walker):
             ranges[b] = (max(lo, 0), min(hi, ranges[b][1]))
         if any(hi <= lo for lo, hi in ranges.values()):
             return True
+        step = self._step(a, block, ints, forms, sums, ranges, facts.dtype, product)
+        if step is not None:
+            self.run_step(step)
+        return step is not None
+
+    def _step(self, a: Assign, block: Sequence[IndexVar], ints: Mapping[IndexVar, int],
+              forms: Mapping[IndexVar, Form], sums: Mapping[IndexVar, int],
+              ranges: Mapping[IndexVar, tuple[int, int]], dtype: Any, product: bool) -> _SliceStep | None:
+        """The block as a `_SliceStep`: every access's index into its tile worked out; None when the output
+        view repeats an axis (slice mode does not apply)."""
         letters = self.body.letters(a, block)
 
-        def view(acc: Access) -> tuple[Any, str]:
-            arr, origin = self.arrays[acc.tensor]
+        def index(acc: Access) -> tuple[tuple[Any, ...], str]:
+            arr, origin = self.tiles[acc.tensor], self.origin[acc.tensor]
             idx: list[Any] = []
             axes = ""
             for d, v in enumerate(acc.indices):
@@ -395,87 +448,171 @@ class _Run(Walker):
                     axes += letters[b]
                 else:
                     idx.append(ints[v] - origin[d])
-            return arr[(*idx, Ellipsis)], axes  # Ellipsis: a view even when every index is an int
+            return (*idx, Ellipsis), axes  # Ellipsis: a view even when every index is an int
 
-        out, out_axes = view(a.lhs)
+        out_idx, out_axes = index(a.lhs)
         if len(set(out_axes)) != len(out_axes):
             return None
-        dtype = facts.dtype  # as numpy.einsum(..., out=): operands converted first
-
-        def rhs_view(acc: Access) -> tuple[Any, str]:
-            arr, axes = view(acc)
-            return operand(arr, dtype), axes
-
+        views: dict[Access, View] = {acc: (acc.tensor, *index(acc)) for acc in self.body.facts(a).accesses[1:]}
         leaf = self.body.leaf_of(block)
-        if leaf is not None and leaf.pattern is not None and product and self._leaf_into(
-                a, leaf, out, out_axes, rhs_view):
-            return True
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, axes = self._value(a.rhs, rhs_view, letters, sums, out_axes, leaf)
-        value = _to_axes(self.xp, value, axes, out_axes)
-        store(out, value, a.accumulate, self.xp)  # cast into the output (the casting rule was checked)
-        return True
+        into: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None = None
+        if leaf is not None and leaf.pattern is not None and product:
+            factors = [views[f] for f in product_factors(a.rhs) if isinstance(f, Access)]
+            if (len(factors) == len(product_factors(a.rhs))
+                    and _canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
+                into = tuple((t, idx) for t, idx, _ in factors)  # the leaf writes or adds into the output view
+        value = None if into is not None else _BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
+        return _SliceStep(a.lhs.tensor, out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
 
-    def _leaf_into(self, a: Assign, leaf: Leaf, out: Any, out_axes: str, view: Any) -> bool:
-        """Run the block as the leaf's own implementation into `out`; False when its shape is not the leaf's.
-
-        The block's pattern (its axes renamed in order of first appearance,
-        output first) must be the leaf's: every output axis in an operand,
-        no literal factor, no repeated axis. The leaf writes or adds into the
-        output view in the tiles' namespace (BLAS-shaped, see `distal.leaf`).
-        """
-        factors = product_factors(a.rhs)
-        if not all(isinstance(f, Access) for f in factors):
-            return False
-        views = [view(f) for f in factors]
-        if _canonical(tuple(ax for _, ax in views), out_axes) != leaf.pattern:
-            return False
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            leaf.compute_into(out, *(arr for arr, _ in views), accumulate=a.accumulate, xp=self.xp)
-        calls = self.body.leaf_calls
-        calls[leaf.name] = calls.get(leaf.name, 0) + 1
-        return True
-
-    def _value(self, e: Expr, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int],
-               out_axes: str, leaf: Leaf | None) -> tuple[Any, str]:
-        xp = self.xp
-        if _is_product(e) and not isinstance(e, Literal):
-            factors: list[tuple[Any, str]] = []
-            scale: Any = 1
-            for f in product_factors(e):
-                if isinstance(f, Literal):
-                    scale = scale * f.value
-                else:
-                    factors.append(view(f))
-            present = "".join(dict.fromkeys("".join(ax for _, ax in factors)))
-            keep = "".join(c for c in out_axes if c in present)
-            if (leaf is not None and leaf.pattern is not None
-                    and _canonical(tuple(ax for _, ax in factors), keep) == leaf.pattern):
-                result = leaf.compute(*(arr for arr, _ in factors), xp=xp)  # a scaled leaf block
-            else:
-                spec = ",".join(ax for _, ax in factors) + "->" + keep
-                result = xp.einsum(spec, *(arr for arr, _ in factors), optimize=len(factors) > 2)
-            if scale != 1:
-                result = result * scale
-            return result, keep
-        value, axes = self._expr(e, view, letters, sums)
-        drop = tuple(n for n, c in enumerate(axes) if c not in out_axes)
-        if drop:
-            value = xp.asarray(value).sum(axis=drop)
-            axes = "".join(c for c in axes if c in out_axes)
-        return value, axes
-
-    def _expr(self, e: Expr, view: Any, letters: dict[IndexVar, str],
-              sums: dict[IndexVar, int]) -> tuple[Any, str]:
-        return _Broadcast(self.xp, view, letters, sums)(e)
+    def run_step(self, step: _Step) -> None:
+        """Run one step of the task body on this run's tiles (and record it for the point's program)."""
+        step.run(self.tiles, self.xp, self.body)
+        if self.record is not None:
+            self.record.append(step)
 
     # -- index mode ------------------------------------------------------------
 
     def index_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar]) -> None:
         """The block's points as index arrays, mapped through the provenance graph (any schedule)."""
         found = self.prov.block_points(env, block, self.ext)
-        if found is not None:
-            run_index_block(a, *found, self.arrays.__getitem__, self.ext, self.xp)
+        if found is None:
+            return
+        vals, npts = found
+        if self.record is not None and npts * len(vals) > INDEX_KEEP_LIMIT:
+            self.record = None  # too many index arrays to keep: this point walks every time
+        self.run_step(_IndexStep(a, vals, npts, dict(self.origin), self.ext))
+
+
+class _Step:
+    """One step of a launch point's compiled program: `run(tiles, xp, body)` on the point's tiles by tensor."""
+
+    __slots__ = ()
+
+    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+
+class _ZeroStep(_Step):
+    """A workspace's fresh zeros (`where`)."""
+
+    __slots__ = ("dtype", "shape", "tensor")
+
+    def __init__(self, tensor: Tensor, shape: tuple[int, ...], dtype: Any) -> None:
+        self.tensor, self.shape, self.dtype = tensor, shape, dtype
+
+    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+        tiles[self.tensor] = xp.zeros(self.shape, dtype=self.dtype)
+
+
+class _IndexStep(_Step):
+    """An index-mode block, its points' index values kept (`Provenance.block_points` ran once)."""
+
+    __slots__ = ("a", "ext", "npts", "origin", "vals")
+
+    def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: dict[Tensor, tuple[int, ...]],
+                 ext: Mapping[IndexVar, int]) -> None:
+        self.a, self.vals, self.npts, self.origin, self.ext = a, vals, npts, origin, ext
+
+    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+        origin = self.origin
+        run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[t], origin[t]), self.ext, xp)
+
+
+View = tuple[Tensor, tuple[Any, ...], str]  # a tile, the index of the block's view into it, the view's axes
+
+
+class _BlockValue:
+    """A slice block's right side over its views (not run as a leaf into the output): (value, its axes).
+
+    A product is one `einsum` (or a scaled leaf's `compute`) over its access factors, times its literal
+    factors; any other right side is a broadcast expression (`_Broadcast`), summed over axes not in the output.
+    """
+
+    __slots__ = ("e", "factors", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums", "views")
+
+    def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
+                 out_axes: str, leaf: Leaf | None) -> None:
+        self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
+        self.factors: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None = None
+        self.leaf: Leaf | None = None
+        self.scale: Any = 1
+        self.keep = self.spec = ""
+        self.optimize = False
+        if _is_product(e) and not isinstance(e, Literal):
+            factors: list[View] = []
+            for f in product_factors(e):
+                if isinstance(f, Literal):
+                    self.scale = self.scale * f.value
+                else:
+                    assert isinstance(f, Access), f
+                    factors.append(views[f])
+            present = "".join(dict.fromkeys("".join(ax for _, _, ax in factors)))
+            self.keep = "".join(c for c in out_axes if c in present)
+            if (leaf is not None and leaf.pattern is not None
+                    and _canonical(tuple(ax for _, _, ax in factors), self.keep) == leaf.pattern):
+                self.leaf = leaf  # a scaled leaf block
+            self.spec = ",".join(ax for _, _, ax in factors) + "->" + self.keep
+            self.optimize = len(factors) > 2
+            self.factors = tuple((t, idx) for t, idx, _ in factors)
+
+    def run(self, tiles: dict[Tensor, Any], xp: Any, dtype: Any) -> tuple[Any, str]:
+        if self.factors is not None:
+            ops = []
+            for t, idx in self.factors:
+                arr = tiles[t][idx]
+                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))  # as numpy.einsum(..., out=)
+            if self.leaf is not None:
+                result = self.leaf.compute(*ops, xp=xp)
+            else:
+                result = xp.einsum(self.spec, *ops, optimize=self.optimize)
+            if self.scale != 1:
+                result = result * self.scale
+            return result, self.keep
+
+        def view(acc: Access) -> tuple[Any, str]:
+            t, idx, axes = self.views[acc]
+            return operand(tiles[t][idx], dtype), axes
+
+        value, axes = _Broadcast(xp, view, self.letters, self.sums)(self.e)
+        drop = tuple(n for n, c in enumerate(axes) if c not in self.out_axes)
+        if drop:
+            value = xp.asarray(value).sum(axis=drop)
+            axes = "".join(c for c in axes if c in self.out_axes)
+        return value, axes
+
+
+class _SliceStep(_Step):
+    """A slice-mode block with every view's index worked out: the leaf's own implementation writing or
+    adding into the output view (`into`: the leaf's operands), else `value` stored into it."""
+
+    __slots__ = ("accumulate", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
+
+    def __init__(self, out: Tensor, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
+                 into: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None, value: _BlockValue | None,
+                 out_axes: str) -> None:
+        self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
+        self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
+
+    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+        out = tiles[self.out][self.out_idx]
+        dtype = self.dtype  # as numpy.einsum(..., out=): operands converted first
+        if self.into is not None:
+            leaf = self.leaf
+            assert leaf is not None
+            ops = []
+            for t, idx in self.into:
+                arr = tiles[t][idx]
+                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                leaf.compute_into(out, *ops, accumulate=self.accumulate, xp=xp)
+            calls = body.leaf_calls
+            calls[leaf.name] = calls.get(leaf.name, 0) + 1
+            return
+        assert self.value is not None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value, axes = self.value.run(tiles, xp, dtype)
+        value = _to_axes(xp, value, axes, self.out_axes)
+        store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
 
 
 def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
