@@ -110,6 +110,8 @@ class TaskBody:
     _leaf_by_block: dict[tuple[IndexVar, ...], Leaf | None] = field(default_factory=dict, repr=False)
     _letters: dict[tuple[int, tuple[IndexVar, ...]], dict[IndexVar, str]] = field(default_factory=dict, repr=False)
     _scalars: tuple[int, ...] = field(init=False, repr=False)
+    _slots: dict[Tensor, int] = field(init=False, repr=False)
+    _workspaces: tuple[None, ...] = field(init=False, repr=False)
     _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[_Step, ...]] = field(
         default_factory=dict, repr=False)
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -147,11 +149,11 @@ class TaskBody:
         key = (tuple(point), tuple([tile.shape for tile in tiles]))
         program = self._programs.get(key)
         if program is not None:  # the point's compiled program: its steps with every index worked out
-            named = dict(zip(self.tensors, tiles))
+            arrays = [*tiles, *self._workspaces]
             for n in self._scalars:
-                named[self.tensors[n]] = tiles[n].reshape(())
+                arrays[n] = tiles[n].reshape(())
             for step in program:
-                step.run(named, xp, self)
+                step.run(arrays, xp, self)
         else:
             self._walk(key, tiles, xp)
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
@@ -169,16 +171,19 @@ class TaskBody:
         origins = self.origins.get(point)
         if origins is None:
             origins = tuple((0,) * len(s) for s in self.shapes)
-        named: dict[Tensor, Any] = {}
-        for t, tile, shape in zip(self.tensors, tiles, self.shapes):
-            named[t] = tile if shape else tile.reshape(())
-        run = _Run(self, named, dict(zip(self.tensors, origins)), xp, record=[])
+        arrays = [tile if shape else tile.reshape(()) for tile, shape in zip(tiles, self.shapes)]
+        run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], xp, record=[])
         run.stmt(self.stmt, dict(zip(self.vars, point)))
         if run.record is not None and len(run.record) <= PROGRAM_LIMIT:
             self._programs[key] = tuple(run.record)
 
     def __post_init__(self) -> None:
         self._scalars = tuple(n for n, s in enumerate(self.shapes) if not s)  # 0-d operands arrive with shape (1,)
+        # a slot per operand (argument order), then one per workspace: steps find their arrays by slot
+        self._slots = {t: n for n, t in enumerate(self.tensors)}
+        for a in assignments(self.stmt):
+            self._slots.setdefault(a.lhs.tensor, len(self._slots))
+        self._workspaces = (None,) * (len(self._slots) - len(self.tensors))
 
     def forget(self) -> None:
         """Drop what was worked out on earlier calls (slice-mode choices and the points' programs)."""
@@ -222,12 +227,13 @@ class TaskBody:
 class _Run(Walker):
     """One execution of a task body."""
 
-    def __init__(self, body: TaskBody, tiles: dict[Tensor, Any], origin: dict[Tensor, tuple[int, ...]], xp: Any,
+    def __init__(self, body: TaskBody, tiles: list[Any], origin: list[tuple[int, ...]], xp: Any,
                  record: list[_Step] | None = None) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
-        self.tiles = tiles  # each tensor's tile (or workspace)
+        self.slots = body._slots
+        self.tiles = tiles  # each slot's tile (or workspace): operands in argument order, then workspaces
         self.origin = origin  # the global coordinate of each tile's first element
         self.xp = xp
         self.record = record  # the steps run so far (the point's program), None when it is not kept
@@ -236,8 +242,8 @@ class _Run(Walker):
 
     def workspace(self, w: Tensor) -> None:
         shape = w.concrete_shape()
-        self.origin[w] = (0,) * len(shape)
-        self.run_step(_ZeroStep(w, shape, w.dtype))
+        self.origin[self.slots[w]] = (0,) * len(shape)
+        self.run_step(_ZeroStep(self.slots[w], shape, w.dtype))
 
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
@@ -283,17 +289,20 @@ class _Run(Walker):
         for x in a.lhs.indices:
             lhs_roots |= self.prov.roots(x)
         private = not self.prov.roots(v) <= lhs_roots
-        out = self.tiles[a.lhs.tensor]
+        slot = self.slots[a.lhs.tensor]
+        out = self.tiles[slot]
 
         def chunk(lo: int, hi: int) -> Any:
             run = self
             if private:
-                run = _Run(self.body, {**self.tiles, a.lhs.tensor: self.xp.zeros_like(out)}, self.origin, self.xp)
+                tiles = list(self.tiles)
+                tiles[slot] = self.xp.zeros_like(out)
+                run = _Run(self.body, tiles, self.origin, self.xp)
             # the chunk as one slice block where it applies, else its iterations one by one
             if run.slice_block(a, env, [v, *inner], limits={v: (lo, hi)}) is None:
                 for value in range(lo, hi):
                     run.nest(inner, a, {**env, v: value})
-            return run.tiles[a.lhs.tensor] if private else None
+            return run.tiles[slot] if private else None
 
         # No automatic collection while the workers run: one inside a worker thread could free Legate objects
         # there, which crashes the process (LEGATE_NOTES); the caller's setting is back afterwards.
@@ -428,7 +437,8 @@ class _Run(Walker):
         letters = self.body.letters(a, block)
 
         def index(acc: Access) -> tuple[tuple[Any, ...], str]:
-            arr, origin = self.tiles[acc.tensor], self.origin[acc.tensor]
+            slot = self.slots[acc.tensor]
+            arr, origin = self.tiles[slot], self.origin[slot]
             idx: list[Any] = []
             axes = ""
             for d, v in enumerate(acc.indices):
@@ -453,16 +463,17 @@ class _Run(Walker):
         out_idx, out_axes = index(a.lhs)
         if len(set(out_axes)) != len(out_axes):
             return None
-        views: dict[Access, View] = {acc: (acc.tensor, *index(acc)) for acc in self.body.facts(a).accesses[1:]}
+        views: dict[Access, View] = {acc: (self.slots[acc.tensor], *index(acc))
+                                     for acc in self.body.facts(a).accesses[1:]}
         leaf = self.body.leaf_of(block)
-        into: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None = None
+        into: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
         if leaf is not None and leaf.pattern is not None and product:
             factors = [views[f] for f in product_factors(a.rhs) if isinstance(f, Access)]
             if (len(factors) == len(product_factors(a.rhs))
                     and _canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
                 into = tuple((t, idx) for t, idx, _ in factors)  # the leaf writes or adds into the output view
         value = None if into is not None else _BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
-        return _SliceStep(a.lhs.tensor, out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
+        return _SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
 
     def run_step(self, step: _Step) -> None:
         """Run one step of the task body on this run's tiles (and record it for the point's program)."""
@@ -480,7 +491,7 @@ class _Run(Walker):
         vals, npts = found
         if self.record is not None and npts * len(vals) > INDEX_KEEP_LIMIT:
             self.record = None  # too many index arrays to keep: this point walks every time
-        self.run_step(_IndexStep(a, vals, npts, dict(self.origin), self.ext))
+        self.run_step(_IndexStep(a, vals, npts, list(self.origin), self.slots, self.ext))
 
 
 class _Step:
@@ -488,37 +499,37 @@ class _Step:
 
     __slots__ = ()
 
-    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
         raise NotImplementedError(type(self).__name__)
 
 
 class _ZeroStep(_Step):
     """A workspace's fresh zeros (`where`)."""
 
-    __slots__ = ("dtype", "shape", "tensor")
+    __slots__ = ("dtype", "shape", "slot")
 
-    def __init__(self, tensor: Tensor, shape: tuple[int, ...], dtype: Any) -> None:
-        self.tensor, self.shape, self.dtype = tensor, shape, dtype
+    def __init__(self, slot: int, shape: tuple[int, ...], dtype: Any) -> None:
+        self.slot, self.shape, self.dtype = slot, shape, dtype
 
-    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
-        tiles[self.tensor] = xp.zeros(self.shape, dtype=self.dtype)
+    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
+        tiles[self.slot] = xp.zeros(self.shape, dtype=self.dtype)
 
 
 class _IndexStep(_Step):
     """An index-mode block, its points' index values kept (`Provenance.block_points` ran once)."""
 
-    __slots__ = ("a", "ext", "npts", "origin", "vals")
+    __slots__ = ("a", "ext", "npts", "origin", "slots", "vals")
 
-    def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: dict[Tensor, tuple[int, ...]],
-                 ext: Mapping[IndexVar, int]) -> None:
-        self.a, self.vals, self.npts, self.origin, self.ext = a, vals, npts, origin, ext
+    def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: list[tuple[int, ...]],
+                 slots: Mapping[Tensor, int], ext: Mapping[IndexVar, int]) -> None:
+        self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
 
-    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
-        origin = self.origin
-        run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[t], origin[t]), self.ext, xp)
+    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
+        origin, slots = self.origin, self.slots
+        run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
 
 
-View = tuple[Tensor, tuple[Any, ...], str]  # a tile, the index of the block's view into it, the view's axes
+View = tuple[int, tuple[Any, ...], str]  # a tile's slot, the index of the block's view into it, the view's axes
 
 
 class _BlockValue:
@@ -533,7 +544,7 @@ class _BlockValue:
     def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
                  out_axes: str, leaf: Leaf | None) -> None:
         self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
-        self.factors: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None = None
+        self.factors: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
         self.leaf: Leaf | None = None
         self.scale: Any = 1
         self.keep = self.spec = ""
@@ -555,7 +566,7 @@ class _BlockValue:
             self.optimize = len(factors) > 2
             self.factors = tuple((t, idx) for t, idx, _ in factors)
 
-    def run(self, tiles: dict[Tensor, Any], xp: Any, dtype: Any) -> tuple[Any, str]:
+    def run(self, tiles: list[Any], xp: Any, dtype: Any) -> tuple[Any, str]:
         if self.factors is not None:
             ops = []
             for t, idx in self.factors:
@@ -587,13 +598,13 @@ class _SliceStep(_Step):
 
     __slots__ = ("accumulate", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
 
-    def __init__(self, out: Tensor, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
-                 into: tuple[tuple[Tensor, tuple[Any, ...]], ...] | None, value: _BlockValue | None,
+    def __init__(self, out: int, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
+                 into: tuple[tuple[int, tuple[Any, ...]], ...] | None, value: _BlockValue | None,
                  out_axes: str) -> None:
         self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
         self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
 
-    def run(self, tiles: dict[Tensor, Any], xp: Any, body: TaskBody) -> None:
+    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
         out = tiles[self.out][self.out_idx]
         dtype = self.dtype  # as numpy.einsum(..., out=): operands converted first
         if self.into is not None:
@@ -611,7 +622,8 @@ class _SliceStep(_Step):
         assert self.value is not None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             value, axes = self.value.run(tiles, xp, dtype)
-        value = _to_axes(xp, value, axes, self.out_axes)
+        if axes != self.out_axes:
+            value = _to_axes(xp, value, axes, self.out_axes)
         store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
 
 
