@@ -4,40 +4,54 @@ For 1, 2 and 4 Legate CPU processors (LEGATE_CONFIG --cpus N, one child
 process each) and two sizes per algorithm, every matmul algorithm (SUMMA,
 Cannon, PUMMA, Johnson, Solomonik, COSMA) and the four higher-order kernels
 (TTV, innerprod, TTM, MTTKRP) run on the machine `dt.kernels.machine(name, N)`
-picks (over-decomposed where it does so); the child measures the median of a
-few runs and predicts the same plan with `plan.predict(this_machine(), N)`,
-the model calibrated again and Legate's cost per launch measured on a tiny
-plan first in that process (the machine's load changes from minute to minute).
-For each matmul size and processor count it also runs `build("auto", ...)`
-on `Grid(N)` and records its measured time over the best measured library
-algorithm's. Results, with predicted / measured per case and the median and
-worst error, go to bench/results/model_validation.json.
+picks (over-decomposed where it does so). Sizes are chosen so that a case
+takes at least about 30 ms on this 2-core machine (shorter cases measure the
+runtime's noise, not the plan). Within one size the cases of a child run in
+interleaved rounds (`_common.interleaved_rounds`: one warm-up round, then
+each case once per round, so load from elsewhere hits every case alike);
+a sample is `plan.run()` and a fence, and the figure is the median of the
+samples. Each case is predicted with `plan.predict(model, N)`, the model
+being this machine's cached calibration (`distal.model.this_machine()`:
+leaf rates at several sizes, streaming bandwidth, fixed costs of Legate per
+plan, launch and task point; `python -m distal.model.calibrate` renews it).
+For each matmul size and processor count `build("auto", ...)` on `Grid(N)`
+runs in the same rounds; the table `auto` records its time over the best
+measured library algorithm's, for matmul and for the higher-order kernels
+(where auto picks among the kernels' machines). Results, with predicted /
+measured per case and the median and worst error, go to
+bench/results/model_validation.json.
 
-Run: `python bench/validate_model.py` (about 5 minutes on 2 cores), or
-`distal bench validate-model`. `--quick` runs one size.
+Run (on a quiet machine): `python bench/validate_model.py` (about 4 minutes on
+2 cores, 5 rounds). `--quick` checks the pipeline with small sizes and 2
+rounds (under a minute; its figures are noise) and writes
+model_validation_quick.json instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import median_seconds, write
+from _common import interleaved_rounds, write
 
 HERE = Path(__file__).resolve().parent
 PROCS = (1, 2, 4)
 MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
-MATMUL_SIZES = (384, 768)
+MATMUL_SIZES = (1024, 1536)
+QUICK_MATMUL = (384,)
 # higher-order sizes: (B's extent per mode, the extra mode's extent)
-HIGHER = {"ttv": [(160, 0), (256, 0)], "innerprod": [(160, 0), (256, 0)], "ttm": [(96, 128), (160, 128)],
-          "mttkrp": [(96, 32), (160, 32)]}
+HIGHER = {"ttv": [(384, 0), (448, 0)], "innerprod": [(320, 0), (384, 0)], "ttm": [(192, 128), (256, 128)],
+          "mttkrp": [(256, 32), (320, 32)]}
+QUICK_HIGHER = {"ttv": [(96, 0)], "innerprod": [(96, 0)], "ttm": [(64, 32)], "mttkrp": [(64, 16)]}
 SPECS = {
     "ttv": ("ijk,k->ij", lambda n, l: [(n, n, n), (n,)], lambda n, l: (n, n)),
     "innerprod": ("ijk,ijk->", lambda n, l: [(n, n, n), (n, n, n)], lambda n, l: ()),
@@ -52,66 +66,95 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     from distal import runtime as rt
 
     rt.ensure_started()
-    from distal.model.calibrate import legate_launch_seconds
-
-    launch = legate_launch_seconds()  # Legate's cost per launch now, under this machine's current load
-    # calibrated again in this process, so that the leaf rates see the machine's load of the moment
-    machine_model = model.this_machine(recalibrate=True).with_(launch_seconds=launch)
-    print(f"  {procs} cpus: {launch * 1e3:.2f} ms per launch (tiny plan)", file=sys.stderr, flush=True)
+    machine_model = model.this_machine()
+    print(f"  {procs} cpus: {machine_model.describe()}", file=sys.stderr, flush=True)
     rows: list[dict[str, Any]] = []
-
-    def measure(name: str, size: Any, m: dt.Machine, out: dt.Tensor, ins: list[dt.Tensor], expected: Any) -> None:
-        plan = kernels.build(name, m, out, *ins).compile()
-        pred = plan.predict(machine_model, procs)
-
-        def run() -> None:
-            plan.run()
-            out.to_numpy()
-
-        seconds, samples = median_seconds(run, repeats)
-        err = float(np.abs(out.to_numpy() - expected).max() / max(1.0, float(np.abs(expected).max())))
-        rows.append({"launch_seconds": launch, "algorithm": name, "size": size, "processors": procs, "machine": repr(m),
-                     "measured_seconds": seconds, "samples": samples, "predicted_seconds": pred.seconds,
-                     "ratio": pred.seconds / seconds, "predicted": pred.as_dict(), "max_rel_error": err})
-        print(f"  {procs} cpus {name} {size}: measured {seconds:.4f} s, predicted {pred.seconds:.4f} s "
-              f"(ratio {pred.seconds / seconds:.2f})", file=sys.stderr, flush=True)
-
     rng = np.random.default_rng(0)
-    for n in MATMUL_SIZES[:1] if quick else MATMUL_SIZES:
+
+    def timed_group(cases: list[dict[str, Any]]) -> None:
+        """Run the cases of one size in interleaved rounds, check each result, record measured and predicted."""
+        runs: dict[str, Callable[[], None]] = {}
+        def runner(plan: Any) -> Callable[[], None]:
+            def run() -> None:
+                plan.run()
+                rt.fence()
+
+            return run
+
+        for case in cases:
+            runs[case["key"]] = runner(case.pop("plan"))
+        samples = interleaved_rounds(runs, repeats)
+        for case in cases:
+            out, expected = case.pop("out"), case.pop("expected")
+            err = float(np.abs(out.to_numpy() - expected).max() / max(1.0, float(np.abs(expected).max())))
+            got = samples[case.pop("key")]
+            seconds = statistics.median(got)
+            row = {**case, "measured_seconds": seconds, "samples": got, "max_rel_error": err,
+                   "ratio": case["predicted_seconds"] / seconds}
+            rows.append(row)
+            print(f"  {procs} cpus {row['algorithm']} {row['size']}: measured {seconds * 1e3:.1f} ms, predicted "
+                  f"{row['predicted_seconds'] * 1e3:.1f} ms (ratio {row['ratio']:.2f})", file=sys.stderr, flush=True)
+
+    def case(name: str, size: Any, plan: Any, out: dt.Tensor, expected: Any, **extra: Any) -> dict[str, Any]:
+        pred = plan.predict(machine_model, procs)
+        return {"key": f"{name} {size}", "algorithm": name, "size": size, "processors": procs,
+                "machine": repr(plan.machine), "predicted_seconds": pred.seconds, "predicted": pred.as_dict(),
+                "plan": plan, "out": out, "expected": expected, **extra}
+
+    for n in QUICK_MATMUL if quick else MATMUL_SIZES:
         b, c = rng.random((n, n)), rng.random((n, n))
+        expected = b @ c
+        cases = []
         for name in MATMUL:
-            m = kernels.machine(name, procs, (n, n, n))
-            measure(name, [n, n, n], m, dt.Tensor("A", (n, n)),
-                    [dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)], b @ c)
-        # auto's choice on this many processors, run and timed like the others
+            A = dt.Tensor("A", (n, n))
+            ins = [dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)]
+            plan = kernels.build(name, kernels.machine(name, procs, (n, n, n)), A, *ins).compile()
+            cases.append(case(name, [n, n, n], plan, A, expected))
         A = dt.Tensor("A", (n, n))
         auto = kernels.build("auto", dt.Machine(dt.Grid(procs)), A, dt.Tensor.from_array("B", b),
                              dt.Tensor.from_array("C", c), model=machine_model)
         chosen = next(x for x in auto.notes if x.startswith("auto: chose"))
-        plan = auto.compile()
-
-        def run_auto(plan: Any = plan, A: dt.Tensor = A) -> None:
-            plan.run()
-            A.to_numpy()
-
-        seconds, samples = median_seconds(run_auto, repeats)
-        rows.append({"launch_seconds": launch, "algorithm": "auto", "size": [n, n, n], "processors": procs,
-                     "machine": repr(plan.machine), "chosen": chosen, "measured_seconds": seconds,
-                     "samples": samples, "predicted_seconds": plan.predict(machine_model, procs).seconds})
-    for name, sizes in HIGHER.items():
+        cases.append(case("auto", [n, n, n], auto.compile(), A, expected, chosen=chosen, kind="matmul"))
+        timed_group(cases)
+        del cases, A, auto
+        gc.collect()
+        rt.fence()
+    for name, sizes in (QUICK_HIGHER if quick else HIGHER).items():
         spec, shapes, out_shape = SPECS[name]
-        for n, l in sizes[:1] if quick else sizes:
+        letters = "aBCD" if name == "innerprod" else "ABCD"
+        for n, l in sizes:
             arrays = [rng.random(s) for s in shapes(n, l)]
-            letters = "aBCD" if name == "innerprod" else "ABCD"
+            expected = np.einsum(spec, *arrays, optimize=True)
+            size = [n, l] if l else [n]
+            out = dt.Tensor(letters[0], out_shape(n, l))
             ins = [dt.Tensor.from_array(x, a) for x, a in zip(letters[1:], arrays)]
-            measure(name, [n, l] if l else [n], kernels.machine(name, procs), dt.Tensor(letters[0], out_shape(n, l)),
-                    ins, np.einsum(spec, *arrays, optimize=True))
+            lib_machine = kernels.machine(name, procs)
+            cases = [case(name, size, kernels.build(name, lib_machine, out, *ins).compile(), out, expected)]
+            # auto's choice, from shadow operands (no data): a second copy of the operands only when it differs
+            shadows = [dt.Tensor(t.name, t.shape) for t in (out, *ins)]
+            cands = [c for c in kernels.candidates(dt.Machine(dt.Grid(procs)), *shadows, model=machine_model) if c.fits]
+            best = min(cands, key=lambda c: (c.seconds, c.idle, c.peak_bytes))
+            chosen = f"auto: chose {best.describe()}"
+            if best.algorithm == name and best.machine == lib_machine and not best.params:
+                timed_group(cases)
+                lib = rows[-1]
+                rows.append({**lib, "algorithm": "auto", "chosen": chosen, "kind": name, "same_plan_as": name})
+            else:
+                out2 = dt.Tensor(letters[0], out_shape(n, l))
+                ins2 = [dt.Tensor.from_array(x, a) for x, a in zip(letters[1:], arrays)]
+                plan = kernels.build(best.algorithm, best.machine, out2, *ins2, **dict(best.params)).compile()
+                cases.append(case("auto", size, plan, out2, expected, chosen=chosen, kind=name))
+                timed_group(cases)
+                del out2, ins2, plan
+            del cases, out, ins, arrays, expected, shadows
+            gc.collect()
+            rt.fence()  # the stores of this size are freed before the next size allocates
     return rows
 
 
 def _run_child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     env = dict(os.environ)
-    env["LEGATE_CONFIG"] = f"--cpus {procs} --gpus 0 --omps 0 --utility 1 --sysmem 4000"
+    env["LEGATE_CONFIG"] = f"--cpus {procs} --gpus 0 --omps 0 --utility 1 --sysmem 6000"
     args = [sys.executable, str(HERE / "validate_model.py"), "--child", str(procs), "--repeats", str(repeats)]
     if quick:
         args.append("--quick")
@@ -121,50 +164,78 @@ def _run_child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     return list(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
+def _error(ratio: float) -> float:
+    """max(r, 1/r) - 1: 2x off either way is 1.0."""
+    return ratio - 1.0 if ratio >= 1 else 1.0 / ratio - 1.0
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The summary, the library rows and the auto rows (each with its time over the best library algorithm's)."""
+    autos = [r for r in rows if r["algorithm"] == "auto"]
+    lib = [r for r in rows if r["algorithm"] != "auto"]
+    for a in autos:
+        names = MATMUL if a["kind"] == "matmul" else [a["kind"]]
+        same = [r for r in lib if r["algorithm"] in names and r["size"] == a["size"]
+                and r["processors"] == a["processors"]]
+        best = min(same, key=lambda r: r["measured_seconds"])
+        a["best_library"] = best["algorithm"]
+        a["best_library_seconds"] = best["measured_seconds"]
+        a["auto_over_best"] = a["measured_seconds"] / best["measured_seconds"]
+    errors = [_error(r["ratio"]) for r in lib]
+    worst = max(range(len(lib)), key=lambda k: errors[k])
+    matmul_auto = [a["auto_over_best"] for a in autos if a["kind"] == "matmul"]
+    higher_auto = [a["auto_over_best"] for a in autos if a["kind"] != "matmul"]
+    summary = {
+        "cases": len(lib),
+        "median_ratio": statistics.median(r["ratio"] for r in lib),
+        "median_error": statistics.median(errors),
+        "worst_error": errors[worst],
+        "worst_case": {k: lib[worst][k] for k in ("algorithm", "size", "processors", "ratio")},
+        "within_2x": sum(1 for e in errors if e <= 1.0),
+        "shortest_measured_seconds": min(r["measured_seconds"] for r in rows),
+        "auto_over_best_measured_median": statistics.median(a["auto_over_best"] for a in autos) if autos else None,
+        "auto_over_best_matmul_median": statistics.median(matmul_auto) if matmul_auto else None,
+        "auto_over_best_higher_median": statistics.median(higher_auto) if higher_auto else None,
+    }
+    return summary, lib, autos
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--quick", action="store_true", help="one size per algorithm")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small sizes, 2 rounds: checks the pipeline only")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 5, --quick 2)")
     parser.add_argument("--procs", default=",".join(map(str, PROCS)), help="comma-separated CPU counts")
     args = parser.parse_args(argv)
+    repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     if args.child is not None:
-        print(json.dumps(child(args.child, args.quick, args.repeats)))
+        print(json.dumps(child(args.child, args.quick, repeats)))
         return 0
+    import time
+
     from distal import model
 
+    t0 = time.perf_counter()
+    described = model.this_machine().describe()  # calibrated (and cached) before the children read it
     rows: list[dict[str, Any]] = []
     for p in (int(x) for x in args.procs.split(",")):
         print(f"== {p} CPU processor(s)", file=sys.stderr, flush=True)
-        rows += _run_child(p, args.quick, args.repeats)
-    autos = [r for r in rows if r["algorithm"] == "auto"]
-    rows = [r for r in rows if r["algorithm"] != "auto"]
-    auto_vs_best = []
-    for a in autos:
-        same = [r["measured_seconds"] for r in rows if r["algorithm"] in MATMUL and r["size"] == a["size"]
-                and r["processors"] == a["processors"]]
-        a["best_library_seconds"] = min(same)
-        a["auto_over_best"] = a["measured_seconds"] / min(same)
-        auto_vs_best.append(a["auto_over_best"])
-    ratios = [r["ratio"] for r in rows]
-    errors = [abs(x - 1.0) if x >= 1 else abs(1.0 / x - 1.0) for x in ratios]  # symmetric: 2x off either way = 1.0
-    worst = max(range(len(rows)), key=lambda k: errors[k])
-    summary = {
-        "cases": len(rows),
-        "median_ratio": statistics.median(ratios),
-        "median_error": statistics.median(errors),
-        "worst_error": errors[worst],
-        "worst_case": {k: rows[worst][k] for k in ("algorithm", "size", "processors", "ratio")},
-        "within_2x": sum(1 for e in errors if e <= 1.0),
-        "auto_over_best_measured_median": statistics.median(auto_vs_best) if auto_vs_best else None,
-        "auto_over_best_measured": [round(x, 3) for x in auto_vs_best],
-    }
-    note = ("predicted / measured seconds per case (ratio > 1: the model is pessimistic); error is max(r, 1/r) - 1. "
-            "Measured while other engineers' jobs shared this 2-core machine: the 4-processor runs oversubscribe "
-            "the cores (the model knows the core count) and timings carry that load. Re-run: "
-            "python bench/validate_model.py")
-    path = write("model_validation", {"model": model.this_machine().describe(), "summary": summary, "note": note,
-                                      "rows": rows, "auto": autos})
+        rows += _run_child(p, args.quick, repeats)
+    summary, lib, autos = summarize(rows)
+    summary["wall_seconds"] = time.perf_counter() - t0
+    summary["loadavg_after"] = list(os.getloadavg())
+    table = [f"{a['kind']} {a['size']} on {a['processors']}: auto {a['measured_seconds'] * 1e3:.1f} ms "
+             f"({a['chosen']}) vs best {a['best_library']} {a['best_library_seconds'] * 1e3:.1f} ms: "
+             f"{a['auto_over_best']:.2f}x" for a in autos]
+    note = ("predicted / measured seconds per case (ratio > 1: the model is pessimistic); error is max(r, 1/r) - 1; "
+            f"median of {repeats} interleaved samples per case (plan.run() + fence). The 4-processor runs "
+            "oversubscribe the 2 cores (the model knows the core count). "
+            + ("--quick: small sizes, pipeline check only, figures are noise. " if args.quick else "")
+            + "Re-run on a quiet machine: python bench/validate_model.py")
+    name = "model_validation_quick" if args.quick else "model_validation"
+    path = write(name, {"model": described, "summary": summary, "note": note, "auto_table": table,
+                        "rows": lib, "auto": autos})
+    print("\n".join(table))
     print(json.dumps(summary, indent=2))
     print(f"wrote {path}")
     return 0

@@ -1,19 +1,32 @@
-"""The model of this machine: leaf rates and memory bandwidth measured once, then cached.
+"""The model of this machine: leaf rates, memory bandwidth and the runtime's fixed costs, measured once and cached.
 
-`python -m distal.model.calibrate` measures again and caches the result.
-`calibrate()` times each leaf kind as distal runs it: a one-processor plan of
-the library algorithm that uses it, run point by point in this process on
-one BLAS thread (a Legate CPU processor runs its leaves on one core:
-`runtime/_blas.py`), a tiny plan for the cost of a task, and a large copy
-for the memory bandwidth, in about a second. `this_machine()` reads the
-result from the user's cache directory (`$DISTAL_CACHE_DIR`, else
-`$XDG_CACHE_HOME/distal`, else `~/.cache/distal`), keyed by host name, core
-count and NumPy version, and measures only when nothing is cached.
+`python -m distal.model.calibrate` measures again and caches the result (about
+15 s on 2 cores). `calibrate()` measures what runs:
 
-Legate's own cost per launch is not measured here: it comes from
-bench/launch_overhead.py's record on this kind of machine (about 200 us per
-index launch of three stores), and copies between CPU processors of one
-process run at the measured copy bandwidth after about 50 us of Legion work.
+- compute-bound leaves (GEMM, TTM, MTTKRP): the leaf kernel itself
+  (`distal.leaf`), on one BLAS thread as a Legate CPU processor runs it
+  (`runtime/_blas.py`), at a few tile sizes; the model interpolates the rate
+  between them (`ProcessorModel.curves`), FLOPs counted as
+  `distal.model.predict` counts them (one per operation of the statement,
+  one per summed iteration);
+- bandwidth-bound leaves (TTV, innerprod): the bytes they stream per second,
+  on tiles larger than the caches; that is the memory bandwidth of the model,
+  and those leaves are timed by their bytes alone (`bandwidth_bound`);
+- element-wise work (`GENERIC`): `a * 2 + b` on a 256x256 tile;
+- the runtime's fixed costs: a child process starts Legate on one CPU
+  processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
+  launches and 1 to 8 points (`plan.run()` and reading the output back);
+  a least-squares fit gives the cost per plan run, per launch and per task
+  point. Task bodies are Python and Legate runs them under one interpreter
+  lock per process, so a node pays the per-point cost once per point of a
+  launch, whichever processor runs it (`MachineModel.serial_tasks`). When
+  Legate cannot start, the figures of bench/fixed_cost.py on this kind of
+  machine are used instead and the cache says so.
+
+`this_machine()` reads the result from the user's cache directory
+(`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
+keyed by host name, core count and NumPy version, and measures only when
+nothing is cached.
 """
 
 from __future__ import annotations
@@ -22,6 +35,9 @@ import functools
 import json
 import os
 import socket
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,12 +45,27 @@ from typing import Any
 
 import numpy as np
 
+from distal import leaf
 from distal.model.links import Link
 from distal.model.machine import LEAF_KINDS, MachineModel, ProcessorModel
 
-__all__ = ["cache_path", "calibrate", "this_machine"]
+__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
+           "model_of", "this_machine"]
 
-_VERSION = 3
+_VERSION = 4
+
+#: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
+BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
+
+#: Per plan run, per launch, per task point (seconds): bench/fixed_cost.py and tiny plans on a quiet
+#: 2-core machine of this kind (a 1-point plan about 1.0 ms, each further launch 0.45 ms, each point 0.11 ms).
+DEFAULT_FIXED_COSTS = {"plan_seconds": 0.5e-3, "launch_seconds": 0.35e-3, "task_seconds": 0.11e-3}
+
+# (leaf kind, operand shapes) per calibrated size; FLOPs per call as predict counts them
+_GEMM_SIZES = (32, 64, 128, 256, 512)
+_TTM_SIZES = (16, 32, 64, 96)
+_MTTKRP_SIZES = (32, 64, 128)
+_RANK = 32
 
 
 def cache_path() -> Path:
@@ -51,10 +82,8 @@ def _key() -> str:
     return f"{socket.gethostname()}|{os.cpu_count()}|{np.__version__}|v{_VERSION}"
 
 
-def _best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
+def _median_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     """The median of `repeats` timed calls after one warm-up (the median, as the benchmarks report)."""
-    import statistics
-
     fn()
     times = []
     for _ in range(repeats):
@@ -64,30 +93,40 @@ def _best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     return max(statistics.median(times), 1e-9)
 
 
-def _leaf_cases() -> dict[str, tuple[str, list[tuple[int, ...]]]]:
-    """Per leaf kind: a library algorithm whose leaf it is, and its operand shapes (output first)."""
-    return {
-        "GEMM": ("summa", [(256, 256), (256, 256), (256, 256)]),
-        "TTV": ("ttv", [(96, 96), (96, 96, 96), (96,)]),
-        "INNERPROD": ("innerprod", [(), (96, 96, 96), (96, 96, 96)]),
-        "TTM": ("ttm", [(64, 64, 64), (64, 64, 64), (64, 64)]),
-        "MTTKRP": ("mttkrp", [(64, 16), (64, 64, 64), (64, 16), (64, 16)]),
-    }
+def _curves(rng: np.random.Generator) -> dict[str, list[tuple[float, float]]]:
+    """(FLOPs per call, FLOP/s) of the compute-bound leaves at a few sizes."""
+    out: dict[str, list[tuple[float, float]]] = {"GEMM": [], "TTM": [], "MTTKRP": []}
+    for n in _GEMM_SIZES:
+        a, b = rng.random((n, n)), rng.random((n, n))
+        flops = 2.0 * n**3  # one multiply, one add per iteration
+        out["GEMM"].append((flops, flops / _median_of(functools.partial(leaf.GEMM.compute, a, b))))
+    for n in _TTM_SIZES:
+        b3, c = rng.random((n, n, n)), rng.random((n, n))
+        flops = 2.0 * n**4
+        out["TTM"].append((flops, flops / _median_of(functools.partial(leaf.TTM.compute, b3, c))))
+    for n in _MTTKRP_SIZES:
+        b3, c, d = rng.random((n, n, n)), rng.random((n, _RANK)), rng.random((n, _RANK))
+        flops = 3.0 * n**3 * _RANK  # two multiplies, one add per iteration
+        out["MTTKRP"].append((flops, flops / _median_of(functools.partial(leaf.MTTKRP.compute, b3, c, d), 3)))
+    return out
 
 
-def calibrate() -> dict[str, Any]:
-    """Measure this machine: leaf rates as distal runs them, task overhead, copy bandwidth.
+def _streaming(rng: np.random.Generator) -> dict[str, float]:
+    """Bytes per second TTV and innerprod stream on tiles larger than the caches (48 MiB each)."""
+    n = 184
+    b, c = rng.random((n, n, n)), rng.random((n, n, n))
+    v = rng.random(n)
+    ttv = (b.nbytes + v.nbytes + n * n * 8) / _median_of(lambda: leaf.TTV.compute(b, v), 3)
+    inner = (b.nbytes + c.nbytes) / _median_of(lambda: leaf.INNERPROD.compute(b, c), 3)
+    return {"TTV": ttv, "INNERPROD": inner}
 
-    Each leaf kind runs inside a one-processor plan of the library algorithm
-    that uses it, point by point in this process (`plan.run(backend="numpy")`:
-    the task body a Legate CPU processor runs, on one BLAS thread); a tiny plan
-    gives the cost of a task. FLOPs are counted as `distal.model.predict`
-    counts them, so the rates and the predictions agree.
+
+def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
+    """Measure this machine: leaf rates at a few sizes, streaming bandwidth, the runtime's fixed costs.
+
+    With `fixed_costs=False` (or when Legate cannot start) the fixed costs
+    are `DEFAULT_FIXED_COSTS`; `fixed_costs_source` says which.
     """
-    import distal as dt
-    from distal import kernels
-    from distal.model.predict import predict
-
     try:
         from threadpoolctl import threadpool_limits
 
@@ -95,32 +134,89 @@ def calibrate() -> dict[str, Any]:
     except ImportError:  # pragma: no cover - threadpoolctl ships with the test extra
         limit = None
     rng = np.random.default_rng(0)
-    probe = MachineModel("probe", ProcessorModel("cpu", dict.fromkeys(LEAF_KINDS, 1e30), 1e30, 1 << 40), 1,
-                         Link("probe", 1e30, 0.0), Link("probe", 1e30, 0.0), 0.0, 0.0, 0.0)
-
-    def plan_of(name: str, shapes: list[tuple[int, ...]]) -> Any:
-        ops = [dt.Tensor("O", shapes[0])]
-        ops += [dt.Tensor.from_array(f"I{n}", rng.random(s)) for n, s in enumerate(shapes[1:])]
-        return kernels.build(name, kernels.machine(name, 1), *ops).compile()
-
     try:
-        tiny = plan_of("ttv", [(2, 2), (2, 2, 2), (2,)])
-        task = _best_of(lambda: tiny.run(backend="numpy"))
-        flops: dict[str, float] = {}
-        for kind, (name, shapes) in _leaf_cases().items():
-            plan = plan_of(name, shapes)
-            seconds = _best_of(functools.partial(plan.run, backend="numpy"), repeats=3)
-            flops[kind] = predict(plan, probe).flops / max(seconds - task, seconds / 10)
+        curves = _curves(rng)
+        streams = _streaming(rng)
         a, b = rng.random((256, 256)), rng.random((256, 256))
-        flops["GENERIC"] = 2 * a.size / _best_of(lambda: a * 2.0 + b)
+        generic = 2 * a.size / _median_of(lambda: a * 2.0 + b)
         big = np.ones(4 << 20)
-        bandwidth = 2 * big.nbytes / _best_of(lambda: big.copy(), repeats=3)
+        copy = 2 * big.nbytes / _median_of(lambda: big.copy(), 3)
     finally:
         if limit is not None:
             limit.unregister()
+    bandwidth = statistics.median(streams.values())
+    flops: dict[str, float] = {k: max(r for _, r in pts) for k, pts in curves.items()}
+    # bandwidth-bound leaves: their nominal FLOP/s at the streaming rate (2 FLOPs per 8-byte element)
+    flops.update({k: bw / 4 for k, bw in streams.items()})
+    flops["GENERIC"] = generic
     assert set(flops) == set(LEAF_KINDS)
-    return {"key": _key(), "flops": flops, "bandwidth": bandwidth, "task_seconds": task,
+    costs: dict[str, float] | None = measure_fixed_costs() if fixed_costs else None
+    source = "measured: tiny Legate plans on one CPU processor" if costs else "default: bench/fixed_cost.py figures"
+    return {"key": _key(), "flops": flops, "curves": curves, "streaming": streams, "bandwidth": bandwidth,
+            "copy_bandwidth": copy, **(costs or DEFAULT_FIXED_COSTS), "fixed_costs_source": source,
             "cores": os.cpu_count() or 1, "memory": _memory_bytes(), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def measure_fixed_costs(timeout: float = 60.0) -> dict[str, float] | None:
+    """The runtime's cost per plan run, per launch and per task point, from tiny plans in a Legate child.
+
+    None when the child fails (no Legate, or it did not finish in `timeout` seconds).
+    """
+    env = dict(os.environ)
+    env["LEGATE_CONFIG"] = "--cpus 1 --gpus 0 --omps 0 --utility 1 --sysmem 256"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "distal.model.calibrate", "--fixed-costs-child"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                              timeout=timeout)
+        rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        rows = None
+    return fit_fixed_costs(rows) if rows else None
+
+
+def fit_fixed_costs(rows: list[list[float]]) -> dict[str, float]:
+    """Least squares of seconds = plan + launches * launch + points * task over (launches, points, seconds) rows.
+
+    >>> rows = [[1, k, 1e-3 + 1e-4 * k] for k in (1, 2, 4, 8)] + [[k, k, 7e-4 + 4e-4 * k] for k in (2, 4, 8)]
+    >>> {k: round(v * 1e6) for k, v in fit_fixed_costs(rows).items()}
+    {'plan_seconds': 700, 'launch_seconds': 300, 'task_seconds': 100}
+    """
+    a = np.array([[1.0, r[0], r[1]] for r in rows])
+    y = np.array([r[2] for r in rows])
+    coef = np.linalg.lstsq(a, y, rcond=None)[0]
+    plan, launch, task = (max(float(x), 0.0) for x in coef)
+    return {"plan_seconds": plan, "launch_seconds": launch, "task_seconds": task}
+
+
+def _fixed_cost_rows(repeats: int = 11) -> list[list[float]]:
+    """In a process running Legate: (launches, points, median seconds) of tiny TTV and SUMMA plans."""
+    import distal as dt
+    from distal import kernels
+
+    rng = np.random.default_rng(0)
+    rows: list[list[float]] = []
+
+    def timed(plan: Any, out: Any) -> float:
+        def once() -> None:
+            plan.run()
+            out.to_numpy()
+
+        once()
+        return _median_of(once, repeats)
+
+    for g in (1, 2, 4, 8):
+        out = dt.Tensor("O", (8, 8))
+        ops = [out, dt.Tensor.from_array("I0", rng.random((8, 8, 8))), dt.Tensor.from_array("I1", rng.random(8))]
+        plan = kernels.build("ttv", kernels.machine("ttv", g), *ops).compile()
+        rows.append([len(list(plan.launches())), sum(len(list(ln.points())) for _, ln in plan.launches()),
+                     timed(plan, out)])
+    for chunk in (4, 2, 1):
+        out = dt.Tensor("A", (8, 8))
+        ins = [dt.Tensor.from_array(x, rng.random((8, 8))) for x in "BC"]
+        plan = kernels.build("summa", dt.Machine(dt.Grid(1, 1)), out, *ins, chunk=chunk).compile()
+        rows.append([len(list(plan.launches())), sum(len(list(ln.points())) for _, ln in plan.launches()),
+                     timed(plan, out)])
+    return rows
 
 
 def _memory_bytes() -> int:
@@ -142,6 +238,22 @@ def _load() -> dict[str, Any] | None:
     return data if data.get("key") == _key() else None
 
 
+def model_of(data: dict[str, Any]) -> MachineModel:
+    """The machine model a calibration record describes (one node of `cores` CPU processors)."""
+    cores = int(data["cores"])
+    curves = {k: tuple((float(f), float(r)) for f, r in pts) for k, pts in data.get("curves", {}).items()}
+    proc = ProcessorModel("cpu", data["flops"], float(data["bandwidth"]), int(data["memory"]) // max(cores, 1),
+                          curves=curves, bandwidth_bound=BANDWIDTH_BOUND)
+    copy_bw = float(data.get("copy_bandwidth", data["bandwidth"]))
+    copy = Link("copy", copy_bw / 2, 50e-6)
+    fixed = {k: float(data.get(k, v)) for k, v in DEFAULT_FIXED_COSTS.items()}
+    return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=fixed["launch_seconds"],
+                        task_seconds=fixed["task_seconds"], plan_seconds=fixed["plan_seconds"], serial_tasks=True,
+                        overlap=0.3, cores=cores,
+                        notes=(f"calibrated {data.get('measured', '?')}; fixed costs "
+                               f"{data.get('fixed_costs_source', 'default')}",))
+
+
 def this_machine(recalibrate: bool = False) -> MachineModel:
     """The model of this machine: cached calibration (measured now when there is none or `recalibrate`)."""
     data = None if recalibrate else _load()
@@ -150,47 +262,24 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
         path = cache_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(data, indent=2))
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(path)  # atomic: concurrent readers never see half a file
         except OSError:
             pass  # a read-only home: the model still works, it is measured again next time
-    cores = int(data["cores"])
-    proc = ProcessorModel("cpu", data["flops"], float(data["bandwidth"]), int(data["memory"]) // max(cores, 1))
-    copy = Link("copy", float(data["bandwidth"]) / 2, 50e-6)
-    task = float(data.get("task_seconds", 150e-6))
-    return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=200e-6, task_seconds=task,
-                        overlap=0.3, cores=cores, notes=(f"calibrated {data.get('measured', '?')}",))
+    return model_of(data)
 
 
-def legate_launch_seconds(repeats: int = 7) -> float:
-    """Legate's cost of one launch on this machine, measured now: a one-point plan of tiny tiles, run and read.
-
-    Needs Legate started (`distal.runtime.ensure_started()`); the median of
-    `repeats` runs of a 2x2x2 TTV (its leaf time is negligible).
-    """
-    import statistics
-
-    import distal as dt
-    from distal import kernels
-
-    rng = np.random.default_rng(0)
-    out = dt.Tensor("O", (2, 2))
-    ops = [out, dt.Tensor.from_array("I0", rng.random((2, 2, 2))), dt.Tensor.from_array("I1", rng.random(2))]
-    plan = kernels.build("ttv", kernels.machine("ttv", 1), *ops).compile()
-    times = []
-    for k in range(repeats + 1):
-        t0 = time.perf_counter()
-        plan.run()
-        out.to_numpy()
-        if k:
-            times.append(time.perf_counter() - t0)
-    return float(statistics.median(times))
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """`python -m distal.model.calibrate`: measure this machine again, cache it, print the model."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--fixed-costs-child"]:
+        print(json.dumps(_fixed_cost_rows()))
+        return 0
+    t0 = time.perf_counter()
     model = this_machine(recalibrate=True)
     print(model.describe())
-    print(f"cached in {cache_path()}")
+    print(f"cached in {cache_path()} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 

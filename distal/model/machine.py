@@ -21,6 +21,8 @@ Presets:
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -54,13 +56,26 @@ class ProcessorModel:
     """One processor: its kind, achieved FLOP/s per leaf kind, memory bandwidth (bytes/s) and capacity.
 
     A leaf's time on a tile is the larger of its FLOPs at the leaf kind's rate
-    and the bytes of its tiles at the memory bandwidth (a roofline).
+    and the bytes of its tiles at the memory bandwidth (a roofline). Leaf
+    kinds in `bandwidth_bound` (TTV, innerprod: one or two FLOPs per element
+    read) take the bytes of their tiles at the memory bandwidth alone.
+    `curves` gives, per leaf kind, FLOP/s measured at a few sizes as
+    (FLOPs of one leaf call, FLOP/s) pairs: the rate of a call is
+    interpolated between them in log FLOPs, and held at the ends (BLAS runs
+    small tiles well below its rate on large ones).
+
+    >>> p = ProcessorModel("cpu", dict.fromkeys(LEAF_KINDS, 1e9), 1e10, 1 << 30,
+    ...                    curves={"GEMM": ((1e6, 1e9), (1e8, 3e9))})
+    >>> p.rate("GEMM", 1e5), p.rate("GEMM", 1e7), p.rate("GEMM", 1e9), p.rate("TTM", 1e7)
+    (1000000000.0, 2000000000.0, 3000000000.0, 1000000000.0)
     """
 
     kind: str
     flops: Mapping[str, float]
     bandwidth: float
     memory: int
+    curves: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    bandwidth_bound: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.kind not in ("cpu", "gpu", "omp"):
@@ -74,9 +89,40 @@ class ProcessorModel:
             raise ModelError(f"expected positive rates, bandwidth and memory, but found flops={dict(self.flops)}, "
                              f"bandwidth={self.bandwidth!r}, memory={self.memory!r}")
         object.__setattr__(self, "flops", MappingProxyType(dict(self.flops)))
+        curves: dict[str, tuple[tuple[float, float], ...]] = {}
+        for leaf, points in self.curves.items():
+            pts = tuple(sorted((float(f), float(r)) for f, r in points))
+            if leaf not in LEAF_KINDS or not pts or any(not (f > 0 and r > 0) for f, r in pts):
+                raise ModelError(f"expected a leaf kind ({', '.join(LEAF_KINDS)}) with positive (FLOPs, FLOP/s) "
+                                 f"points, but found {leaf!r}: {points!r}")
+            curves[leaf] = pts
+        object.__setattr__(self, "curves", MappingProxyType(curves))
+        unknown = set(self.bandwidth_bound) - set(LEAF_KINDS)
+        if unknown:
+            raise ModelError(f"expected bandwidth-bound leaf kinds among {', '.join(LEAF_KINDS)}, "
+                             f"but found {', '.join(sorted(unknown))}")
+        object.__setattr__(self, "bandwidth_bound", frozenset(self.bandwidth_bound))
 
-    def rate(self, leaf: str) -> float:
-        return self.flops.get(leaf, self.flops["GENERIC"])
+    def rate(self, leaf: str, flops: float | None = None) -> float:
+        """FLOP/s of leaf kind `leaf` on a call of `flops` FLOPs (interpolated on its curve when it has one)."""
+        pts = self.curves.get(leaf)
+        if not pts or flops is None or flops <= 0:
+            return self.flops.get(leaf, self.flops["GENERIC"])
+        if flops <= pts[0][0]:
+            return pts[0][1]
+        if flops >= pts[-1][0]:
+            return pts[-1][1]
+        for (f0, r0), (f1, r1) in itertools.pairwise(pts):
+            if f0 <= flops <= f1:
+                w = (math.log(flops) - math.log(f0)) / (math.log(f1) - math.log(f0))
+                return r0 + w * (r1 - r0)
+        raise AssertionError("unreachable: flops lies between the curve's ends")
+
+    def leaf_seconds(self, leaf: str, flops: float, nbytes: float) -> float:
+        """One leaf call's time: bytes at the bandwidth for a bandwidth-bound kind, else the roofline."""
+        if leaf in self.bandwidth_bound:
+            return nbytes / self.bandwidth
+        return max(flops / self.rate(leaf, flops), nbytes / self.bandwidth)
 
 
 @dataclass(frozen=True)
@@ -89,7 +135,12 @@ class MachineModel:
     point a processor runs. `overlap` in [0, 1] is the share of a step's
     communication hidden behind the previous step's computation. `cores`,
     when set, is how many cores the processors of a node share (this machine:
-    more Legate CPU processors than cores run slower).
+    more Legate CPU processors than cores run slower). `plan_seconds` is paid
+    once per run of a plan (issuing it, reading its output back). With
+    `serial_tasks` the per-point cost of a launch is paid one point after the
+    other by the whole node (Python task bodies under one interpreter lock
+    per process, as Legate runs them), so every processor of the node waits
+    for all of the node's points of that launch.
     """
 
     name: str
@@ -102,15 +153,17 @@ class MachineModel:
     overlap: float = 0.5
     cores: int | None = None
     notes: tuple[str, ...] = field(default=())
+    plan_seconds: float = 0.0
+    serial_tasks: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:
             raise ModelError(f"expected a positive number of processors per node, but found {self.per_node!r}")
         if not 0.0 <= self.overlap <= 1.0:
             raise ModelError(f"expected an overlap in [0, 1], but found {self.overlap!r}")
-        if self.launch_seconds < 0 or self.task_seconds < 0:
+        if self.launch_seconds < 0 or self.task_seconds < 0 or self.plan_seconds < 0:
             raise ModelError(f"expected non-negative runtime costs, but found launch {self.launch_seconds!r}, "
-                             f"task {self.task_seconds!r}")
+                             f"task {self.task_seconds!r}, plan {self.plan_seconds!r}")
 
     def node_of(self, processor: int) -> int:
         """The node of real processor `processor` (processors of a node are consecutive)."""
@@ -125,8 +178,9 @@ class MachineModel:
         rates = ", ".join(f"{k} {v / 1e9:.3g}" for k, v in p.flops.items())
         return (f"{self.name}: {self.per_node} {p.kind} per node, GFLOP/s {rates}, memory "
                 f"{p.bandwidth / 1e9:.3g} GB/s, {p.memory / GiB:.3g} GiB; inside a node {self.intra}, "
-                f"between nodes {self.inter}; {self.launch_seconds * 1e6:.3g} us per launch, "
-                f"{self.task_seconds * 1e6:.3g} us per task, overlap {self.overlap:g}")
+                f"between nodes {self.inter}; {self.plan_seconds * 1e6:.3g} us per plan, "
+                f"{self.launch_seconds * 1e6:.3g} us per launch, {self.task_seconds * 1e6:.3g} us per task"
+                f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}")
 
 
 # -- presets -------------------------------------------------------------------------------------------------------

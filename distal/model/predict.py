@@ -7,9 +7,11 @@ and step the model adds:
 
 - compute: for each point, the leaf's FLOPs on its tiles (iterations of the
   statement inside the point's boxes times the operations per iteration) at
-  the processor's rate for the leaf kind, or the bytes of its tiles at the
-  memory bandwidth when that is slower (a roofline), plus the runtime's cost
-  per task; processors that share fewer cores run proportionally slower;
+  the processor's rate for the leaf kind at that call's size
+  (`ProcessorModel.rate`), or the bytes of its tiles at the memory bandwidth
+  when that is slower (a roofline; bandwidth-bound leaf kinds, TTV and
+  innerprod on this machine, take the bytes alone), plus the runtime's cost
+  per task point; processors that share fewer cores run proportionally slower;
 - communication before the step: the bytes of its tiles it does not hold,
   split by where they are held (by an abstract processor on the same real
   processor: free; on the same node: the node's `intra` link; elsewhere: the
@@ -25,7 +27,7 @@ computed and after its own data arrived; the runtime overlaps `overlap` of
 the data for step s+1 (and the reductions of step s) with step s's compute:
 T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
-cost per launch. Peak memory per real processor is the sum of the peaks
+cost per launch and per plan run. Peak memory per real processor is the sum of the peaks
 (`distal.lower.explain.stats`) of the abstract processors bound to it,
 checked against the processor's memory.
 """
@@ -35,7 +37,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from distal.model.machine import MachineModel, ModelError
@@ -74,6 +76,7 @@ class Prediction:
     memory_bytes: int
     per_processor: tuple[dict[str, Any], ...] = field(repr=False)
     step_times: tuple[dict[str, float], ...] = field(repr=False)
+    memory_source: str = ""  # where `memory_bytes` comes from (empty: the model's processor)
 
     @property
     def fits(self) -> bool:
@@ -90,12 +93,13 @@ class Prediction:
 
     def summary(self) -> str:
         fit = "fits" if self.fits else "DOES NOT FIT"
+        source = self.memory_source or f"{self.model}'s processor memory"
         idle = f", {self.idle} idle" if self.idle else ""
         return (f"predicted {_fmt(self.seconds)} on {self.model} ({self.processors_total} processors{idle}): "
                 f"compute {_fmt(self.compute_seconds)}, communication {_fmt(self.comm_seconds)} "
                 f"({_fmt(self.exposed_comm_seconds)} not hidden), runtime {_fmt(self.launch_seconds)} over "
                 f"{self.steps} step(s); peak memory {_mib(self.peak_bytes)} of {_mib(self.memory_bytes)} per "
-                f"processor ({fit})")
+                f"processor ({source}; {fit})")
 
     def describe(self) -> str:
         lines = [self.summary()]
@@ -182,10 +186,22 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
         from distal.model.calibrate import this_machine
 
         model = this_machine()
+    source = ""
+    if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
+        from distal.model.memory import configured_memory
+
+        conf = configured_memory()
+        if conf is not None:
+            model = model.with_(processor=replace(model.processor, memory=max(conf.per_processor, 1)))
+            source = f"{conf.source}, shared by {conf.processors} CPU processor(s)"
+        else:
+            source = "the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem"
     try:
         got = predict(plan, model, None, data)
     except ModelError as exc:
         return [f"  predicted time: none ({exc.message})"]
+    if source:
+        got = replace(got, memory_source=source)
     lines = [f"  predicted time ({model.name} model, distal.model): {got.summary()}"]
     lines.extend("  " + x for x in got.describe().splitlines()[1:])
     return lines
@@ -253,10 +269,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
     extra_peak: dict[tuple[int, ...], float] = defaultdict(float)  # estimated: received + reduction buffers
     per_launch: list[Any] = []
-    rates: list[float] = []
+    kinds: list[str] = []
     per_step: list[tuple[dict[int, float], dict[int, float], dict[int, float]]] = []
     for group, launch in launches:
-        rates.append(proc.rate(_leaf_kind(group)))
+        kinds.append(_leaf_kind(group))
         raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
         buffers: dict[tuple[int, ...], float] = defaultdict(float)
@@ -321,16 +337,28 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     scale = min(1.0, whole / flops_total) if flops_total > 0 else 1.0
     flops_total *= scale
     comps: list[dict[int, float]] = []
-    for rate, (raw, *_rest) in zip(rates, per_launch):
+    for kind, (raw, *_rest) in zip(kinds, per_launch):
         comp: dict[int, float] = {}
         for r, (f, moved, npoints) in raw.items():
-            comp[r] = max(f * scale / rate, moved * scale / proc.bandwidth) + npoints * model.task_seconds
-        if model.cores is not None:
+            # the leaf's rate is the one of a call of this launch's size (one call per point)
+            rate = proc.rate(kind, f * scale / max(npoints, 1))
+            if kind in proc.bandwidth_bound:
+                leaf = moved * scale / proc.bandwidth
+            else:
+                leaf = max(f * scale / rate, moved * scale / proc.bandwidth)
+            comp[r] = leaf
+        if model.cores is not None:  # more busy processors than cores: the leaves share the cores
             busy: dict[int, int] = defaultdict(int)
             for r in comp:
                 busy[model.node_of(r)] += 1
             for r in comp:
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
+        node_points: dict[int, float] = defaultdict(float)
+        for r, (_f, _m, npoints) in raw.items():
+            node_points[model.node_of(r)] += npoints
+        for r, (_f, _m, npoints) in raw.items():
+            # with serial_tasks the node's points pay their task cost one after the other
+            comp[r] += (node_points[model.node_of(r)] if model.serial_tasks else npoints) * model.task_seconds
         for r, t in comp.items():
             comp_total[r] += t
         comps.append(comp)
@@ -424,7 +452,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         ms = sum(x[1] + x[2] for x in runs)
         if t > total:
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
-    runtime = model.launch_seconds * len(launches)
+    runtime = model.plan_seconds + model.launch_seconds * len(launches)
     total += runtime
     # memory
     peak_real: dict[int, int] = defaultdict(int)

@@ -85,9 +85,13 @@ def test_broadcasts_cost_the_sender() -> None:
 
 def test_this_machine_is_calibrated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISTAL_CACHE_DIR", str(tmp_path))
+    fixed = {"plan_seconds": 4e-4, "launch_seconds": 1e-4, "task_seconds": 5e-5}
+    monkeypatch.setattr(calibrate, "measure_fixed_costs", lambda: dict(fixed))  # no Legate child in a test
     first = model.this_machine()
+    assert (first.plan_seconds, first.launch_seconds, first.task_seconds) == (4e-4, 1e-4, 5e-5)
     saved = json.loads((tmp_path / "machine-model.json").read_text())
     assert set(saved["flops"]) == set(model.LEAF_KINDS) and saved["bandwidth"] > 0
+    assert set(saved["curves"]) == {"GEMM", "TTM", "MTTKRP"} and all(len(c) >= 3 for c in saved["curves"].values())
 
     def refuse() -> None:
         raise AssertionError("measured again although cached")
@@ -116,3 +120,24 @@ def test_estimated_bytes_match_the_exact_ones_where_nothing_is_cached(name: str)
     got = sum(r["intra_bytes"] + r["inter_bytes"] for r in estimate.per_processor)
     want = sum(r["intra_bytes"] + r["inter_bytes"] for r in exact.per_processor)
     assert got >= want  # the estimate never counts less than what is really received
+
+
+def test_explain_compares_with_legates_configured_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """this machine's model: the peak is compared with --sysmem shared by --cpus, and the line says so."""
+    from distal.model.calibrate import model_of
+    from tests.model.test_rates import THIS_LIKE
+
+    plan = kernels.build("cannon", dt.Machine(dt.Grid(2, 2)), *_matmul(256)).compile()
+    m = model_of(THIS_LIKE)
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2 --sysmem 3000 --utility 1")
+    text = plan.explain(m)
+    assert ("of 1500.0 MiB per processor (Legate's --sysmem 3000 MiB (LEGATE_CONFIG), shared by 2 CPU "
+            "processor(s); fits)") in text
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2 --sysmem 1")  # 1 MiB: the plan's 1.5 MiB peak does not fit
+    assert "of 512.0 KiB per processor (Legate's --sysmem 1 MiB (LEGATE_CONFIG), shared by 2 CPU processor(s); " \
+           "DOES NOT FIT)" in plan.explain(m)
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2")
+    assert "(the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem; fits)" in plan.explain(m)
+    monkeypatch.delenv("LEGATE_CONFIG")
+    assert "distal's default --sysmem " in plan.explain(m)
+    assert "(lassen-gpu's processor memory; fits)" in plan.explain(model.lassen_gpu())
