@@ -203,11 +203,44 @@ class FormatStore:
         return {d: host[holder_index(self.layout, d)].reshape(tile) for d in self.layout.holders()}
 
     def to_numpy(self) -> np.ndarray:
-        """A NumPy copy of the tensor's data (waits for the launches that write it)."""
+        """A NumPy copy of the tensor's data (waits for the launches that write it).
+
+        The blocks are copied to the host once. When they are the tensor's
+        rows in order (only the first dimension partitioned, no copies), that
+        copy is the result (a view of it, no further pass); otherwise each
+        distinct block is written once into its box of the result (padding
+        cropped by slicing). Layouts whose elements are not at their own
+        padded positions (hierarchical formats) go through `Layout.crop`.
+        """
+        lay = self.layout
+        host = to_numpy(self.blocks)
+        if not lay.shape or 0 in lay.shape or not _identity_positions(lay):
+            return self._via_padded(host)
+        shape, tile = lay.shape, lay.tile
+        t = lay.type
+        boxes: dict[Box, tuple[int, ...]] = {}
+        for device in lay.holders():
+            off = offsets(t, lay.mesh, device)
+            box = tuple((o, min(o + n, e)) for o, n, e in zip(off, tile, shape))
+            if all(lo < hi for lo, hi in box):
+                boxes.setdefault(box, holder_index(lay, device))
+        flat = host.reshape(-1, host.shape[-1]) if host.ndim > 1 else host.reshape(1, -1)
+        grid = host.shape[:-1]
+        if _rows_in_order(boxes, grid, shape, tile):
+            return host.reshape(-1)[:math.prod(shape)].reshape(shape)
+        covered = sum(math.prod(hi - lo for lo, hi in box) for box in boxes) == math.prod(shape)
+        out = np.empty(shape, dtype=self.dtype) if covered else np.zeros(shape, dtype=self.dtype)
+        for box, index in boxes.items():
+            block = flat[int(np.ravel_multi_index(index, grid)) if grid else 0].reshape(tile)
+            out[tuple(slice(lo, hi) for lo, hi in box)] = block[tuple(slice(0, hi - lo) for lo, hi in box)]
+        return out
+
+    def _via_padded(self, host: np.ndarray) -> np.ndarray:
         lay = self.layout
         padded = np.zeros(lay.padded, dtype=self.dtype)
         t = lay.type
-        for device, block in self.device_blocks().items():
+        for device in lay.holders():
+            block = host[holder_index(lay, device)].reshape(lay.tile)
             off = offsets(t, lay.mesh, device)
             padded[tuple(slice(o, o + n) for o, n in zip(off, lay.tile))] = block
         return lay.crop(padded)
@@ -225,6 +258,24 @@ class FormatStore:
 
 
 Box = tuple[tuple[int, int], ...]
+
+
+def _identity_positions(lay: Layout) -> bool:
+    """Whether every element of ``lay`` sits at its own index in the padded tensor (padding only at the ends)."""
+    return all(bool(np.array_equal(p, np.arange(n))) for p, n in zip(lay.positions(), lay.shape))
+
+
+def _rows_in_order(boxes: dict[Box, tuple[int, ...]], grid: tuple[int, ...], shape: tuple[int, ...],
+                   tile: tuple[int, ...]) -> bool:
+    """Whether the flat blocks, in order, are the tensor's rows: block k holds rows [k*tile0, (k+1)*tile0),
+    whole along every other dimension, one block per device and no copies."""
+    if any(t != e for t, e in zip(tile[1:], shape[1:])) or len(boxes) != -(-shape[0] // tile[0]):
+        return False
+    for box, index in boxes.items():
+        k = int(np.ravel_multi_index(index, grid)) if grid else 0
+        if box[0][0] != k * tile[0]:
+            return False
+    return True
 
 
 def holder_box(lay: Layout, device: tuple[int, ...]) -> Box:

@@ -346,7 +346,7 @@ class Tensor:
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the tensor's data (zeros if it was never written)."""
         if self._storage is not None:
-            return np.array(self._storage.to_numpy(), dtype=self.dtype, copy=True)
+            return np.asarray(self._storage.to_numpy(), dtype=self.dtype)  # the storage hands over its own copy
         from distal.lower.memory import check_host_allocation
 
         check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)

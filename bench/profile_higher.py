@@ -1,0 +1,224 @@
+"""Where the time of distal's higher-order kernels goes (issue 14, items 1 and 3).
+
+For each of TTV, innerprod, TTM and MTTKRP at the suite's sizes
+(`bench/suite.py` HIGHER; `--scale` shrinks them) on 2 CPU processors, this
+runs the benchmark's measured step (`plan.run()` then `out.to_numpy()`)
+`--rounds` times and splits it:
+
+* **Python side** (main thread): `plan.run()` submission, and `to_numpy()`
+  (waiting for the tasks, then copying the result to the host); a cProfile
+  of both (top functions by cumulative time, `--cprofile`).
+* **Inside the task bodies** (timestamps taken in each task, summed over
+  tasks and divided by the 2 processors): store -> array conversion
+  (`np.asarray` of each store), zero-fill of an output tile (`_ZeroFirst`),
+  the leaf's kernel (`Leaf.compute_into`: BLAS or the reduction), and the
+  rest of the task body (views, dtype checks, block tiling).
+
+Each category is printed as seconds per run and as a fraction of the wall
+time, next to `numpy.einsum` (2 BLAS threads) of the same statement measured
+in the same process, interleaved. Wall times on a busy machine are noise;
+the fractions and the ratio within one run are what to compare.
+
+Run: `python bench/profile_higher.py [--kernels ttm ttv] [--scale 0.5] [--rounds 3] [--json PATH]`.
+LEGATE_CONFIG defaults to "--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem 12000".
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("LEGATE_CONFIG", "--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem 12000")
+
+import numpy as np  # noqa: E402
+from suite import HIGHER, SPECS, _inputs, _out_shape  # noqa: E402
+
+_lock = threading.Lock()
+_totals: dict[str, float] = defaultdict(float)
+_span: list[tuple[float, float]] = []  # (start, end) of each task body
+
+
+def _add(what: str, seconds: float) -> None:
+    with _lock:
+        _totals[what] += seconds
+
+
+def instrument() -> None:
+    """Wrap the task machinery with timestamps (store -> array, zero-fill, leaf kernel, whole task)."""
+    import contextlib
+
+    from distal import leaf as leaf_module
+    from distal.runtime import _execute, _tasks
+
+    original_scope = _tasks.device_scope
+
+    @contextlib.contextmanager
+    def timed_scope(ctx: Any) -> Iterator[Callable[[Any], Any]]:
+        with original_scope(ctx) as view:
+            def timed_view(store: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return view(store)
+                finally:
+                    _add("store->array", time.perf_counter() - start)
+            yield timed_view
+
+    _tasks.device_scope = timed_scope  # type: ignore[assignment]
+
+    original_kernel = _tasks.kernel
+
+    def timed_kernel(key: int) -> Any:
+        name, fn = original_kernel(key)
+
+        def run(point: tuple[int, ...], *tiles: Any) -> None:
+            start = time.perf_counter()
+            try:
+                fn(point, *tiles)
+            finally:
+                end = time.perf_counter()
+                _add("task body", end - start)
+                with _lock:
+                    _span.append((start, end))
+        return name, run
+
+    _tasks.kernel = timed_kernel  # type: ignore[assignment]
+
+    zero_first = _execute._ZeroFirst.__call__
+
+    def timed_zero(self: Any, point: tuple[int, ...], *tiles: Any) -> None:
+        start = time.perf_counter()
+        tiles[self.position][...] = 0
+        _add("zero-fill", time.perf_counter() - start)
+        self.kernel(point, *tiles)
+
+    del zero_first
+    _execute._ZeroFirst.__call__ = timed_zero  # type: ignore[method-assign]
+
+    compute_into = leaf_module.Leaf.compute_into
+
+    def timed_compute_into(self: Any, out: Any, *operands: Any, **kw: Any) -> None:
+        start = time.perf_counter()
+        try:
+            compute_into(self, out, *operands, **kw)
+        finally:
+            _add("leaf kernel", time.perf_counter() - start)
+
+    leaf_module.Leaf.compute_into = timed_compute_into  # type: ignore[method-assign]
+
+
+def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dict[str, Any]:
+    import distal as dt
+    from distal import kernels
+    from distal import runtime as rt
+
+    sys.path.insert(0, str(HERE))
+    from check import numpy_threads
+
+    set_threads = numpy_threads()
+    arrays = _inputs(name, n, l)
+    spec = SPECS[name][0]
+    names = "aBCD" if name == "innerprod" else "ABCD"
+    ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
+    out = dt.Tensor(names[0], _out_shape(name, n, l))
+    plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
+    plan.run()
+    out.to_numpy()  # warm-up: placement of the inputs, task registration
+    rt.fence()
+    set_threads(2)
+    np.einsum(spec, *arrays, optimize=True)
+    set_threads(1)
+    rows: list[dict[str, float]] = []
+    profiler = cProfile.Profile()
+    for _ in range(rounds):
+        set_threads(2)
+        start = time.perf_counter()
+        np.einsum(spec, *arrays, optimize=True)
+        numpy_s = time.perf_counter() - start
+        set_threads(1)
+        _totals.clear()
+        _span.clear()
+        profiler.enable()
+        start = time.perf_counter()
+        plan.run()
+        submitted = time.perf_counter()
+        result = out.to_numpy()
+        end = time.perf_counter()
+        profiler.disable()
+        del result
+        task = dict(_totals)
+        body = task.get("task body", 0.0)
+        row = {"wall": end - start, "numpy": numpy_s, "submit": submitted - start, "to_numpy": end - submitted}
+        procs = 2.0
+        row["tasks: store->array"] = task.get("store->array", 0.0) / procs
+        row["tasks: zero-fill"] = task.get("zero-fill", 0.0) / procs
+        row["tasks: leaf kernel"] = task.get("leaf kernel", 0.0) / procs
+        row["tasks: rest of body"] = max(0.0, body - task.get("zero-fill", 0.0) - task.get("leaf kernel", 0.0)) / procs
+        first, last = min(a for a, _ in _span), max(b for _, b in _span)
+        row["before first task"] = first - start
+        row["task span"] = last - first
+        row["after last task"] = end - last
+        rows.append(row)
+        rt.fence()
+    expected = np.einsum(spec, *arrays, optimize=True)
+    got = out.to_numpy()
+    error = float(np.abs(got - expected).max() / max(1.0, float(np.abs(expected).max())))
+    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    report: dict[str, Any] = {"size": [n, l], "seconds": med, "vs_numpy": med["numpy"] / med["wall"],
+                              "fractions_of_wall": {k: v / med["wall"] for k, v in med.items()
+                                                    if k not in ("wall", "numpy")},
+                              "max_rel_error": error}
+    if cprofile:
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(cprofile)
+        report["cprofile"] = text.getvalue()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", nargs="*", default=["ttv", "innerprod", "ttm", "mttkrp"])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the suite's extents by this")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cprofile", type=int, default=0, help="print this many cProfile lines per kernel")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    instrument()
+    results: dict[str, Any] = {"legate_config": os.environ.get("LEGATE_CONFIG"),
+                               "loadavg_before": list(os.getloadavg()), "kernels": {}}
+    for name in args.kernels:
+        n, l = HIGHER[name]
+        n, l = max(4, int(n * args.scale)), max(1, int(l * args.scale)) if l else 0
+        rep = profile_kernel(name, n, l, args.rounds, args.cprofile)
+        results["kernels"][name] = rep
+        print(f"== {name} size {rep['size']}: distal {rep['seconds']['wall']:.3f} s, numpy "
+              f"{rep['seconds']['numpy']:.3f} s, vs numpy {rep['vs_numpy']:.2f}x, error {rep['max_rel_error']:.1e}")
+        for k, v in rep["fractions_of_wall"].items():
+            print(f"   {k:22s} {rep['seconds'][k]:8.4f} s  {100 * v:5.1f}% of wall")
+        if "cprofile" in rep:
+            print(rep["cprofile"])
+    results["loadavg_after"] = list(os.getloadavg())
+    print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
