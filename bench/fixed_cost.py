@@ -13,8 +13,10 @@ seconds per task point. The call count does not depend on load.
 
 Writes bench/results/fixed_cost.json with the machine description and the
 load average. Run: `LEGATE_CONFIG="--cpus 2 --sysmem 3000 --utility 1"
-python bench/fixed_cost.py [--rounds N] [--label before|after]` (a label
-keeps earlier labels' figures in the file, to compare).
+python bench/fixed_cost.py [--rounds N] [--label before|after|compiled]` (a
+label keeps earlier labels' figures in the file, to compare). From label
+"compiled" on, the whole Python task (`runtime._tasks._run`: layout, store ->
+array views and the body) is profiled too (`task_python_calls_per_point`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import distal as dt
 from distal import runtime as rt
 from distal.lower.kernel import TaskBody
+from distal.runtime import _tasks
 
 RESULTS = _common.RESULTS / "fixed_cost.json"
 
@@ -56,33 +59,50 @@ def _plans() -> dict[str, Any]:
     return {"copy_n8_grid4": copy, "summa_2x1_n128": summa}
 
 
-def _profile_points(plan: Any, runs: int) -> dict[str, float]:
-    """Python calls and seconds per task point over `runs` runs of `plan`, each point under its own profiler."""
-    lock = threading.Lock()
-    calls, seconds, points = [0], [0.0], [0]
-    original = TaskBody.__call__
+def _profiled(original: Any, lock: threading.Lock, totals: list[float]) -> Any:
+    """`original` run under a profiler of its own at each call; adds (calls, seconds, 1) into `totals`."""
 
-    def profiled(self: TaskBody, point: Any, *tiles: Any) -> None:
+    def profiled(*args: Any) -> None:
         prof = cProfile.Profile()
         start = time.perf_counter()
-        prof.runcall(original, self, point, *tiles)
+        prof.runcall(original, *args)
         spent = time.perf_counter() - start
         counted = sum(entry.callcount for entry in prof.getstats())
         with lock:
-            calls[0] += counted
-            seconds[0] += spent
-            points[0] += 1
+            totals[0] += counted
+            totals[1] += spent
+            totals[2] += 1
 
-    TaskBody.__call__ = profiled  # type: ignore[method-assign]
+    return profiled
+
+
+def _profile_points(plan: Any, runs: int) -> dict[str, float]:
+    """Python calls and seconds per task point over `runs` runs of `plan`, each point under its own profiler.
+
+    Twice: the task body alone (`TaskBody.__call__`), then the whole Python task (`runtime._tasks._run`:
+    the layout, the store -> array views and the body).
+    """
+    lock = threading.Lock()
+    body, task = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    original, wrapper = TaskBody.__call__, _tasks._run
+    TaskBody.__call__ = _profiled(original, lock, body)  # type: ignore[method-assign]
     try:
         for _ in range(runs):
             plan.run()
             rt.fence()
     finally:
         TaskBody.__call__ = original  # type: ignore[method-assign]
-    n = max(1, points[0])
-    return {"points": points[0], "python_calls_per_point": calls[0] / n,
-            "profiled_us_per_point": seconds[0] / n * 1e6}
+    _tasks._run = _profiled(wrapper, lock, task)
+    try:
+        for _ in range(runs):
+            plan.run()
+            rt.fence()
+    finally:
+        _tasks._run = wrapper
+    n, m = max(1.0, body[2]), max(1.0, task[2])
+    return {"points": int(body[2]), "python_calls_per_point": body[0] / n,
+            "profiled_us_per_point": body[1] / n * 1e6,
+            "task_python_calls_per_point": task[0] / m, "task_profiled_us_per_point": task[1] / m * 1e6}
 
 
 def main() -> None:
@@ -124,7 +144,9 @@ def main() -> None:
     for name, fig in figures.items():
         print(f"{args.label} {name}: median {fig['median_us']:.0f} us, min {fig['min_us']:.0f} us; "
               f"{fig['python_calls_per_point']:.0f} Python calls and {fig['profiled_us_per_point']:.0f} us "
-              f"(profiled) per task point over {fig['points']} points (load {load[0]:.1f})")
+              f"(profiled) per task point over {fig['points']} points; whole Python task "
+              f"{fig['task_python_calls_per_point']:.0f} calls, {fig['task_profiled_us_per_point']:.0f} us "
+              f"(load {load[0]:.1f})")
     print(f"wrote {path}")
 
 

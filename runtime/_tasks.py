@@ -39,21 +39,43 @@ _lock = threading.Lock()
 _tasks: dict[tuple[int, int, int], Any] = {}
 
 
+Layout = tuple[tuple[str, ...], tuple[int, ...] | None, bool]
+"""A parsed layout: the kernel's argument slots, a pinned launch's point (or None), whether only point 0 runs."""
+
+_layouts: dict[str, Layout] = {}
+
+
+def _layout(text: str) -> Layout:
+    """`text` parsed (once per distinct layout string; launches of a plan repeat theirs)."""
+    found = _layouts.get(text)
+    if found is None:
+        layout, marker, pinned = text.partition(";")
+        slots = tuple(layout.split(",")) if layout else ()
+        point: tuple[int, ...] | None = None
+        first_only = False
+        if marker:
+            pinned, first, _ = pinned.partition(";")
+            first_only = bool(first)
+            point = tuple(int(x) for x in pinned.split(",") if x)
+        found = _layouts[text] = (slots, point, first_only)
+    return found
+
+
 def _run(ctx: Any, stores: dict[str, Any]) -> None:
     key = int(stores["key"])
-    layout, marker, pinned = str(stores["layout"]).partition(";")
-    if marker:
-        pinned, first_only, _ = pinned.partition(";")
-        if first_only and any(int(x) for x in ctx.task_index):
-            return  # a pinned launch's second point, on empty tiles (_launch._pinned_args)
-        point = tuple(int(x) for x in pinned.split(",") if x)
-    else:
-        point = tuple(int(x) for x in ctx.task_index)
+    slots, point, first_only = _layout(str(stores["layout"]))
+    if point is None:
+        point = tuple([int(x) for x in ctx.task_index])
+    elif first_only and any([int(x) for x in ctx.task_index]):
+        return  # a pinned launch's second point, on empty tiles (_launch._pinned_args)
     try:
-        slots = layout.split(",") if layout else []
-        with device_scope(ctx) as view:
-            tiles = [view(stores[slot]) for slot in slots]
-            kernel(key)[1](point, *tiles)
+        if _is_gpu_variant(ctx):
+            with device_scope(ctx) as view:
+                tiles = [view(stores[slot]) for slot in slots]
+                kernel(key)[1](point, *tiles)
+        else:  # CPU and OpenMP processors: NumPy views of the stores, no device scope
+            asarray = np.asarray
+            kernel(key)[1](point, *[asarray(stores[slot]) for slot in slots])
     except BaseException as error:  # an escaping exception would abort the process
         record_failure(key, point, error)
 
