@@ -1,13 +1,20 @@
-"""Plans reading and writing placed tensors in place: launch tiles that are a format's device blocks.
+"""Plans reading and writing placed tensors in place: launch tiles that lie in a format's device blocks.
 
 A tensor with a format lives in the blocks of a `FormatStore`
-(`_tensor_storage`). Where every tile a plan gives such a tensor is one
-device's block, the plan's launches take the block store itself,
-partitioned one block per point (`block_projection` maps the plan's
-projection onto the block coordinates, `PlacedOperand` makes the launch
-arguments), and the group's kernel sees each flat, padded block as the tile
-it expects (`BlockTiles`). `replicate` fills the copies of an output along
-its format's broadcast dimensions.
+(`_tensor_storage`): one padded block per holding device, for flat and
+hierarchical formats alike (a hierarchical format's blocks are those of its
+leaf level, one coordinate per machine dimension of every level). Where every
+tile a plan gives such a tensor lies inside one device's block (the block
+itself, or a sub-block of it), the plan's launches take the block store
+itself, one block per point: `block_projection` finds, per machine
+dimension, the affine map from launch point to block coordinate (fitted over
+the launch's points), `PlacedOperand` makes the launch arguments, and the
+group's kernel sees the point's tile as a view of the flat, padded block at
+the tile's offset in it (`BlockTiles`). Only where some tile spans several
+blocks, or the block coordinates are not affine in the launch point, or two
+points would write one block, does the runtime gather the tensor into one
+store (`gathered`). `replicate` fills the copies of an output along its
+format's broadcast dimensions.
 """
 
 from __future__ import annotations
@@ -16,68 +23,119 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from distal.lower.plan import Group, Launch, Operand, Plan, Proj
+from distal.lower.plan import Box, Group, Launch, Operand, Plan
 from distal.lower.plan import Privilege as PlanPrivilege
 from distal.redist.formats import Layout
 
 from ._launch import Affine, Arg, Privilege, point_launch
 from ._store import Store, tile_of
-from ._tensor_storage import FormatStore, bound_cpus, copy_kernel, holder_index, native
+from ._tensor_storage import FormatStore, bound_cpus, copy_kernel, holder_index
 
-__all__ = ["BlockTiles", "PlacedOperand", "block_projection", "block_tiles", "placed_operand", "replicate"]
+__all__ = ["BlockTiles", "PlacedOperand", "block_projection", "block_tiles", "gathered", "placed_operand",
+           "replicate"]
 
-
-def _ends(p: Proj, lower: tuple[int, ...], upper: tuple[int, ...]) -> tuple[int, int]:
-    if p.dim is None:
-        return p.offset, p.offset
-    a, b = p.coeff * lower[p.dim] + p.offset, p.coeff * (upper[p.dim] - 1) + p.offset
-    return min(a, b), max(a, b)
+# Largest launch whose points are checked one by one; a larger one's operands are gathered.
+_POINT_LIMIT = 1 << 14
 
 
-def _affine(p: Proj) -> Affine:
-    return Affine(None, 0, p.offset) if p.dim is None else Affine(p.dim, p.coeff, p.offset)
+def _split(lay: Layout, d: int, index: int) -> tuple[dict[str, int], int]:
+    """Element ``index`` of tensor dimension ``d``: its block coordinate per partitioning machine
+    dimension (outermost level first) and its position inside the block."""
+    coords: dict[str, int] = {}
+    rest = index
+    for axis, _, tile in lay.dims[d].parts:
+        color = rest // tile
+        rest -= color * tile
+        coords[axis] = color
+    return coords, rest
 
 
-def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout) -> tuple[Affine, ...] | None:
-    """The projection of ``op``'s tiles onto the device blocks of a tensor placed by ``lay``, or None.
+def _fit(values: list[tuple[tuple[int, ...], int | None]]) -> Affine | None:
+    """An affine map (one launch dimension, or a constant) giving every known value at its point."""
+    known = [(p, v) for p, v in values if v is not None]
+    if not known:
+        return Affine(None, 0, 0)
+    p0, v0 = known[0]
+    if all(v == v0 for _, v in known):
+        return Affine(None, 0, v0)
+    for ld in range(len(p0)):
+        other = next(((p, v) for p, v in known if p[ld] != p0[ld]), None)
+        if other is None:
+            continue
+        p1, v1 = other
+        coeff, rem = divmod(v1 - v0, p1[ld] - p0[ld])
+        if rem:
+            continue
+        offset = v0 - coeff * p0[ld]
+        if all(v == coeff * p[ld] + offset for p, v in known):
+            return Affine(ld, coeff, offset)
+    return None
 
-    There is one when the launch's tile of the tensor *is* a device's block:
-    the format is `native`, every dimension a machine dimension partitions is
-    cut into the format's tiles with colors within the machine dimension,
-    and every other dimension is taken whole. Along a broadcast machine
-    dimension a read takes the copy of the launch point's own processor
-    when a distributed launch dimension runs along it (else copy 0); a
-    fixed dimension has only its face.
+
+@dataclass(frozen=True)
+class BlockView:
+    """How a launch reads one operand in the device blocks: the block per point, and the tile's box in it."""
+
+    projection: tuple[Affine, ...]  # launch point -> block coordinates in the block store
+    local: dict[tuple[int, ...], Box]  # launch point -> the tile's box in the block (block coordinates)
+
+
+def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout) -> BlockView | None:
+    """How ``op`` of ``launch`` is read in the device blocks of a tensor placed by ``lay``, or None.
+
+    There is a way when every point's tile lies inside one device's block
+    (its own, or a sub-block of it; every level of a hierarchical format
+    counted), the block coordinate along every machine dimension is an
+    affine function of the launch point, and no two points write one
+    block. Along a broadcast machine dimension a read takes the copy of
+    the launch point's own processor when a distributed launch dimension
+    runs along it (else copy 0); a fixed dimension has only its face.
     """
-    if not native(lay) or launch.volume == 0:
+    shape = lay.shape
+    if not shape or 0 in shape or launch.volume == 0 or launch.volume > _POINT_LIMIT:
         return None
-    dist = lay.format.levels[0]
+    if any(d.spread for d in lay.dims):
+        return None
     mesh = lay.mesh
-    order = len(lay.shape)
-    tile = op.tile if op.tile is not None else lay.shape
-    projs = op.projection if op.projection is not None else tuple(Proj(None, 0, 0) for _ in range(order))
-    by_dim: dict[int, Proj] = {}
-    for d in range(order):
-        k = dist.machine_dim_of(d)
-        parts = mesh.shape[k] if k is not None else 1
-        lo, hi = _ends(projs[d], launch.lower, launch.upper)
-        if parts > 1:
-            if tile[d] != lay.tile[d] or lo < 0 or hi >= parts:
-                return None
-            by_dim[d] = projs[d]
-        elif tile[d] < lay.shape[d] or lo != 0 or hi != 0:
-            return None
     fixed = {a for a, _ in lay.fixed}
-    lead: list[Affine] = []
-    for axis, (name, size) in enumerate(mesh.axes):
-        dim = dist.tensor_dim_of(axis)
+    parted = {axis for d in lay.dims for axis, _, _ in d.parts}
+    values: dict[str, list[tuple[tuple[int, ...], int | None]]] = {a: [] for a in parted}
+    local: dict[tuple[int, ...], Box] = {}
+    for p in launch.points():
+        box = op.box(p, shape)
+        here: list[tuple[int, int]] = []
+        for d, (lo, hi) in enumerate(box):
+            if hi <= lo:
+                for axis, _, _ in lay.dims[d].parts:
+                    values[axis].append((p, None))  # an empty tile: any block will do
+                here.append((0, 0))
+                continue
+            first, at = _split(lay, d, lo)
+            last, _ = _split(lay, d, hi - 1)
+            if first != last:
+                return None  # the tile spans several blocks
+            for axis, color in first.items():
+                values[axis].append((p, color))
+            here.append((at, at + hi - lo))
+        local[p] = tuple(here)
+    projection: list[Affine] = []
+    for k, (name, size) in enumerate(mesh.axes):
         if name in fixed or size == 1:
-            lead.append(Affine(None, 0, 0))
-        elif dim is not None:
-            lead.append(_affine(by_dim[dim]))
+            projection.append(Affine(None, 0, 0))
+        elif name in parted:
+            fitted = _fit(values[name])
+            if fitted is None:
+                return None
+            projection.append(fitted)
         else:
-            lead.append(_own_copy(plan, group, launch, op, lay, axis, size))
-    return (*lead, Affine(None, 0, 0))
+            projection.append(_own_copy(plan, group, launch, op, lay, k, size))
+    colors = [tuple(a.at(p) for a in projection) for p in launch.points()]
+    grid = tuple(1 if name in fixed else size for name, size in mesh.axes)
+    if any(not 0 <= c < n for color in colors for c, n in zip(color, grid, strict=True)):
+        return None
+    if op.privilege in (PlanPrivilege.WRITE, PlanPrivilege.READ_WRITE) and len(set(colors)) != len(colors):
+        return None  # two points would write one block
+    return BlockView((*projection, Affine(None, 0, 0)), local)
 
 
 def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Affine:
@@ -102,13 +160,14 @@ def _key(launch: Launch, op: Operand) -> _Key:
 class PlacedOperand:
     """A plan's operand read or written in place in a tensor's device blocks.
 
-    ``projections`` gives, per operand of every launch, the projection onto
-    the block store (`block_projection`). A written block is read and
-    written (the kernel writes the point's box; the padding keeps its zeros).
+    ``views`` gives, per operand of every launch, the projection onto the
+    block store and each point's box in its block (`block_projection`). A
+    written block is read and written (the kernel writes the point's box;
+    the rest of the block, padding included, keeps what it holds).
     """
 
     held: FormatStore
-    projections: dict[_Key, tuple[Affine, ...]]  # by `_key(launch, operand)`
+    views: dict[_Key, BlockView]  # by `_key(launch, operand)`
 
     @property
     def block(self) -> tuple[int, ...]:
@@ -118,71 +177,86 @@ class PlacedOperand:
     def arg(self, launch: Launch, op: Operand, privilege: Privilege) -> Arg:
         """The launch argument: the block store, one block per point."""
         if privilege is Privilege.WRITE:
-            privilege = Privilege.READ_WRITE  # the kernel writes the box, the padding keeps its zeros
-        return Arg(self.held.blocks, privilege, self.block, self.projections[_key(launch, op)])
+            privilege = Privilege.READ_WRITE  # the kernel writes the box, the rest of the block stays
+        return Arg(self.held.blocks, privilege, self.block, self.views[_key(launch, op)].projection)
 
     def pinned(self, launch: Launch, op: Operand, point: tuple[int, ...],
                privilege: Privilege) -> tuple[Store, Privilege]:
         """The block of one launch point, as a store of its own (pinned launches)."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE
-        color = tuple(a.at(point) for a in self.projections[_key(launch, op)])
+        color = tuple(a.at(point) for a in self.views[_key(launch, op)].projection)
         return tile_of(self.held.blocks, self.block, color), privilege
+
+    def local(self, launch: Launch, op: Operand, point: tuple[int, ...]) -> Box:
+        """The box of ``point``'s tile in its block."""
+        return self.views[_key(launch, op)].local[point]
+
+
+def _views(plan: Plan, n: int, lay: Layout) -> dict[_Key, BlockView] | None:
+    views: dict[_Key, BlockView] = {}
+    for group, launch in plan.launches():
+        for op in launch.operands:
+            if op.tensor != n:
+                continue
+            view = block_projection(plan, group, launch, op, lay)
+            if view is None:
+                return None
+            if views.setdefault(_key(launch, op), view) != view:
+                return None  # two launches alike but for their group: not worth telling apart
+    return views
 
 
 def placed_operand(plan: Plan, n: int, lay: Layout, held: Callable[[], FormatStore]) -> PlacedOperand | None:
     """Tensor ``n`` of ``plan``, laid out by ``lay``, as an operand read in its device blocks.
 
-    None where some launch's tile is not a block (`block_projection`);
+    None where some launch's tile does not lie in one block (`block_projection`);
     otherwise ``held()`` gives the blocks.
     """
-    projections: dict[_Key, tuple[Affine, ...]] = {}
-    for group, launch in plan.launches():
-        for op in launch.operands:
-            if op.tensor != n:
-                continue
-            proj = block_projection(plan, group, launch, op, lay)
-            if proj is None:
-                return None
-            if projections.setdefault(_key(launch, op), proj) != proj:
-                return None  # two launches alike but for their group: not worth telling apart
-    return PlacedOperand(held(), projections) if projections else None
+    views = _views(plan, n, lay)
+    return PlacedOperand(held(), views) if views else None
+
+
+def gathered(plan: Plan, n: int, lay: Layout) -> bool:
+    """Whether running ``plan`` gathers tensor ``n``, placed by ``lay``, into one store (some launch's
+    tile of it spans several device blocks, or its blocks are not an affine function of the launch
+    point): what `run_plan` does where `placed_operand` gives None."""
+    return _views(plan, n, lay) is None
 
 
 @dataclass(eq=False)
 class BlockTiles:
     """A group's kernel whose placed operands arrive as device blocks: each is viewed as the point's tile.
 
-    ``tiles[position]`` is the padded tile of the operand at that argument
-    position; ``boxes[point][position]`` the extents of the point's tile.
+    ``tiles[position]`` is the padded block shape of the operand at that
+    argument position; ``boxes[point][position]`` the box of the point's
+    tile in that block.
     """
 
     kernel: Any
     tiles: dict[int, tuple[int, ...]]
-    boxes: dict[tuple[int, ...], dict[int, tuple[int, ...]]]
+    boxes: dict[tuple[int, ...], dict[int, Box]]
 
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
         args = list(arrays)
-        sizes = self.boxes[tuple(int(x) for x in point)]
+        boxes = self.boxes[tuple(int(x) for x in point)]
         for pos, tile in self.tiles.items():
             view = args[pos].reshape(tile)
-            args[pos] = view[tuple(slice(0, n) for n in sizes[pos])]
+            args[pos] = view[tuple(slice(lo, hi) for lo, hi in boxes[pos])]
         self.kernel(point, *args)
 
 
 def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:
     """``kernel`` wrapped as `BlockTiles` for the placed operands of ``group`` (``kernel`` itself if none)."""
     tiles: dict[int, tuple[int, ...]] = {}
-    boxes: dict[tuple[int, ...], dict[int, tuple[int, ...]]] = {}
+    boxes: dict[tuple[int, ...], dict[int, Box]] = {}
     for launch in group.launches:
         for pos, op in enumerate(launch.operands):
             if op.tensor not in placed:
                 continue
-            info = plan.tensors[op.tensor]
             tiles[pos] = placed[op.tensor].held.layout.tile
             for p in launch.points():
-                box = op.box(p, info.shape)
-                boxes.setdefault(p, {})[pos] = tuple(hi - lo for lo, hi in box)
+                boxes.setdefault(p, {})[pos] = placed[op.tensor].local(launch, op, p)
     if not tiles:
         return kernel
     return BlockTiles(kernel, tiles, boxes)
@@ -193,15 +267,15 @@ def replicate(held: FormatStore) -> None:
 
     A plan writes one copy of a tensor whose format broadcasts; this makes
     the rest (one pinned launch per other copy, on the CPU bound to it).
+    The broadcast machine dimensions are those of every level that
+    partition no tensor dimension and are not fixed.
     """
     lay = held.layout
     mesh = lay.mesh
-    dist = lay.format.levels[0] if len(lay.format.levels) == 1 else None
-    if dist is None:
-        return
     fixed = {a for a, _ in lay.fixed}
+    parted = {axis for d in lay.dims for axis, _, _ in d.parts}
     spread = [k for k, (name, size) in enumerate(mesh.axes)
-              if name not in fixed and size > 1 and dist.tensor_dim_of(k) is None]
+              if name not in fixed and size > 1 and name not in parted]
     if not spread:
         return
     key = copy_kernel()

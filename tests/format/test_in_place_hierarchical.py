@@ -1,0 +1,131 @@
+"""Plans read their operands' tiles from the placed blocks where a tile lies in one block (issue 11, item 1):
+sub-blocks of a block (Solomonik's B and C, a split communicated tile) and the leaf blocks of hierarchical
+formats; only tiles that span several blocks are gathered into a second store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal import runtime as rt
+from distal.lower.plan import Plan
+from distal.redist.formats import layout
+from distal.runtime import _execute, _placed, _store, _tensor_storage
+from distal.runtime._tensor_storage import FormatStore
+
+pytestmark = pytest.mark.legate
+
+M22 = dt.Machine(dt.Grid(2, 2))
+MH22 = dt.Machine(dt.Grid(2, 2), dt.Grid(2, 2))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def legate() -> rt.MachineInfo:
+    return rt.ensure_started()
+
+
+@pytest.fixture
+def moves(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Records every way data could leave the blocks: a gather into a second store, a copy to or from the host."""
+    seen: list[str] = []
+
+    def trap(name: str, real: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            seen.append(name)
+            return real(*args, **kwargs)
+        return wrapper
+
+    for module in (_tensor_storage, _execute):
+        monkeypatch.setattr(module, "gather", trap("gather", module.gather))
+        monkeypatch.setattr(module, "from_store", trap("from_store", module.from_store))
+        monkeypatch.setattr(module, "from_numpy", trap("from_numpy", module.from_numpy))
+    for module in (_store, _tensor_storage):
+        monkeypatch.setattr(module, "to_numpy", trap("to_numpy", module.to_numpy))
+    monkeypatch.setattr(FormatStore, "to_numpy", trap("FormatStore.to_numpy", FormatStore.to_numpy))
+    yield seen
+
+
+def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _gathered(plan: Plan) -> list[str]:
+    """The names of the plan's placed tensors that running it gathers (`_placed.gathered`)."""
+    return [info.tensor.name for n, info in enumerate(plan.tensors)
+            if info.tensor.format is not None
+            and _placed.gathered(plan, n, layout(info.tensor.format, info.shape))]
+
+
+def _matmul_operands(name: str, machine: dt.Machine, n: int) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor,
+                                                                       np.ndarray, np.ndarray]:
+    """A, B, C placed in the algorithm's own formats on ``machine`` (nothing for build to move)."""
+    from distal.kernels._algorithms import ALGORITHMS
+
+    alg = ALGORITHMS[name]
+    b, c = _data((n, n), n), _data((n, n), n + 1)
+    A = dt.Tensor("A", (n, n), alg.format_of(0, machine))
+    B = dt.Tensor.from_array("B", b, alg.format_of(1, machine))
+    C = dt.Tensor.from_array("C", c, alg.format_of(2, machine))
+    return A, B, C, b, c
+
+
+@pytest.mark.parametrize("n", [8, 12, 7])
+def test_solomonik_reads_b_and_c_in_their_blocks(moves: list[str], n: int) -> None:
+    """Solomonik's B and C tiles are k-slabs of the blocks on the face z = 0 ("xy -> xy0"): sub-blocks."""
+    machine = dt.kernels.machine("solomonik", 8)
+    A, B, C, b, c = _matmul_operands("solomonik", machine, n)
+    plan = dt.kernels.build("solomonik", machine, A, B, C).compile()
+    assert _gathered(plan) == []
+    moves.clear()
+    plan.run()
+    assert moves == []
+    assert isinstance(A.storage, FormatStore) and A.storage.format == A.format
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ik,kj->ij", b, c), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_hierarchical_summa_reads_and_writes_the_leaf_blocks(moves: list[str], n: int) -> None:
+    """On a 2x2 grid of 2x2 nodes, with k chunks of the leaf tile, every tile of A, B and C is a leaf block."""
+    A, B, C, b, c = _matmul_operands("summa", MH22, n)
+    plan = dt.kernels.build("summa", MH22, A, B, C, chunk=n // 4).compile()
+    assert _gathered(plan) == []
+    moves.clear()
+    plan.run()
+    assert moves == []
+    assert isinstance(A.storage, FormatStore) and A.storage.format == A.format
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ik,kj->ij", b, c), rtol=1e-10, atol=1e-12)
+
+
+def test_a_split_communicated_tile_is_a_sub_block(moves: list[str]) -> None:
+    """B's tile is communicated at the inner loop of a split of its block's columns: half a block per step,
+    read and written in place (the output's sub-blocks too)."""
+    i, j = dt.index_vars("i j")
+    io, jo, ii, ji, jio, jii = dt.index_vars("io jo ii ji jio jii")
+    a0, b = _data((8, 8), 1), _data((8, 8), 2)
+    A = dt.Tensor.from_array("A", a0, dt.Format("xy -> xy", M22))
+    B = dt.Tensor.from_array("B", b, dt.Format("xy -> xy", M22))
+    A[i, j] += B[i, j] * 2  # type: ignore[misc]
+    plan = (A.schedule().distribute([i, j], [io, jo], [ii, ji], M22).split(ji, jio, jii, 2)
+            .reorder([io, jo, jio, ii, jii]).communicate([A, B], jio).compile())
+    tiles = {plan.tensors[op.tensor].tensor.name: op.tile for _, launch in plan.launches() for op in launch.operands}
+    assert tiles == {"A": (4, 2), "B": (4, 2)}  # half of a (4, 4) block
+    assert _gathered(plan) == []
+    moves.clear()
+    plan.run()
+    assert moves == []
+    np.testing.assert_allclose(A.to_numpy(), a0 + 2 * b, rtol=1e-12)
+
+
+def test_a_tile_spanning_several_blocks_is_gathered_and_says_so(moves: list[str]) -> None:
+    """Hierarchical SUMMA with k chunks of a node's tile: B's and C's tiles span two leaf blocks each."""
+    A, B, C, b, c = _matmul_operands("summa", MH22, 8)
+    plan = dt.kernels.build("summa", MH22, A, B, C, chunk=4).compile()
+    assert _gathered(plan) == ["B", "C"]
+    moves.clear()
+    plan.run()
+    assert moves.count("gather") == 2 and "to_numpy" not in moves and "from_numpy" not in moves
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("ik,kj->ij", b, c), rtol=1e-10, atol=1e-12)
