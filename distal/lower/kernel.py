@@ -105,6 +105,8 @@ class TaskBody:
     timings: list[tuple[tuple[int, ...], float, int]] | None = field(default=None, repr=False)
     parallel: tuple[ParallelLoop, ...] = ()
     threads: int = field(default_factory=lambda: os.cpu_count() or 1, repr=False)
+    keep_programs: bool = field(default=True, repr=False)
+    """Whether a launch point's first call keeps its steps as the point's program (False: every call walks)."""
     _starts: dict[Any, int | None] = field(default_factory=dict, repr=False)
     _facts: dict[int, _Facts] = field(default_factory=dict, repr=False)
     _leaf_by_block: dict[tuple[IndexVar, ...], Leaf | None] = field(default_factory=dict, repr=False)
@@ -114,6 +116,8 @@ class TaskBody:
     _workspaces: tuple[None, ...] = field(init=False, repr=False)
     _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[_Step, ...]] = field(
         default_factory=dict, repr=False)
+    walks: dict[tuple[int, ...], str] = field(default_factory=dict, repr=False, compare=False)
+    """Launch points that walk the statement at every call, and why (their steps are not kept)."""
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Blocks run by each leaf's own implementation (`Leaf.compute_into`), by leaf name."""
 
@@ -174,8 +178,12 @@ class TaskBody:
         arrays = [tile if shape else tile.reshape(()) for tile, shape in zip(tiles, self.shapes)]
         run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], xp, record=[])
         run.stmt(self.stmt, dict(zip(self.vars, point)))
-        if run.record is not None and len(run.record) <= PROGRAM_LIMIT:
+        if not self.keep_programs:
+            return
+        if run.unkept is None and run.record is not None:
             self._programs[key] = tuple(run.record)
+        else:
+            self.walks[point] = run.unkept or "not kept"
 
     def __post_init__(self) -> None:
         self._scalars = tuple(n for n, s in enumerate(self.shapes) if not s)  # 0-d operands arrive with shape (1,)
@@ -189,6 +197,7 @@ class TaskBody:
         """Drop what was worked out on earlier calls (slice-mode choices and the points' programs)."""
         self._starts.clear()
         self._programs.clear()
+        self.walks.clear()
 
     def describe(self) -> str:
         """What the leaf of each assignment runs on the tiles, as text."""
@@ -237,6 +246,7 @@ class _Run(Walker):
         self.origin = origin  # the global coordinate of each tile's first element
         self.xp = xp
         self.record = record  # the steps run so far (the point's program), None when it is not kept
+        self.unkept: str | None = None  # why the point's program is not kept
 
     # -- statements ------------------------------------------------------------
 
@@ -270,7 +280,7 @@ class _Run(Walker):
                 if self.slice_block(a, local, chain[p:]) is None:
                     self.index_nest(chain[p:], a, local)
             else:
-                self.record = None  # a thread pool's chunks are not kept as steps
+                self.record, self.unkept = None, "a loop runs on a thread pool"  # its chunks are no steps
                 self.thread_loop(v, inner, a, local)
 
     def thread_loop(self, v: IndexVar, inner: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
@@ -479,7 +489,10 @@ class _Run(Walker):
         """Run one step of the task body on this run's tiles (and record it for the point's program)."""
         step.run(self.tiles, self.xp, self.body)
         if self.record is not None:
-            self.record.append(step)
+            if len(self.record) < PROGRAM_LIMIT:
+                self.record.append(step)
+            else:  # a program this long would be a per-element loop kept in memory
+                self.record, self.unkept = None, f"more than {PROGRAM_LIMIT} steps"
 
     # -- index mode ------------------------------------------------------------
 
@@ -490,7 +503,7 @@ class _Run(Walker):
             return
         vals, npts = found
         if self.record is not None and npts * len(vals) > INDEX_KEEP_LIMIT:
-            self.record = None  # too many index arrays to keep: this point walks every time
+            self.record, self.unkept = None, "an index-mode block too large to keep its index arrays"
         self.run_step(_IndexStep(a, vals, npts, list(self.origin), self.slots, self.ext))
 
 

@@ -106,16 +106,24 @@ def _run_twice_and_walked(plan: Any, drawn: Any) -> tuple[np.ndarray, ...]:
     """The output of a run that walks every point, of a first run (walk and keep) and of a replaying run."""
     out = plan.tensors[[i.output for i in plan.tensors].index(True)].tensor
     results = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kernel_module, "PROGRAM_LIMIT", -1)  # nothing is kept: every call walks
-        drawn.reset()
-        plan.run(backend="numpy")
-        results.append(out.to_numpy().copy())
+    for g in plan.groups:
+        g.kernel.keep_programs = False  # nothing is kept: every call walks
+    drawn.reset()
+    plan.run(backend="numpy")
+    results.append(out.to_numpy().copy())
     assert all(g.kernel._programs == {} for g in plan.groups)
+    for g in plan.groups:
+        g.kernel.keep_programs = True
     for _ in range(2):
         drawn.reset()
         plan.run(backend="numpy")
         results.append(out.to_numpy().copy())
+    for g in plan.groups:  # every point that ran kept its program, or says why it walks every time
+        ran = {p for _, launch in plan.launches() for p in launch.points()}
+        assert {point for point, _ in g.kernel._programs} | set(g.kernel.walks) == ran
+        assert set(g.kernel.walks.values()) <= {
+            "a loop runs on a thread pool", "an index-mode block too large to keep its index arrays",
+            f"more than {kernel_module.PROGRAM_LIMIT} steps"}
     return tuple(results)
 
 
