@@ -129,3 +129,29 @@ def test_a_tile_spanning_several_blocks_is_gathered_and_says_so(moves: list[str]
     plan.run()
     assert moves.count("gather") == 2 and "to_numpy" not in moves and "from_numpy" not in moves
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ik,kj->ij", b, c), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(8, 4), (7, 5)])
+def test_a_hierarchical_broadcast_output_is_written_in_place_then_replicated(moves: list[str],
+                                                                             shape: tuple[int, int]) -> None:
+    """A's format broadcasts over each node's processors: the plan writes copy 0 of every node's block in
+    place, and `replicate` copies it to the node's other processor."""
+    i, j = dt.index_vars("i j")
+    io, jo, ii, ji = dt.index_vars("io jo ii ji")
+    mh = dt.Machine(dt.Grid(2, 2), dt.Grid(2))
+    b = _data(shape, 3)
+    B = dt.Tensor.from_array("B", b, dt.Format(["xy -> xy", "xy -> x"], mh))
+    A = dt.Tensor("A", shape, dt.Format(["xy -> xy", "xy -> *"], mh))
+    A[i, j] = B[i, j] * 2 - 1
+    plan = A.schedule().distribute([i, j], [io, jo], [ii, ji], M22).compile()
+    assert _gathered(plan) == ["B"]  # B's node tile spans its two leaf blocks; A's tile is A's block
+    moves.clear()
+    plan.run()
+    assert moves == ["gather"]
+    held = A.storage
+    assert isinstance(held, FormatStore) and held.format == A.format
+    blocks = held.device_blocks()
+    assert len(blocks) == 8
+    for (x, y, z), block in blocks.items():
+        assert np.array_equal(block, blocks[(x, y, 1 - z)])
+    np.testing.assert_allclose(A.to_numpy(), b * 2 - 1, rtol=1e-12)
