@@ -10,8 +10,9 @@
   `distal.model.predict` counts them (one per operation of the statement,
   one per summed iteration);
 - bandwidth-bound leaves (TTV, innerprod): the bytes they stream per second,
-  on tiles larger than the caches; that is the memory bandwidth of the model,
-  and those leaves are timed by their bytes alone (`bandwidth_bound`);
+  on tiles larger than the caches: each leaf is timed by its bytes at its
+  own rate (`bandwidth_bound`, `streaming`), and the median of the two is
+  the memory bandwidth of the model's roofline;
 - element-wise work (`GENERIC`): `a * 2 + b` on a 256x256 tile;
 - the runtime's fixed costs: a child process starts Legate on one CPU
   processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
@@ -52,7 +53,7 @@ from distal.model.machine import LEAF_KINDS, MachineModel, ProcessorModel
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
            "model_of", "this_machine"]
 
-_VERSION = 4
+_VERSION = 5
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -112,8 +113,8 @@ def _curves(rng: np.random.Generator) -> dict[str, list[tuple[float, float]]]:
 
 
 def _streaming(rng: np.random.Generator) -> dict[str, float]:
-    """Bytes per second TTV and innerprod stream on tiles larger than the caches (48 MiB each)."""
-    n = 184
+    """Bytes per second TTV and innerprod stream on tiles larger than the caches (128 MiB each)."""
+    n = 256
     b, c = rng.random((n, n, n)), rng.random((n, n, n))
     v = rng.random(n)
     ttv = (b.nbytes + v.nbytes + n * n * 8) / _median_of(lambda: leaf.TTV.compute(b, v), 3)
@@ -243,7 +244,8 @@ def model_of(data: dict[str, Any]) -> MachineModel:
     cores = int(data["cores"])
     curves = {k: tuple((float(f), float(r)) for f, r in pts) for k, pts in data.get("curves", {}).items()}
     proc = ProcessorModel("cpu", data["flops"], float(data["bandwidth"]), int(data["memory"]) // max(cores, 1),
-                          curves=curves, bandwidth_bound=BANDWIDTH_BOUND)
+                          curves=curves, bandwidth_bound=BANDWIDTH_BOUND,
+                          streaming={k: float(v) for k, v in data.get("streaming", {}).items()})
     copy_bw = float(data.get("copy_bandwidth", data["bandwidth"]))
     copy = Link("copy", copy_bw / 2, 50e-6)
     fixed = {k: float(data.get(k, v)) for k, v in DEFAULT_FIXED_COSTS.items()}

@@ -58,7 +58,8 @@ class ProcessorModel:
     A leaf's time on a tile is the larger of its FLOPs at the leaf kind's rate
     and the bytes of its tiles at the memory bandwidth (a roofline). Leaf
     kinds in `bandwidth_bound` (TTV, innerprod: one or two FLOPs per element
-    read) take the bytes of their tiles at the memory bandwidth alone.
+    read) take the bytes of their tiles at the memory bandwidth alone, or at
+    their own measured streaming rate (`streaming`, bytes/s) when given.
     `curves` gives, per leaf kind, FLOP/s measured at a few sizes as
     (FLOPs of one leaf call, FLOP/s) pairs: the rate of a call is
     interpolated between them in log FLOPs, and held at the ends (BLAS runs
@@ -76,6 +77,7 @@ class ProcessorModel:
     memory: int
     curves: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     bandwidth_bound: frozenset[str] = frozenset()
+    streaming: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in ("cpu", "gpu", "omp"):
@@ -102,6 +104,10 @@ class ProcessorModel:
             raise ModelError(f"expected bandwidth-bound leaf kinds among {', '.join(LEAF_KINDS)}, "
                              f"but found {', '.join(sorted(unknown))}")
         object.__setattr__(self, "bandwidth_bound", frozenset(self.bandwidth_bound))
+        bad_streams = {k: v for k, v in self.streaming.items() if k not in LEAF_KINDS or not v > 0}
+        if bad_streams:
+            raise ModelError(f"expected positive streaming bandwidths of leaf kinds, but found {bad_streams}")
+        object.__setattr__(self, "streaming", MappingProxyType(dict(self.streaming)))
 
     def rate(self, leaf: str, flops: float | None = None) -> float:
         """FLOP/s of leaf kind `leaf` on a call of `flops` FLOPs (interpolated on its curve when it has one)."""
@@ -121,7 +127,7 @@ class ProcessorModel:
     def leaf_seconds(self, leaf: str, flops: float, nbytes: float) -> float:
         """One leaf call's time: bytes at the bandwidth for a bandwidth-bound kind, else the roofline."""
         if leaf in self.bandwidth_bound:
-            return nbytes / self.bandwidth
+            return nbytes / self.streaming.get(leaf, self.bandwidth)
         return max(flops / self.rate(leaf, flops), nbytes / self.bandwidth)
 
 
@@ -137,10 +143,10 @@ class MachineModel:
     when set, is how many cores the processors of a node share (this machine:
     more Legate CPU processors than cores run slower). `plan_seconds` is paid
     once per run of a plan (issuing it, reading its output back). With
-    `serial_tasks` the per-point cost of a launch is paid one point after the
-    other by the whole node (Python task bodies under one interpreter lock
-    per process, as Legate runs them), so every processor of the node waits
-    for all of the node's points of that launch.
+    `serial_tasks` the per-point cost is paid one point after the other by
+    the whole node (Python task bodies under one interpreter lock per
+    process, as Legate runs them): the plan's time includes the node's
+    points over all launches times `task_seconds`.
     """
 
     name: str

@@ -11,7 +11,10 @@ and step the model adds:
   (`ProcessorModel.rate`), or the bytes of its tiles at the memory bandwidth
   when that is slower (a roofline; bandwidth-bound leaf kinds, TTV and
   innerprod on this machine, take the bytes alone), plus the runtime's cost
-  per task point; processors that share fewer cores run proportionally slower;
+  per task point (with `serial_tasks`, a node's points one after the other,
+  counted with the runtime's costs below); processors that share fewer cores
+  run proportionally slower, every processor the plan runs points on
+  counting as busy (launches on disjoint processors run at the same time);
 - communication before the step: the bytes of its tiles it does not hold,
   split by where they are held (by an abstract processor on the same real
   processor: free; on the same node: the node's `intra` link; elsewhere: the
@@ -337,28 +340,26 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     scale = min(1.0, whole / flops_total) if flops_total > 0 else 1.0
     flops_total *= scale
     comps: list[dict[int, float]] = []
+    # processors busy at once: launches on disjoint processors (Cannon's rows, say) run at the same time, so a
+    # node's leaves share its cores among every processor the plan runs points on, not only one launch's
+    busy: dict[int, int] = defaultdict(int)
+    for r in {r for raw, *_rest in per_launch for r in raw}:
+        busy[model.node_of(r)] += 1
     for kind, (raw, *_rest) in zip(kinds, per_launch):
         comp: dict[int, float] = {}
         for r, (f, moved, npoints) in raw.items():
             # the leaf's rate is the one of a call of this launch's size (one call per point)
             rate = proc.rate(kind, f * scale / max(npoints, 1))
             if kind in proc.bandwidth_bound:
-                leaf = moved * scale / proc.bandwidth
+                comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale)
             else:
-                leaf = max(f * scale / rate, moved * scale / proc.bandwidth)
-            comp[r] = leaf
+                comp[r] = max(f * scale / rate, moved * scale / proc.bandwidth)
         if model.cores is not None:  # more busy processors than cores: the leaves share the cores
-            busy: dict[int, int] = defaultdict(int)
-            for r in comp:
-                busy[model.node_of(r)] += 1
             for r in comp:
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
-        node_points: dict[int, float] = defaultdict(float)
-        for r, (_f, _m, npoints) in raw.items():
-            node_points[model.node_of(r)] += npoints
-        for r, (_f, _m, npoints) in raw.items():
-            # with serial_tasks the node's points pay their task cost one after the other
-            comp[r] += (node_points[model.node_of(r)] if model.serial_tasks else npoints) * model.task_seconds
+        if not model.serial_tasks:  # each processor pays for its own points (serial: the runtime term below)
+            for r, (_f, _m, npoints) in raw.items():
+                comp[r] += npoints * model.task_seconds
         for r, t in comp.items():
             comp_total[r] += t
         comps.append(comp)
@@ -453,6 +454,11 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         if t > total:
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
     runtime = model.plan_seconds + model.launch_seconds * len(launches)
+    if model.serial_tasks:  # a node's task bodies run one after the other, over all its launches
+        node_points: dict[int, int] = defaultdict(int)
+        for r, n_ in points_total.items():
+            node_points[model.node_of(r)] += n_
+        runtime += max(node_points.values(), default=0) * model.task_seconds
     total += runtime
     # memory
     peak_real: dict[int, int] = defaultdict(int)
