@@ -14,7 +14,9 @@ seconds per task point. The call count does not depend on load.
 Writes bench/results/fixed_cost.json with the machine description and the
 load average. Run: `LEGATE_CONFIG="--cpus 2 --sysmem 3000 --utility 1"
 python bench/fixed_cost.py [--rounds N] [--label before|after|compiled]` (a
-label keeps earlier labels' figures in the file, to compare). From label
+label keeps earlier labels' figures in the file, to compare). `--walked` adds each
+plan again with task bodies that walk the statement at every call
+(`TaskBody.keep_programs = False`), measured in the same interleaved rounds. From label
 "compiled" on, the whole Python task (`runtime._tasks._run`: layout, store ->
 array views and the body) is profiled too (`task_python_calls_per_point`).
 """
@@ -41,22 +43,29 @@ from distal.runtime import _tasks
 RESULTS = _common.RESULTS / "fixed_cost.json"
 
 
-def _plans() -> dict[str, Any]:
+def _plans(walked: bool) -> dict[str, Any]:
     i, io, ii = dt.index_vars("i io ii")
     m4 = dt.Machine(dt.Grid(4))
     fmt = dt.Format("x -> x", m4)
     a = dt.Tensor("a", (8,), format=fmt)
     b = dt.Tensor.from_array("b", np.arange(8.0), fmt)
     a[i] = b[i]
-    copy = a.schedule().distribute([i], [io], [ii], m4).communicate([a, b], io).compile()
+    copy = a.schedule().distribute([i], [io], [ii], m4).communicate([a, b], io)
     n = 128
     m21 = dt.Machine(dt.Grid(2, 1))
     rng = np.random.default_rng(0)
     A = dt.Tensor("A", (n, n))
     B = dt.Tensor.from_array("B", rng.random((n, n)))
     C = dt.Tensor.from_array("C", rng.random((n, n)))
-    summa = dt.kernels.build("summa", m21, A, B, C).compile()
-    return {"copy_n8_grid4": copy, "summa_2x1_n128": summa}
+    summa = dt.kernels.build("summa", m21, A, B, C)
+    plans = {"copy_n8_grid4": copy.compile(), "summa_2x1_n128": summa.compile()}
+    if walked:  # the same plans with task bodies that walk the statement at every call (no kept programs)
+        for name, sched in (("copy_n8_grid4", copy), ("summa_2x1_n128", summa)):
+            plan = sched.compile()
+            for group in plan.groups:
+                group.kernel.keep_programs = False
+            plans[f"{name}_walked"] = plan
+    return plans
 
 
 def _profiled(original: Any, lock: threading.Lock, totals: list[float]) -> Any:
@@ -110,9 +119,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--profile-runs", type=int, default=10)
     parser.add_argument("--label", default="current")
+    parser.add_argument("--walked", action="store_true",
+                        help="also run each plan with task bodies that walk the statement at every call, interleaved")
     args = parser.parse_args()
     rt.ensure_started()
-    plans = _plans()
+    plans = _plans(args.walked)
 
     def runner(plan: Any) -> Any:
         def run() -> None:
