@@ -237,12 +237,15 @@ class BlockTiles:
     tiles: dict[int, tuple[int, ...]]
     boxes: dict[tuple[int, ...], dict[int, Box]]
 
+    def __post_init__(self) -> None:
+        # per point, worked out once: (argument position, block shape, the tile's slices in the block)
+        self._views = {p: tuple((pos, tile, tuple(slice(lo, hi) for lo, hi in box[pos]))
+                                for pos, tile in self.tiles.items()) for p, box in self.boxes.items()}
+
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
         args = list(arrays)
-        boxes = self.boxes[tuple(int(x) for x in point)]
-        for pos, tile in self.tiles.items():
-            view = args[pos].reshape(tile)
-            args[pos] = view[tuple(slice(lo, hi) for lo, hi in boxes[pos])]
+        for pos, tile, index in self._views[tuple(point)]:
+            args[pos] = args[pos].reshape(tile)[index]
         self.kernel(point, *args)
 
 

@@ -80,15 +80,24 @@ def _run(ctx: Any, stores: dict[str, Any]) -> None:
         record_failure(key, point, error)
 
 
-def _is_gpu_variant(ctx: Any) -> bool:
-    """Whether this is the GPU variant (`get_variant_kind` gives a VariantCode, or its integer)."""
-    kind = ctx.get_variant_kind()
-    name = getattr(kind, "name", None)
-    if name is not None:
-        return bool(name == "GPU")
-    from legate.core import VariantCode
+_gpu_kinds: dict[Any, bool] = {}
 
-    return int(kind) == int(VariantCode.GPU)
+
+def _is_gpu_variant(ctx: Any) -> bool:
+    """Whether this is the GPU variant (`get_variant_kind` gives a VariantCode, or its integer); answered
+    once per kind."""
+    kind = ctx.get_variant_kind()
+    found = _gpu_kinds.get(kind)
+    if found is None:
+        name = getattr(kind, "name", None)
+        if name is not None:
+            found = bool(name == "GPU")
+        else:
+            from legate.core import VariantCode
+
+            found = int(kind) == int(VariantCode.GPU)
+        _gpu_kinds[kind] = found
+    return found
 
 
 def _device_module() -> Any:
