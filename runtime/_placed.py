@@ -34,10 +34,6 @@ from ._tensor_storage import FormatStore, bound_cpus, copy_kernel, holder_index
 __all__ = ["BlockTiles", "PlacedOperand", "block_projection", "block_tiles", "gathered", "placed_operand",
            "replicate"]
 
-# Largest launch whose points are checked one by one; a larger one's operands are gathered.
-_POINT_LIMIT = 1 << 14
-
-
 def _split(lay: Layout, d: int, index: int) -> tuple[dict[str, int], int]:
     """Element ``index`` of tensor dimension ``d``: its block coordinate per partitioning machine
     dimension (outermost level first) and its position inside the block."""
@@ -50,26 +46,27 @@ def _split(lay: Layout, d: int, index: int) -> tuple[dict[str, int], int]:
     return coords, rest
 
 
-def _fit(values: list[tuple[tuple[int, ...], int | None]]) -> Affine | None:
-    """An affine map (one launch dimension, or a constant) giving every known value at its point."""
-    known = [(p, v) for p, v in values if v is not None]
+def _fit(values: list[tuple[int, int | None]], ld: int | None) -> Affine | None:
+    """An affine map of launch dimension ``ld`` (or a constant) giving every known value at its coordinate."""
+    known = [(x, v) for x, v in values if v is not None]
     if not known:
         return Affine(None, 0, 0)
-    p0, v0 = known[0]
+    x0, v0 = known[0]
     if all(v == v0 for _, v in known):
         return Affine(None, 0, v0)
-    for ld in range(len(p0)):
-        other = next(((p, v) for p, v in known if p[ld] != p0[ld]), None)
-        if other is None:
-            continue
-        p1, v1 = other
-        coeff, rem = divmod(v1 - v0, p1[ld] - p0[ld])
-        if rem:
-            continue
-        offset = v0 - coeff * p0[ld]
-        if all(v == coeff * p[ld] + offset for p, v in known):
-            return Affine(ld, coeff, offset)
-    return None
+    if ld is None:
+        return None
+    x1, v1 = next((x, v) for x, v in known if x != x0)
+    coeff, rem = divmod(v1 - v0, x1 - x0)
+    offset = v0 - coeff * x0
+    if rem or any(v != coeff * x + offset for x, v in known):
+        return None
+    return Affine(ld, coeff, offset)
+
+
+# Per tensor dimension: the launch dimension its tile follows (None: the same box at every point)
+# and, per coordinate along it, the tile's interval in its block.
+_Local = tuple[tuple[int | None, dict[int, tuple[int, int]]], ...]
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,11 @@ class BlockView:
     """How a launch reads one operand in the device blocks: the block per point, and the tile's box in it."""
 
     projection: tuple[Affine, ...]  # launch point -> block coordinates in the block store
-    local: dict[tuple[int, ...], Box]  # launch point -> the tile's box in the block (block coordinates)
+    intervals: _Local
+
+    def local(self, point: tuple[int, ...]) -> Box:
+        """The box of ``point``'s tile in its block."""
+        return tuple(by[0 if ld is None else point[ld]] for ld, by in self.intervals)
 
 
 def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout) -> BlockView | None:
@@ -90,53 +91,68 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
     block. Along a broadcast machine dimension a read takes the copy of
     the launch point's own processor when a distributed launch dimension
     runs along it (else copy 0); a fixed dimension has only its face.
+    Each tensor dimension's tile follows one launch dimension (its
+    projection), so the work is per dimension, not per point.
     """
     shape = lay.shape
-    if not shape or 0 in shape or launch.volume == 0 or launch.volume > _POINT_LIMIT:
-        return None
-    if any(d.spread for d in lay.dims):
+    if not shape or 0 in shape or launch.volume == 0 or any(d.spread for d in lay.dims):
         return None
     mesh = lay.mesh
     fixed = {a for a, _ in lay.fixed}
-    parted = {axis for d in lay.dims for axis, _, _ in d.parts}
-    values: dict[str, list[tuple[tuple[int, ...], int | None]]] = {a: [] for a in parted}
-    local: dict[tuple[int, ...], Box] = {}
-    for p in launch.points():
-        box = op.box(p, shape)
-        here: list[tuple[int, int]] = []
-        for d, (lo, hi) in enumerate(box):
+    fitted: dict[str, Affine] = {}
+    intervals: list[tuple[int | None, dict[int, tuple[int, int]]]] = []
+    for d, n in enumerate(shape):
+        proj = op.projection[d] if op.tile is not None and op.projection is not None else None
+        ld = proj.dim if proj is not None else None
+        xs = range(launch.lower[ld], launch.upper[ld]) if ld is not None else range(1)
+        values: dict[str, list[tuple[int, int | None]]] = {axis: [] for axis, _, _ in lay.dims[d].parts}
+        by: dict[int, tuple[int, int]] = {}
+        for x in xs:
+            if proj is None:
+                lo, hi = 0, n
+            else:
+                assert op.tile is not None
+                lo = min((proj.coeff * x + proj.offset) * op.tile[d], n)
+                hi = min(lo + op.tile[d], n)
             if hi <= lo:
-                for axis, _, _ in lay.dims[d].parts:
-                    values[axis].append((p, None))  # an empty tile: any block will do
-                here.append((0, 0))
+                for axis in values:
+                    values[axis].append((x, None))  # an empty tile: any block will do
+                by[x] = (0, 0)
                 continue
             first, at = _split(lay, d, lo)
             last, _ = _split(lay, d, hi - 1)
             if first != last:
                 return None  # the tile spans several blocks
             for axis, color in first.items():
-                values[axis].append((p, color))
-            here.append((at, at + hi - lo))
-        local[p] = tuple(here)
+                values[axis].append((x, color))
+            by[x] = (at, at + hi - lo)
+        for axis, seen in values.items():
+            affine = _fit(seen, ld)
+            if affine is None:
+                return None
+            fitted[axis] = affine
+        intervals.append((ld, by))
     projection: list[Affine] = []
     for k, (name, size) in enumerate(mesh.axes):
         if name in fixed or size == 1:
             projection.append(Affine(None, 0, 0))
-        elif name in parted:
-            fitted = _fit(values[name])
-            if fitted is None:
+        elif name in fitted:
+            affine = fitted[name]
+            ends = ([affine.offset] if affine.launch_dim is None else
+                    [affine.at(launch.lower), affine.coefficient * (launch.upper[affine.launch_dim] - 1)
+                     + affine.offset])
+            if min(ends) < 0 or max(ends) >= size:
                 return None
-            projection.append(fitted)
+            projection.append(affine)
         else:
             projection.append(_own_copy(plan, group, launch, op, lay, k, size))
-    colors = [tuple(a.at(p) for a in projection) for p in launch.points()]
-    grid = tuple(1 if name in fixed else size for name, size in mesh.axes)
-    if any(not 0 <= c < n for color in colors for c, n in zip(color, grid, strict=True)):
-        return None
-    if op.privilege in (PlanPrivilege.WRITE, PlanPrivilege.READ_WRITE) and len(set(colors)) != len(colors):
-        return None  # two points would write one block
-    return BlockView((*projection, Affine(None, 0, 0)), local)
-
+    if op.privilege in (PlanPrivilege.WRITE, PlanPrivilege.READ_WRITE):
+        # each color component follows one launch dimension: points get distinct blocks iff every launch
+        # dimension of more than one point moves some component
+        moved = {a.launch_dim for a in projection if a.launch_dim is not None and a.coefficient != 0}
+        if any(hi - lo > 1 and ld not in moved for ld, (lo, hi) in enumerate(zip(launch.lower, launch.upper))):
+            return None  # two points would write one block
+    return BlockView((*projection, Affine(None, 0, 0)), tuple(intervals))
 
 def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Affine:
     """Which copy along broadcast machine dimension ``k`` a launch reads: its processor's, where it can."""
@@ -190,7 +206,7 @@ class PlacedOperand:
 
     def local(self, launch: Launch, op: Operand, point: tuple[int, ...]) -> Box:
         """The box of ``point``'s tile in its block."""
-        return self.views[_key(launch, op)].local[point]
+        return self.views[_key(launch, op)].local(point)
 
 
 def _views(plan: Plan, n: int, lay: Layout) -> dict[_Key, BlockView] | None:
