@@ -112,7 +112,7 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
                 lo, hi = 0, n
             else:
                 assert op.tile is not None
-                lo = min((proj.coeff * x + proj.offset) * op.tile[d], n)
+                lo = min((proj.offset if ld is None else proj.coeff * x + proj.offset) * op.tile[d], n)
                 hi = min(lo + op.tile[d], n)
             if hi <= lo:
                 for axis in values:

@@ -100,15 +100,21 @@ def test_hierarchical_summa_reads_and_writes_the_leaf_blocks(moves: list[str], n
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ik,kj->ij", b, c), rtol=1e-10, atol=1e-12)
 
 
-def test_a_split_communicated_tile_is_a_sub_block(moves: list[str]) -> None:
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_a_split_communicated_tile_is_a_sub_block(moves: list[str], accumulate: bool) -> None:
     """B's tile is communicated at the inner loop of a split of its block's columns: half a block per step,
-    read and written in place (the output's sub-blocks too)."""
+    read and written in place (the output's sub-blocks too; with `=` the first step's launch zeroes the
+    new blocks)."""
     i, j = dt.index_vars("i j")
     io, jo, ii, ji, jio, jii = dt.index_vars("io jo ii ji jio jii")
     a0, b = _data((8, 8), 1), _data((8, 8), 2)
     A = dt.Tensor.from_array("A", a0, dt.Format("xy -> xy", M22))
     B = dt.Tensor.from_array("B", b, dt.Format("xy -> xy", M22))
-    A[i, j] += B[i, j] * 2  # type: ignore[misc]
+    if accumulate:
+        A[i, j] += B[i, j] * 2  # type: ignore[misc]
+    else:
+        A[i, j] = B[i, j] * 2
+        a0 = np.zeros_like(a0)
     plan = (A.schedule().distribute([i, j], [io, jo], [ii, ji], M22).split(ji, jio, jii, 2)
             .reorder([io, jo, jio, ii, jii]).communicate([A, B], jio).compile())
     tiles = {plan.tensors[op.tensor].tensor.name: op.tile for _, launch in plan.launches() for op in launch.operands}
