@@ -185,6 +185,14 @@ def _matmul_into(out: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool
             np.copyto(out[lo:hi], part, casting="unsafe")
 
 
+def _matrices(operands: tuple[Any, ...]) -> bool:
+    """Whether every operand is a NumPy array of two or more dimensions."""
+    for op in operands:
+        if not isinstance(op, np.ndarray) or op.ndim < 2:
+            return False
+    return True
+
+
 def _out_view(out: Any, shape: tuple[int, ...]) -> Any:
     """`out` as a C-contiguous NumPy view of `shape` (writes reach `out`), or None."""
     if not isinstance(out, np.ndarray) or not out.flags.c_contiguous:
@@ -241,8 +249,7 @@ class Leaf:
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
-        if (xp is np and self.matmul_into
-                and all(isinstance(op, np.ndarray) and op.ndim >= 2 for op in operands)):
+        if xp is np and self.matmul_into and _matrices(operands):
             b, c = operands
             rows = math.prod(b.shape[:-1])
             target = _out_view(out, (rows, c.shape[-1]))

@@ -552,7 +552,8 @@ class _BlockValue:
     factors; any other right side is a broadcast expression (`_Broadcast`), summed over axes not in the output.
     """
 
-    __slots__ = ("e", "factors", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums", "views")
+    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums",
+                 "views")
 
     def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
                  out_axes: str, leaf: Leaf | None) -> None:
@@ -561,7 +562,7 @@ class _BlockValue:
         self.leaf: Leaf | None = None
         self.scale: Any = 1
         self.keep = self.spec = ""
-        self.optimize = False
+        self.optimize = self.identity = False
         if _is_product(e) and not isinstance(e, Literal):
             factors: list[View] = []
             for f in product_factors(e):
@@ -578,6 +579,8 @@ class _BlockValue:
             self.spec = ",".join(ax for _, _, ax in factors) + "->" + self.keep
             self.optimize = len(factors) > 2
             self.factors = tuple((t, idx) for t, idx, _ in factors)
+            # one factor already in the output's order (a copy or a scaled copy): einsum would return it as is
+            self.identity = self.leaf is None and len(factors) == 1 and factors[0][2] == self.keep
 
     def run(self, tiles: list[Any], xp: Any, dtype: Any) -> tuple[Any, str]:
         if self.factors is not None:
@@ -585,7 +588,9 @@ class _BlockValue:
             for t, idx in self.factors:
                 arr = tiles[t][idx]
                 ops.append(arr if arr.dtype == dtype else arr.astype(dtype))  # as numpy.einsum(..., out=)
-            if self.leaf is not None:
+            if self.identity:
+                result = ops[0]
+            elif self.leaf is not None:
                 result = self.leaf.compute(*ops, xp=xp)
             else:
                 result = xp.einsum(self.spec, *ops, optimize=self.optimize)
