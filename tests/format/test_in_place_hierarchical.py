@@ -161,3 +161,20 @@ def test_a_hierarchical_broadcast_output_is_written_in_place_then_replicated(mov
     for (x, y, z), block in blocks.items():
         assert np.array_equal(block, blocks[(x, y, 1 - z)])
     np.testing.assert_allclose(A.to_numpy(), b * 2 - 1, rtol=1e-12)
+
+
+def test_sub_blocks_whose_blocks_are_not_affine_in_the_point_are_gathered(moves: list[str]) -> None:
+    """A 4x4 launch over 2x2 blocks: point (p, q) needs block (p // 2, q // 2), which no Legate projection
+    expresses, so both tensors take the gathered way (and the answer is still numpy's)."""
+    i, j = dt.index_vars("i j")
+    io, jo, ii, ji = dt.index_vars("io jo ii ji")
+    b = _data((8, 8), 4)
+    B = dt.Tensor.from_array("B", b, dt.Format("xy -> xy", M22))
+    A = dt.Tensor("A", (8, 8), dt.Format("xy -> xy", M22))
+    A[i, j] = B[i, j] + 1
+    plan = A.schedule().distribute([i, j], [io, jo], [ii, ji], dt.Machine(dt.Grid(4, 4))).compile()
+    assert _gathered(plan) == ["A", "B"]
+    moves.clear()
+    plan.run()
+    assert "gather" in moves and "to_numpy" not in moves and "from_numpy" not in moves
+    np.testing.assert_allclose(A.to_numpy(), b + 1, rtol=1e-12)
