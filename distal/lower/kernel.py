@@ -25,6 +25,18 @@ No mode loops over elements in Python. The calls go to the tiles' array
 namespace: NumPy on CPU processors, CuPy on GPUs (cuBLAS for GEMM), so a
 GPU task never copies its tiles to the host.
 
+A task body is compiled once per launch point: the first call of a point
+walks the statement (`Walker.stmt`, recovery of derived variables through
+the provenance graph, affine forms) and keeps the steps it ran as the
+point's program (`_Step`: a slice block with every view's index into its
+tile, its leaf or einsum spec and output axes worked out; a workspace's
+zeros; an index-mode block with its index values). Later calls of the point
+(same tile shapes) replay the program: per call, only views, the one
+BLAS/einsum call per block and the store remain. A point walks at every call
+where its structure is not a fixed list of steps: a loop on a thread pool
+inside the task, an index-mode block whose index arrays are too large to
+keep, or more than PROGRAM_LIMIT steps (`TaskBody.walks` says which and why).
+
 Parallel loops (`parallelize`, modes chosen by `distal.lower.parallel`): a
 "vector" loop starts the block (it and every loop inside it run as one
 vectorised block, whatever the cost model would pick); a "threads" loop
