@@ -172,6 +172,7 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
         row["task span"] = last - first
         row["after last task"] = end - last
         rows.append(row)
+        timeline = [(round(a - start, 4), round(b - start, 4)) for a, b in sorted(_span)]
         rt.fence()
     expected = np.einsum(spec, *arrays, optimize=True)
     got = out.to_numpy()
@@ -180,7 +181,7 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
     report: dict[str, Any] = {"size": [n, l], "seconds": med, "vs_numpy": med["numpy"] / med["wall"],
                               "fractions_of_wall": {k: v / med["wall"] for k, v in med.items()
                                                     if k not in ("wall", "numpy")},
-                              "max_rel_error": error}
+                              "max_rel_error": error, "last_timeline": timeline}
     if cprofile:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(cprofile)
@@ -209,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         results["kernels"][name] = rep
         print(f"== {name} size {rep['size']}: distal {rep['seconds']['wall']:.3f} s, numpy "
               f"{rep['seconds']['numpy']:.3f} s, vs numpy {rep['vs_numpy']:.2f}x, error {rep['max_rel_error']:.1e}")
+        print(f"   tasks (start, end) after plan.run() began, last round: {rep['last_timeline']}")
         for k, v in rep["fractions_of_wall"].items():
             print(f"   {k:22s} {rep['seconds'][k]:8.4f} s  {100 * v:5.1f}% of wall")
         if "cprofile" in rep:

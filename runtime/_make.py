@@ -3,10 +3,21 @@
 Both ways write the whole store before anyone can launch on it (guards for
 LEGATE_NOTES.md behaviours 2 and 3): an array is copied in whole, and a fill
 is a full-domain launch of a kernel, never `LogicalStore.fill`.
+
+Before the first store is made, Legate's system memory pool is marked for
+transparent huge pages (`advise_huge_pages`): Realm maps the pool as plain
+anonymous memory, which Linux's default THP mode ("madvise") backs with 4 KiB
+pages, while NumPy asks for huge pages on its own large arrays. Streaming
+kernels (TTV, innerprod) read a tile 20-30% slower through 4 KiB pages
+(measured: a matrix-vector product over 860 MB, 0.053 s with huge pages,
+0.069 s without). `DISTAL_HUGE_PAGES=0` turns this off.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -17,10 +28,10 @@ from distal.errors import NotSupportedYet
 
 from ._launch import Arg, Privilege, index_launch, tile_colors
 from ._registry import register_kernel
-from ._start import legate_runtime
+from ._start import ensure_started, legate_runtime
 from ._store import Store, ensure_room, legate_type, wrap
 
-__all__ = ["fill", "from_numpy", "full", "unwritten", "zeros"]
+__all__ = ["advise_huge_pages", "fill", "from_numpy", "full", "unwritten", "zeros"]
 
 _lock = threading.Lock()
 _fills: dict[tuple[str, Any], int] = {}
@@ -40,6 +51,56 @@ def _check_ndim(shape: Sequence[int]) -> None:
 _ROOM_CHECKED_FROM = 1 << 20  # smaller copies cannot matter next to the 16 MiB overhead every check adds
 
 
+_MADV_HUGEPAGE = 14  # Linux <sys/mman.h>
+_MAPPING = re.compile(r"([0-9a-f]+)-([0-9a-f]+) rw-p 00000000 00:00 0\s*$")
+_advised: int | None = None
+
+
+def pool_mappings(pool_bytes: int, maps: str) -> list[tuple[int, int]]:
+    """The anonymous private mappings of /proc/self/maps text `maps` that can be a memory pool of
+    `pool_bytes` (at least that large, at most 25% + 512 MiB more): (start, length) each."""
+    found = []
+    for line in maps.splitlines():
+        m = _MAPPING.match(line)
+        if m is None:
+            continue
+        start, end = int(m.group(1), 16), int(m.group(2), 16)
+        if pool_bytes <= end - start <= pool_bytes * 5 // 4 + (512 << 20):
+            found.append((start, end - start))
+    return found
+
+
+def advise_huge_pages() -> int:
+    """Mark Legate's system memory pool for transparent huge pages (once); the bytes marked.
+
+    Zero where it does not apply: not Linux, THP off, `DISTAL_HUGE_PAGES=0`,
+    or no mapping of the pool's size found. Pages already touched keep
+    their size; later first touches get huge pages.
+    """
+    global _advised
+    with _lock:
+        if _advised is not None:
+            return _advised
+        _advised = 0
+        if os.environ.get("DISTAL_HUGE_PAGES", "1") == "0":
+            return 0
+        try:
+            with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+                if "[never]" in f.read():
+                    return 0
+            with open("/proc/self/maps") as f:
+                maps = f.read()
+        except OSError:
+            return 0
+        pool = ensure_started().sysmem_mb << 20
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        for start, length in pool_mappings(pool, maps):
+            if libc.madvise(start, length, _MADV_HUGEPAGE) == 0:
+                _advised += length
+        return _advised
+
+
 def from_numpy(array: Any) -> Store:
     """A store holding a copy of `array` (any array-like); waits for the copy.
 
@@ -50,6 +111,7 @@ def from_numpy(array: Any) -> Store:
     """
     private = np.array(array, order="C", copy=True)
     _check_ndim(private.shape)
+    advise_huge_pages()
     if private.nbytes > _ROOM_CHECKED_FROM:
         # the attached host data and the store it is copied into both live in Legate's memory
         ensure_room(f"copying a {private.dtype} array of shape {list(private.shape)} onto Legate (its attached "
@@ -108,6 +170,7 @@ def unwritten(shape: Sequence[int], dtype: Any = np.float64) -> Store:
     _check_ndim(extents)
     if not extents:
         raise NotSupportedYet("Legate tasks cannot view 0-d stores; make the store of shape (1,)")
+    advise_huge_pages()
     return wrap(legate_runtime().create_store(legate_type(kind), extents), kind)
 
 
