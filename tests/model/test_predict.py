@@ -133,7 +133,7 @@ def test_explain_compares_with_legates_configured_memory(monkeypatch: pytest.Mon
     text = plan.explain(m)
     assert ("of 1500.0 MiB per processor (Legate's --sysmem 3000 MiB (LEGATE_CONFIG), shared by 2 CPU "
             "processor(s); fits)") in text
-    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2 --sysmem 1")  # 1 MiB: the plan's 1.5 MiB peak does not fit
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2 --sysmem 1")  # 512 KiB each: below the plan's peak per processor
     assert "of 512.0 KiB per processor (Legate's --sysmem 1 MiB (LEGATE_CONFIG), shared by 2 CPU processor(s); " \
            "DOES NOT FIT)" in plan.explain(m)
     monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2")
