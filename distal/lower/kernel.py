@@ -28,7 +28,7 @@ GPU task never copies its tiles to the host.
 A task body is compiled once per launch point: the first call of a point
 walks the statement (`Walker.stmt`, recovery of derived variables through
 the provenance graph, affine forms) and keeps the steps it ran as the
-point's program (`_Step`: a slice block with every view's index into its
+point's program (`Step`: a slice block with every view's index into its
 tile, its leaf or einsum spec and output axes worked out; a workspace's
 zeros; an index-mode block with its index values). Later calls of the point
 (same tile shapes) replay the program: per call, only views, the one
@@ -47,7 +47,6 @@ into it; "sequential" runs as if not parallel.
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
 import math
@@ -62,15 +61,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from distal.cin.ast import Assign, Forall, Stmt, assignments
-from distal.cin.blocks import operand, run_index_block, store
+from distal.cin.blocks import run_index_block
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
 from distal.lower.parallel import ParallelLoop
-from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.lower.steps import LETTERS, BlockValue, SliceStep, Step, View, ZeroStep, canonical, is_product
+from distal.notation.ast import Access, Expr, IndexVar, Literal
 from distal.notation.check import compute_dtype
 from distal.notation.tensor import Tensor
-from distal.notation.visit import ExprVisitor, product_factors, summed_vars
+from distal.notation.visit import product_factors, summed_vars
 from distal.schedule.provenance import Provenance
 
 __all__ = ["BLOCK_LIMIT", "TaskBody"]
@@ -78,7 +78,6 @@ __all__ = ["BLOCK_LIMIT", "TaskBody"]
 BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
 PROGRAM_LIMIT = 4096  # steps kept as a launch point's compiled program
 INDEX_KEEP_LIMIT = 1 << 16  # index values an index-mode step keeps in a point's program
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 Form = tuple[IndexVar, int]  # value = offset + block variable
 
@@ -126,7 +125,7 @@ class TaskBody:
     _scalars: tuple[int, ...] = field(init=False, repr=False)
     _slots: dict[Tensor, int] = field(init=False, repr=False)
     _workspaces: tuple[None, ...] = field(init=False, repr=False)
-    _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[_Step, ...]] = field(
+    _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[Step, ...]] = field(
         default_factory=dict, repr=False)
     walks: dict[tuple[int, ...], str] = field(default_factory=dict, repr=False, compare=False)
     """Launch points that walk the statement at every call, and why (their steps are not kept)."""
@@ -149,7 +148,7 @@ class TaskBody:
         key = (id(a), tuple(block))
         found = self._letters.get(key)
         if found is None:
-            found = {v: _LETTERS[n] for n, v in enumerate([*block, *self.facts(a).sums])}
+            found = {v: LETTERS[n] for n, v in enumerate([*block, *self.facts(a).sums])}
             self._letters[key] = found
         return found
 
@@ -169,7 +168,7 @@ class TaskBody:
             for n in self._scalars:
                 arrays[n] = tiles[n].reshape(())
             for step in program:
-                step.run(arrays, xp, self)
+                step.run(arrays, xp, self.leaf_calls)
         else:
             self._walk(key, tiles, xp)
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
@@ -218,7 +217,7 @@ class TaskBody:
         out = []
         for a in assignments(self.stmt):
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
-            pattern = einsum_pattern(a.lhs, a.rhs) if _is_product(a.rhs) else None
+            pattern = einsum_pattern(a.lhs, a.rhs) if is_product(a.rhs) else None
             if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
                 how = f"the leaf's {leaf.how} (NumPy/BLAS; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
@@ -249,7 +248,7 @@ class _Run(Walker):
     """One execution of a task body."""
 
     def __init__(self, body: TaskBody, tiles: list[Any], origin: list[tuple[int, ...]], xp: Any,
-                 record: list[_Step] | None = None) -> None:
+                 record: list[Step] | None = None) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
@@ -265,7 +264,7 @@ class _Run(Walker):
     def workspace(self, w: Tensor) -> None:
         shape = w.concrete_shape()
         self.origin[self.slots[w]] = (0,) * len(shape)
-        self.run_step(_ZeroStep(self.slots[w], shape, w.dtype))
+        self.run_step(ZeroStep(self.slots[w], shape, w.dtype))
 
     def nest(self, chain: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
         """Loops `chain` (outermost first) above `a`: outer ones one by one, a suffix as a block."""
@@ -453,8 +452,8 @@ class _Run(Walker):
 
     def _step(self, a: Assign, block: Sequence[IndexVar], ints: Mapping[IndexVar, int],
               forms: Mapping[IndexVar, Form], sums: Mapping[IndexVar, int],
-              ranges: Mapping[IndexVar, tuple[int, int]], dtype: Any, product: bool) -> _SliceStep | None:
-        """The block as a `_SliceStep`: every access's index into its tile worked out; None when the output
+              ranges: Mapping[IndexVar, tuple[int, int]], dtype: Any, product: bool) -> SliceStep | None:
+        """The block as a `SliceStep`: every access's index into its tile worked out; None when the output
         view repeats an axis (slice mode does not apply)."""
         letters = self.body.letters(a, block)
 
@@ -492,14 +491,14 @@ class _Run(Walker):
         if leaf is not None and leaf.pattern is not None and product:
             factors = [views[f] for f in product_factors(a.rhs) if isinstance(f, Access)]
             if (len(factors) == len(product_factors(a.rhs))
-                    and _canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
+                    and canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
                 into = tuple((t, idx) for t, idx, _ in factors)  # the leaf writes or adds into the output view
-        value = None if into is not None else _BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
-        return _SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
+        value = None if into is not None else BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
+        return SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
 
-    def run_step(self, step: _Step) -> None:
+    def run_step(self, step: Step) -> None:
         """Run one step of the task body on this run's tiles (and record it for the point's program)."""
-        step.run(self.tiles, self.xp, self.body)
+        step.run(self.tiles, self.xp, self.body.leaf_calls)
         if self.record is not None:
             if len(self.record) < PROGRAM_LIMIT:
                 self.record.append(step)
@@ -519,28 +518,7 @@ class _Run(Walker):
         self.run_step(_IndexStep(a, vals, npts, list(self.origin), self.slots, self.ext))
 
 
-class _Step:
-    """One step of a launch point's compiled program: `run(tiles, xp, body)` on the point's tiles by tensor."""
-
-    __slots__ = ()
-
-    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
-        raise NotImplementedError(type(self).__name__)
-
-
-class _ZeroStep(_Step):
-    """A workspace's fresh zeros (`where`)."""
-
-    __slots__ = ("dtype", "shape", "slot")
-
-    def __init__(self, slot: int, shape: tuple[int, ...], dtype: Any) -> None:
-        self.slot, self.shape, self.dtype = slot, shape, dtype
-
-    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
-        tiles[self.slot] = xp.zeros(self.shape, dtype=self.dtype)
-
-
-class _IndexStep(_Step):
+class _IndexStep(Step):
     """An index-mode block, its points' index values kept (`Provenance.block_points` ran once)."""
 
     __slots__ = ("a", "ext", "npts", "origin", "slots", "vals")
@@ -549,112 +527,9 @@ class _IndexStep(_Step):
                  slots: Mapping[Tensor, int], ext: Mapping[IndexVar, int]) -> None:
         self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
 
-    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
+    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
         origin, slots = self.origin, self.slots
         run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
-
-
-View = tuple[int, tuple[Any, ...], str]  # a tile's slot, the index of the block's view into it, the view's axes
-
-
-class _BlockValue:
-    """A slice block's right side over its views (not run as a leaf into the output): (value, its axes).
-
-    A product is one `einsum` (or a scaled leaf's `compute`) over its access factors, times its literal
-    factors; any other right side is a broadcast expression (`_Broadcast`), summed over axes not in the output.
-    """
-
-    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums",
-                 "views")
-
-    def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
-                 out_axes: str, leaf: Leaf | None) -> None:
-        self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
-        self.factors: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
-        self.leaf: Leaf | None = None
-        self.scale: Any = 1
-        self.keep = self.spec = ""
-        self.optimize = self.identity = False
-        if _is_product(e) and not isinstance(e, Literal):
-            factors: list[View] = []
-            for f in product_factors(e):
-                if isinstance(f, Literal):
-                    self.scale = self.scale * f.value
-                else:
-                    assert isinstance(f, Access), f
-                    factors.append(views[f])
-            present = "".join(dict.fromkeys("".join(ax for _, _, ax in factors)))
-            self.keep = "".join(c for c in out_axes if c in present)
-            if (leaf is not None and leaf.pattern is not None
-                    and _canonical(tuple(ax for _, _, ax in factors), self.keep) == leaf.pattern):
-                self.leaf = leaf  # a scaled leaf block
-            self.spec = ",".join(ax for _, _, ax in factors) + "->" + self.keep
-            self.optimize = len(factors) > 2
-            self.factors = tuple((t, idx) for t, idx, _ in factors)
-            # one factor already in the output's order (a copy or a scaled copy): einsum would return it as is
-            self.identity = self.leaf is None and len(factors) == 1 and factors[0][2] == self.keep
-
-    def run(self, tiles: list[Any], xp: Any, dtype: Any) -> tuple[Any, str]:
-        if self.factors is not None:
-            ops = []
-            for t, idx in self.factors:
-                arr = tiles[t][idx]
-                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))  # as numpy.einsum(..., out=)
-            if self.identity:
-                result = ops[0]
-            elif self.leaf is not None:
-                result = self.leaf.compute(*ops, xp=xp)
-            else:
-                result = xp.einsum(self.spec, *ops, optimize=self.optimize)
-            if self.scale != 1:
-                result = result * self.scale
-            return result, self.keep
-
-        def view(acc: Access) -> tuple[Any, str]:
-            t, idx, axes = self.views[acc]
-            return operand(tiles[t][idx], dtype), axes
-
-        value, axes = _Broadcast(xp, view, self.letters, self.sums)(self.e)
-        drop = tuple(n for n, c in enumerate(axes) if c not in self.out_axes)
-        if drop:
-            value = xp.asarray(value).sum(axis=drop)
-            axes = "".join(c for c in axes if c in self.out_axes)
-        return value, axes
-
-
-class _SliceStep(_Step):
-    """A slice-mode block with every view's index worked out: the leaf's own implementation writing or
-    adding into the output view (`into`: the leaf's operands), else `value` stored into it."""
-
-    __slots__ = ("accumulate", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
-
-    def __init__(self, out: int, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
-                 into: tuple[tuple[int, tuple[Any, ...]], ...] | None, value: _BlockValue | None,
-                 out_axes: str) -> None:
-        self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
-        self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
-
-    def run(self, tiles: list[Any], xp: Any, body: TaskBody) -> None:
-        out = tiles[self.out][self.out_idx]
-        dtype = self.dtype  # as numpy.einsum(..., out=): operands converted first
-        if self.into is not None:
-            leaf = self.leaf
-            assert leaf is not None
-            ops = []
-            for t, idx in self.into:
-                arr = tiles[t][idx]
-                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                leaf.compute_into(out, *ops, accumulate=self.accumulate, xp=xp)
-            calls = body.leaf_calls
-            calls[leaf.name] = calls.get(leaf.name, 0) + 1
-            return
-        assert self.value is not None
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, axes = self.value.run(tiles, xp, dtype)
-        if axes != self.out_axes:
-            value = _to_axes(xp, value, axes, self.out_axes)
-        store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
 
 
 def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
@@ -689,89 +564,3 @@ def _array_module(tiles: Sequence[Any], default: Any) -> Any:
         if namespace is not None:
             return namespace()
     return default
-
-
-@functools.lru_cache(maxsize=1024)
-def _canonical(inputs: tuple[str, ...], output: str) -> str:
-    """The einsum pattern `inputs->output` with its axes renamed a, b, ... by first appearance, output first."""
-    names: dict[str, str] = {}
-    for c in output + "".join(inputs):
-        names.setdefault(c, _LETTERS[len(names)])
-    return ",".join("".join(names[c] for c in ax) for ax in inputs) + "->" + "".join(names[c] for c in output)
-
-
-def _is_product(e: Expr) -> bool:
-    return all(isinstance(f, Access | Literal) for f in product_factors(e))
-
-
-class _Broadcast(ExprVisitor[tuple[Any, str]]):
-    """An expression over a slice block as a broadcast array expression: (value, its axes' letters)."""
-
-    def __init__(self, xp: Any, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int]) -> None:
-        self.xp, self.view, self.letters, self.sums = xp, view, letters, sums
-
-    def visit_access(self, e: Access) -> tuple[Any, str]:
-        arr, axes = self.view(e)
-        return _diagonal(self.xp, arr, axes)
-
-    def visit_literal(self, e: Literal) -> tuple[Any, str]:
-        return e.value, ""
-
-    def visit_neg(self, e: Neg) -> tuple[Any, str]:
-        x, ax = self(e.operand)
-        return -x, ax
-
-    def visit_sum(self, e: Sum) -> tuple[Any, str]:
-        x, ax = self(e.body)
-        c = self.letters[e.var]
-        if c in ax:
-            return self.xp.asarray(x).sum(axis=ax.index(c)), ax.replace(c, "")
-        return x * self.sums[e.var], ax
-
-    def _operands(self, e: BinaryOp) -> tuple[Any, Any, str]:
-        x, xa = self(e.a)
-        y, ya = self(e.b)
-        axes = xa + "".join(c for c in ya if c not in xa)
-        return _expand(self.xp, x, xa, axes), _expand(self.xp, y, ya, axes), axes
-
-    def visit_add(self, e: Add) -> tuple[Any, str]:
-        x, y, axes = self._operands(e)
-        return x + y, axes
-
-    def visit_sub(self, e: Sub) -> tuple[Any, str]:
-        x, y, axes = self._operands(e)
-        return x - y, axes
-
-    def visit_mul(self, e: Mul) -> tuple[Any, str]:
-        x, y, axes = self._operands(e)
-        return x * y, axes
-
-    def visit_div(self, e: Div) -> tuple[Any, str]:
-        x, y, axes = self._operands(e)
-        return x / y, axes
-
-
-def _diagonal(xp: Any, arr: Any, axes: str) -> tuple[Any, str]:
-    unique = "".join(dict.fromkeys(axes))
-    if unique == axes:
-        return arr, axes
-    return xp.einsum(f"{axes}->{unique}", arr), unique
-
-
-def _expand(xp: Any, x: Any, axes: str, target: str) -> Any:
-    """`x` (axes `axes`) transposed and reshaped to broadcast against `target`."""
-    if not axes:
-        return x
-    order = sorted(range(len(axes)), key=lambda n: target.index(axes[n]))
-    x = xp.transpose(x, order)
-    shape = [1] * len(target)
-    for n in order:
-        shape[target.index(axes[n])] = x.shape[order.index(n)]
-    return x.reshape(shape)
-
-
-def _to_axes(xp: Any, value: Any, axes: str, out_axes: str) -> Any:
-    """`value` (axes `axes`, a subset of `out_axes`) broadcastable to `out_axes`."""
-    if not axes:
-        return value
-    return _expand(xp, xp.asarray(value), axes, out_axes)

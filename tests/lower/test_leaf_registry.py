@@ -14,8 +14,8 @@ import distal.leaf as leaf_module
 from distal.errors import ScheduleError
 from distal.leaf import GEMM, Leaf, register
 from distal.lower.device_standin import to_device
-from distal.lower.kernel import _Broadcast
 from distal.lower.numpy_exec import run_numpy
+from distal.lower.steps import Broadcast
 from distal.notation.ast import BinaryOp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,4 +87,4 @@ def test_the_broadcast_walker_refuses_an_unknown_operator() -> None:
     e = _Pow(b[i], b[i])
     view = lambda acc: (np.ones(3), "a")  # noqa: E731
     with pytest.raises(TypeError, match="_Pow"):
-        _Broadcast(np, view, {i: "a"}, {})(e)
+        Broadcast(np, view, {i: "a"}, {})(e)

@@ -1,0 +1,236 @@
+"""The steps of a compiled task body (see `distal.lower.kernel`): what one launch point runs, worked out once.
+
+A step runs on the point's arrays by slot (operands in argument order, then
+workspaces): a slice-mode block whose views' indices, leaf or einsum spec
+and output axes were worked out when the point was first walked
+(`SliceStep`, its right side a `BlockValue`), or a workspace's fresh zeros
+(`ZeroStep`). The calls go to the tiles' array namespace `xp`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from distal.cin.blocks import operand, store
+from distal.leaf import Leaf
+from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.visit import ExprVisitor, product_factors
+
+__all__ = ["LETTERS", "BlockValue", "Broadcast", "SliceStep", "Step", "View", "ZeroStep", "canonical", "is_product",
+           "to_axes"]
+
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class Step:
+    """One step of a launch point's compiled program: `run(tiles, xp, calls)` on the point's tiles by slot,
+    counting the blocks each leaf's own implementation ran in `calls`."""
+
+    __slots__ = ()
+
+    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+
+class ZeroStep(Step):
+    """A workspace's fresh zeros (`where`)."""
+
+    __slots__ = ("dtype", "shape", "slot")
+
+    def __init__(self, slot: int, shape: tuple[int, ...], dtype: Any) -> None:
+        self.slot, self.shape, self.dtype = slot, shape, dtype
+
+    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+        tiles[self.slot] = xp.zeros(self.shape, dtype=self.dtype)
+
+
+View = tuple[int, tuple[Any, ...], str]  # a tile's slot, the index of the block's view into it, the view's axes
+
+
+class BlockValue:
+    """A slice block's right side over its views (not run as a leaf into the output): (value, its axes).
+
+    A product is one `einsum` (or a scaled leaf's `compute`) over its access factors, times its literal
+    factors; any other right side is a broadcast expression (`Broadcast`), summed over axes not in the output.
+    """
+
+    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums",
+                 "views")
+
+    def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
+                 out_axes: str, leaf: Leaf | None) -> None:
+        self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
+        self.factors: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
+        self.leaf: Leaf | None = None
+        self.scale: Any = 1
+        self.keep = self.spec = ""
+        self.optimize = self.identity = False
+        if is_product(e) and not isinstance(e, Literal):
+            factors: list[View] = []
+            for f in product_factors(e):
+                if isinstance(f, Literal):
+                    self.scale = self.scale * f.value
+                else:
+                    assert isinstance(f, Access), f
+                    factors.append(views[f])
+            present = "".join(dict.fromkeys("".join(ax for _, _, ax in factors)))
+            self.keep = "".join(c for c in out_axes if c in present)
+            if (leaf is not None and leaf.pattern is not None
+                    and canonical(tuple(ax for _, _, ax in factors), self.keep) == leaf.pattern):
+                self.leaf = leaf  # a scaled leaf block
+            self.spec = ",".join(ax for _, _, ax in factors) + "->" + self.keep
+            self.optimize = len(factors) > 2
+            self.factors = tuple((t, idx) for t, idx, _ in factors)
+            # one factor already in the output's order (a copy or a scaled copy): einsum would return it as is
+            self.identity = self.leaf is None and len(factors) == 1 and factors[0][2] == self.keep
+
+    def run(self, tiles: list[Any], xp: Any, dtype: Any) -> tuple[Any, str]:
+        if self.factors is not None:
+            ops = []
+            for t, idx in self.factors:
+                arr = tiles[t][idx]
+                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))  # as numpy.einsum(..., out=)
+            if self.identity:
+                result = ops[0]
+            elif self.leaf is not None:
+                result = self.leaf.compute(*ops, xp=xp)
+            else:
+                result = xp.einsum(self.spec, *ops, optimize=self.optimize)
+            if self.scale != 1:
+                result = result * self.scale
+            return result, self.keep
+
+        def view(acc: Access) -> tuple[Any, str]:
+            t, idx, axes = self.views[acc]
+            return operand(tiles[t][idx], dtype), axes
+
+        value, axes = Broadcast(xp, view, self.letters, self.sums)(self.e)
+        drop = tuple(n for n, c in enumerate(axes) if c not in self.out_axes)
+        if drop:
+            value = xp.asarray(value).sum(axis=drop)
+            axes = "".join(c for c in axes if c in self.out_axes)
+        return value, axes
+
+
+class SliceStep(Step):
+    """A slice-mode block with every view's index worked out: the leaf's own implementation writing or
+    adding into the output view (`into`: the leaf's operands), else `value` stored into it."""
+
+    __slots__ = ("accumulate", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
+
+    def __init__(self, out: int, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
+                 into: tuple[tuple[int, tuple[Any, ...]], ...] | None, value: BlockValue | None,
+                 out_axes: str) -> None:
+        self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
+        self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
+
+    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+        out = tiles[self.out][self.out_idx]
+        dtype = self.dtype  # as numpy.einsum(..., out=): operands converted first
+        if self.into is not None:
+            leaf = self.leaf
+            assert leaf is not None
+            ops = []
+            for t, idx in self.into:
+                arr = tiles[t][idx]
+                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                leaf.compute_into(out, *ops, accumulate=self.accumulate, xp=xp)
+            calls[leaf.name] = calls.get(leaf.name, 0) + 1
+            return
+        assert self.value is not None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value, axes = self.value.run(tiles, xp, dtype)
+        if axes != self.out_axes:
+            value = to_axes(xp, value, axes, self.out_axes)
+        store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
+
+
+@functools.lru_cache(maxsize=1024)
+def canonical(inputs: tuple[str, ...], output: str) -> str:
+    """The einsum pattern `inputs->output` with its axes renamed a, b, ... by first appearance, output first."""
+    names: dict[str, str] = {}
+    for c in output + "".join(inputs):
+        names.setdefault(c, LETTERS[len(names)])
+    return ",".join("".join(names[c] for c in ax) for ax in inputs) + "->" + "".join(names[c] for c in output)
+
+
+def is_product(e: Expr) -> bool:
+    return all(isinstance(f, Access | Literal) for f in product_factors(e))
+
+
+class Broadcast(ExprVisitor[tuple[Any, str]]):
+    """An expression over a slice block as a broadcast array expression: (value, its axes' letters)."""
+
+    def __init__(self, xp: Any, view: Any, letters: dict[IndexVar, str], sums: dict[IndexVar, int]) -> None:
+        self.xp, self.view, self.letters, self.sums = xp, view, letters, sums
+
+    def visit_access(self, e: Access) -> tuple[Any, str]:
+        arr, axes = self.view(e)
+        return _diagonal(self.xp, arr, axes)
+
+    def visit_literal(self, e: Literal) -> tuple[Any, str]:
+        return e.value, ""
+
+    def visit_neg(self, e: Neg) -> tuple[Any, str]:
+        x, ax = self(e.operand)
+        return -x, ax
+
+    def visit_sum(self, e: Sum) -> tuple[Any, str]:
+        x, ax = self(e.body)
+        c = self.letters[e.var]
+        if c in ax:
+            return self.xp.asarray(x).sum(axis=ax.index(c)), ax.replace(c, "")
+        return x * self.sums[e.var], ax
+
+    def _operands(self, e: BinaryOp) -> tuple[Any, Any, str]:
+        x, xa = self(e.a)
+        y, ya = self(e.b)
+        axes = xa + "".join(c for c in ya if c not in xa)
+        return _expand(self.xp, x, xa, axes), _expand(self.xp, y, ya, axes), axes
+
+    def visit_add(self, e: Add) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x + y, axes
+
+    def visit_sub(self, e: Sub) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x - y, axes
+
+    def visit_mul(self, e: Mul) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x * y, axes
+
+    def visit_div(self, e: Div) -> tuple[Any, str]:
+        x, y, axes = self._operands(e)
+        return x / y, axes
+
+
+def _diagonal(xp: Any, arr: Any, axes: str) -> tuple[Any, str]:
+    unique = "".join(dict.fromkeys(axes))
+    if unique == axes:
+        return arr, axes
+    return xp.einsum(f"{axes}->{unique}", arr), unique
+
+
+def _expand(xp: Any, x: Any, axes: str, target: str) -> Any:
+    """`x` (axes `axes`) transposed and reshaped to broadcast against `target`."""
+    if not axes:
+        return x
+    order = sorted(range(len(axes)), key=lambda n: target.index(axes[n]))
+    x = xp.transpose(x, order)
+    shape = [1] * len(target)
+    for n in order:
+        shape[target.index(axes[n])] = x.shape[order.index(n)]
+    return x.reshape(shape)
+
+
+def to_axes(xp: Any, value: Any, axes: str, out_axes: str) -> Any:
+    """`value` (axes `axes`, a subset of `out_axes`) broadcastable to `out_axes`."""
+    if not axes:
+        return value
+    return _expand(xp, xp.asarray(value), axes, out_axes)
