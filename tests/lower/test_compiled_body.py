@@ -156,3 +156,15 @@ def test_replayed_points_equal_walked_points_on_random_machines(data: st.DataObj
     walked, first, replayed = _run_twice_and_walked(plan, drawn)
     _same(walked, first)
     _same(walked, replayed)
+
+
+def test_a_point_with_more_steps_than_the_limit_walks_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program longer than PROGRAM_LIMIT is not kept (it would be a per-element loop held in memory)."""
+    plan, A, expected = _library_plan("summa")
+    monkeypatch.setattr(kernel_module, "PROGRAM_LIMIT", 0)
+    plan.run(backend="numpy")
+    body = plan.groups[0].kernel
+    assert body._programs == {}
+    assert set(body.walks.values()) == {"more than 0 steps"}
+    assert set(body.walks) == {p for _, launch in plan.launches() for p in launch.points()}
+    np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
