@@ -175,6 +175,7 @@ _NAMESPACE = types.SimpleNamespace(
     zeros=_counted("zeros", np.zeros),
     arange=_counted("arange", np.arange),
     matmul=_counted("matmul", np.matmul),
+    dot=_counted("dot", np.dot),  # cupy.dot
     einsum=_counted("einsum", np.einsum),
     transpose=_counted("transpose", np.transpose),
     broadcast_to=_counted("broadcast_to", np.broadcast_to),
