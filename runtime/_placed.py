@@ -74,7 +74,8 @@ class BlockView:
     """How a launch reads one operand in the device blocks: the block per point, and the tile's box in it."""
 
     projection: tuple[Affine, ...]  # launch point -> block coordinates in the block store
-    intervals: _Local
+    intervals: _Local  # one block: the tile's box in it; several (`span`): the tile's box in the tensor
+    span: tuple[int, ...] | None = None  # blocks per machine dimension of a tile spanning several
 
     def local(self, point: tuple[int, ...]) -> Box:
         """The box of ``point``'s tile in its block."""
@@ -101,12 +102,16 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
     fixed = {a for a, _ in lay.fixed}
     fitted: dict[str, Affine] = {}
     intervals: list[tuple[int | None, dict[int, tuple[int, int]]]] = []
+    spans: list[tuple[int | None, dict[int, tuple[int, int]]]] = []
+    extent: dict[str, int] = {}  # blocks a tile spans along each machine dimension (1: a sub-block of one)
     for d, n in enumerate(shape):
         proj = op.projection[d] if op.tile is not None and op.projection is not None else None
         ld = proj.dim if proj is not None else None
         xs = range(launch.lower[ld], launch.upper[ld]) if ld is not None else range(1)
-        values: dict[str, list[tuple[int, int | None]]] = {axis: [] for axis, _, _ in lay.dims[d].parts}
+        parts = lay.dims[d].parts
+        values: dict[str, list[tuple[int, int | None]]] = {axis: [] for axis, _, _ in parts}
         by: dict[int, tuple[int, int]] = {}
+        span: dict[int, tuple[int, int]] = {}
         for x in xs:
             if proj is None:
                 lo, hi = 0, n
@@ -114,6 +119,7 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
                 assert op.tile is not None
                 lo = min((proj.offset if ld is None else proj.coeff * x + proj.offset) * op.tile[d], n)
                 hi = min(lo + op.tile[d], n)
+            span[x] = (lo, hi)
             if hi <= lo:
                 for axis in values:
                     values[axis].append((x, None))  # an empty tile: any block will do
@@ -121,10 +127,15 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
                 continue
             first, at = _split(lay, d, lo)
             last, _ = _split(lay, d, hi - 1)
-            if first != last:
-                return None  # the tile spans several blocks
-            for axis, color in first.items():
-                values[axis].append((x, color))
+            spread = False  # an outer machine dimension spans several blocks: the inner ones must be whole
+            for axis, g, _ in parts:
+                e = last[axis] - first[axis] + 1
+                if spread and (first[axis] != 0 or last[axis] != g - 1):
+                    return None  # the tile's blocks are not a box of the block store
+                if extent.setdefault(axis, e) != e or first[axis] % e:
+                    return None  # tiles of different block counts, or not aligned to them
+                spread = spread or e > 1
+                values[axis].append((x, first[axis] // e))
             by[x] = (at, at + hi - lo)
         for axis, seen in values.items():
             affine = _fit(seen, ld)
@@ -132,8 +143,12 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
                 return None
             fitted[axis] = affine
         intervals.append((ld, by))
+        spans.append((ld, span))
+    block: list[int] = []
     projection: list[Affine] = []
     for k, (name, size) in enumerate(mesh.axes):
+        e = extent.get(name, 1)
+        block.append(e)
         if name in fixed or size == 1:
             projection.append(Affine(None, 0, 0))
         elif name in fitted:
@@ -141,7 +156,7 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
             ends = ([affine.offset] if affine.launch_dim is None else
                     [affine.at(launch.lower), affine.coefficient * (launch.upper[affine.launch_dim] - 1)
                      + affine.offset])
-            if min(ends) < 0 or max(ends) >= size:
+            if min(ends) < 0 or (max(ends) + 1) * e > size:
                 return None
             projection.append(affine)
         else:
@@ -152,7 +167,10 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
         moved = {a.launch_dim for a in projection if a.launch_dim is not None and a.coefficient != 0}
         if any(hi - lo > 1 and ld not in moved for ld, (lo, hi) in enumerate(zip(launch.lower, launch.upper))):
             return None  # two points would write one block
-    return BlockView((*projection, Affine(None, 0, 0)), tuple(intervals))
+    if all(e == 1 for e in block):
+        return BlockView((*projection, Affine(None, 0, 0)), tuple(intervals))
+    return BlockView((*projection, Affine(None, 0, 0)), tuple(spans), tuple(block))
+
 
 def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Affine:
     """Which copy along broadcast machine dimension ``k`` a launch reads: its processor's, where it can."""
@@ -194,15 +212,25 @@ class PlacedOperand:
         """The launch argument: the block store, one block per point."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE  # the kernel writes the box, the rest of the block stays
-        return Arg(self.held.blocks, privilege, self.block, self.views[_key(launch, op)].projection)
+        view = self.views[_key(launch, op)]
+        return Arg(self.held.blocks, privilege, self._tile(view), view.projection)
+
+    def _tile(self, view: BlockView) -> tuple[int, ...]:
+        """The tile of the block store one point takes: one block, or the blocks its tile spans."""
+        return self.block if view.span is None else (*view.span, self.held.blocks.shape[-1])
 
     def pinned(self, launch: Launch, op: Operand, point: tuple[int, ...],
                privilege: Privilege) -> tuple[Store, Privilege]:
         """The block of one launch point, as a store of its own (pinned launches)."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE
-        color = tuple(a.at(point) for a in self.views[_key(launch, op)].projection)
-        return tile_of(self.held.blocks, self.block, color), privilege
+        view = self.views[_key(launch, op)]
+        color = tuple(a.at(point) for a in view.projection)
+        return tile_of(self.held.blocks, self._tile(view), color), privilege
+
+    def spans(self, launch: Launch, op: Operand) -> bool:
+        """Whether ``op``'s tiles in ``launch`` span several blocks (the kernel assembles them)."""
+        return self.views[_key(launch, op)].span is not None
 
     def local(self, launch: Launch, op: Operand, point: tuple[int, ...]) -> Box:
         """The box of ``point``'s tile in its block."""
@@ -220,6 +248,8 @@ def _views(plan: Plan, n: int, lay: Layout) -> dict[_Key, BlockView] | None:
                 return None
             if views.setdefault(_key(launch, op), view) != view:
                 return None  # two launches alike but for their group: not worth telling apart
+    if len({v.span is None for v in views.values()}) > 1:
+        return None  # some tiles span several blocks, others not: a group's kernel sees one kind per operand
     return views
 
 
@@ -246,39 +276,82 @@ class BlockTiles:
 
     ``tiles[position]`` is the padded block shape of the operand at that
     argument position; ``boxes[point][position]`` the box of the point's
-    tile in that block.
+    tile in that block. An operand whose tiles span several blocks
+    (``spanned[position]``: its layout and whether the kernel writes it)
+    has instead the tile's box in the tensor: the kernel gets the tile
+    assembled from the blocks, and a written tile is put back into them.
     """
 
     kernel: Any
     tiles: dict[int, tuple[int, ...]]
     boxes: dict[tuple[int, ...], dict[int, Box]]
-
-    def __post_init__(self) -> None:
-        # per point, worked out once: (argument position, block shape, the tile's slices in the block)
-        self._views = {p: tuple((pos, tile, tuple(slice(lo, hi) for lo, hi in box[pos]))
-                                for pos, tile in self.tiles.items()) for p, box in self.boxes.items()}
+    spanned: dict[int, tuple[Layout, bool]]
 
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
         args = list(arrays)
-        for pos, tile, index in self._views[tuple(point)]:
-            args[pos] = args[pos].reshape(tile)[index]
+        boxes = self.boxes[tuple(int(x) for x in point)]
+        back: list[tuple[int, Any, tuple[Any, ...]]] = []
+        for pos, tile in self.tiles.items():
+            if pos in self.spanned:
+                lay, written = self.spanned[pos]
+                blocks = args[pos].reshape((*args[pos].shape[:-1], *tile))
+                index = _assembly(lay, boxes[pos])
+                args[pos] = blocks[index]
+                if written:
+                    back.append((pos, blocks, index))
+                continue
+            view = args[pos].reshape(tile)
+            args[pos] = view[tuple(slice(lo, hi) for lo, hi in boxes[pos])]
         self.kernel(point, *args)
+        for pos, blocks, index in back:
+            blocks[index] = args[pos]
+
+
+def _assembly(lay: Layout, box: Box) -> tuple[Any, ...]:
+    """Index arrays picking the tensor's ``box`` out of the blocks it spans, seen as (*blocks, *tile).
+
+    Per tensor dimension, each element's block along its machine dimensions (relative to the box's
+    first block) and its place in the block; a machine dimension that partitions nothing is 0.
+    """
+    import numpy as np
+
+    order = len(box)
+    by_axis: dict[str, Any] = {}
+    rests: list[Any] = []
+    for d, (lo, hi) in enumerate(box):
+        shape = [1] * order
+        shape[d] = max(hi - lo, 0)
+        rest = np.arange(lo, hi, dtype=np.int64)
+        first = {axis: 0 for axis, _, _ in lay.dims[d].parts}
+        for axis, _, t in lay.dims[d].parts:
+            color = rest // t
+            rest = rest - color * t
+            if hi > lo:
+                first[axis] = int(color[0])
+            by_axis[axis] = (color - first[axis]).reshape(shape)
+        rests.append(rest.reshape(shape))
+    lead = [by_axis.get(name, 0) for name, _ in lay.mesh.axes]
+    return (*lead, *rests)
 
 
 def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:
     """``kernel`` wrapped as `BlockTiles` for the placed operands of ``group`` (``kernel`` itself if none)."""
     tiles: dict[int, tuple[int, ...]] = {}
     boxes: dict[tuple[int, ...], dict[int, Box]] = {}
+    spanned: dict[int, tuple[Layout, bool]] = {}
     for launch in group.launches:
         for pos, op in enumerate(launch.operands):
             if op.tensor not in placed:
                 continue
-            tiles[pos] = placed[op.tensor].held.layout.tile
+            held = placed[op.tensor]
+            tiles[pos] = held.held.layout.tile
+            if held.spans(launch, op):
+                spanned[pos] = (held.held.layout, op.privilege is not PlanPrivilege.READ)
             for p in launch.points():
-                boxes.setdefault(p, {})[pos] = placed[op.tensor].local(launch, op, p)
+                boxes.setdefault(p, {})[pos] = held.local(launch, op, p)
     if not tiles:
         return kernel
-    return BlockTiles(kernel, tiles, boxes)
+    return BlockTiles(kernel, tiles, boxes, spanned)
 
 
 def replicate(held: FormatStore) -> None:

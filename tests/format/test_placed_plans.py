@@ -274,10 +274,10 @@ def test_the_trap_sees_a_gather_where_tiles_are_not_blocks(no_gather_no_host: li
     """The traps above do catch data leaving the blocks: a plan whose tiles are not B's blocks gathers B."""
     i, j = dt.index_vars("i j")
     io, jo, ii, ji = dt.index_vars("io jo ii ji")
-    B = dt.Tensor.from_array("B", _data((4, 4), 14), dt.Format("xy -> x", M4))
-    A = dt.Tensor("A", (4, 4), dt.Format("xy -> y", M4))
+    B = dt.Tensor.from_array("B", _data((4, 4), 14), dt.Format("xy -> xy", M22))  # point (p, q) reads block
+    A = dt.Tensor("A", (4, 4), dt.Format("xy -> y", M4))  # (p // 2, q // 2); points (0, q), (1, q) write one
     A[i, j] = B[i, j]
-    sched = A.schedule().distribute([i, j], [io, jo], [ii, ji], M22)
+    sched = A.schedule().distribute([i, j], [io, jo], [ii, ji], dt.Machine(dt.Grid(4, 4)))
     no_gather_no_host.clear()
     sched.evaluate()
     assert no_gather_no_host.count("gather") == 1 and no_gather_no_host.count("from_store") == 1
