@@ -21,7 +21,7 @@ measured library algorithm's, for matmul and for the higher-order kernels
 measured per case and the median and worst error, go to
 bench/results/model_validation.json.
 
-Run (on a quiet machine): `python bench/validate_model.py` (about 4 minutes on
+Run (on a quiet machine): `python bench/validate_model.py` (188 s on
 2 cores at load 5, 5 rounds). `--quick` checks the pipeline with small sizes and 2
 rounds (about 12 s; its figures are noise) and writes
 model_validation_quick.json instead.
