@@ -120,7 +120,7 @@ def instrument() -> None:
     leaf_module.Leaf.compute_into = timed_compute_into  # type: ignore[method-assign]
 
 
-def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dict[str, Any]:
+def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int, cupy: bool = False) -> dict[str, Any]:
     import distal as dt
     from distal import kernels
     from distal import runtime as rt
@@ -130,6 +130,11 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
 
     set_threads = numpy_threads()
     arrays = _inputs(name, n, l)
+    cn_args: list[Any] = []
+    if cupy:  # as bench/suite.py interleaves it
+        import cupynumeric as cn
+
+        cn_args = [cn.asarray(a) for a in arrays]
     spec = SPECS[name][0]
     names = "aBCD" if name == "innerprod" else "ABCD"
     ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
@@ -149,6 +154,10 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
         np.einsum(spec, *arrays, optimize=True)
         numpy_s = time.perf_counter() - start
         set_threads(1)
+        if cn_args:
+            start = time.perf_counter()
+            float(cn.einsum(spec, *cn_args).sum())
+            cupy_s = time.perf_counter() - start
         _totals.clear()
         _span.clear()
         profiler.enable()
@@ -162,6 +171,8 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
         task = dict(_totals)
         body = task.get("task body", 0.0)
         row = {"wall": end - start, "numpy": numpy_s, "submit": submitted - start, "to_numpy": end - submitted}
+        if cn_args:
+            row["cupynumeric"] = cupy_s
         procs = 2.0
         row["tasks: store->array"] = task.get("store->array", 0.0) / procs
         row["tasks: zero-fill"] = task.get("zero-fill", 0.0) / procs
@@ -180,7 +191,7 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int) -> dic
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     report: dict[str, Any] = {"size": [n, l], "seconds": med, "vs_numpy": med["numpy"] / med["wall"],
                               "fractions_of_wall": {k: v / med["wall"] for k, v in med.items()
-                                                    if k not in ("wall", "numpy")},
+                                                    if k not in ("wall", "numpy", "cupynumeric")},
                               "max_rel_error": error, "last_timeline": timeline}
     if cprofile:
         text = io.StringIO()
@@ -195,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the suite's extents by this")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cprofile", type=int, default=0, help="print this many cProfile lines per kernel")
+    parser.add_argument("--cupynumeric", action="store_true",
+                        help="run cupynumeric.einsum before each distal run, as bench/suite.py interleaves it")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = parser.parse_args(argv)
     from distal import runtime as rt
@@ -206,10 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.kernels:
         n, l = HIGHER[name]
         n, l = max(4, int(n * args.scale)), max(1, int(l * args.scale)) if l else 0
-        rep = profile_kernel(name, n, l, args.rounds, args.cprofile)
+        rep = profile_kernel(name, n, l, args.rounds, args.cprofile, args.cupynumeric)
         results["kernels"][name] = rep
+        cupy_text = (f", cupynumeric {rep['seconds']['cupynumeric']:.3f} s" if "cupynumeric" in rep["seconds"] else "")
         print(f"== {name} size {rep['size']}: distal {rep['seconds']['wall']:.3f} s, numpy "
-              f"{rep['seconds']['numpy']:.3f} s, vs numpy {rep['vs_numpy']:.2f}x, error {rep['max_rel_error']:.1e}")
+              f"{rep['seconds']['numpy']:.3f} s{cupy_text}, vs numpy {rep['vs_numpy']:.2f}x, "
+              f"error {rep['max_rel_error']:.1e}")
         print(f"   tasks (start, end) after plan.run() began, last round: {rep['last_timeline']}")
         for k, v in rep["fractions_of_wall"].items():
             print(f"   {k:22s} {rep['seconds'][k]:8.4f} s  {100 * v:5.1f}% of wall")
