@@ -37,7 +37,7 @@ import numpy as np
 
 import distal as dt
 from distal import runtime as rt
-from distal.lower.kernel import TaskBody
+from distal.lower.task_body import TaskBody
 from distal.runtime import _tasks
 
 RESULTS = _common.RESULTS / "fixed_cost.json"

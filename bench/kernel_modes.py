@@ -4,7 +4,7 @@
 NumPy plan executor (no Legate): slice mode takes no loop into its block, so
 it makes one array call per element of f; index mode enumerates f's points
 as index arrays in one call. distal chooses by a cost model
-(`distal.lower.kernel._Run._index_is_cheaper`); this measures both choices
+(`distal.lower.task_body._Run._index_is_cheaper`); this measures both choices
 forced, the choice made, and the per-point cost of a large slice block that
 the model's constants come from. Median of 5. Writes
 bench/results/kernel_modes.json with the machine description.
@@ -18,7 +18,7 @@ import numpy as np
 from _common import median_seconds, write  # bench/ is on sys.path when run as a script
 
 import distal as dt
-from distal.lower import kernel
+from distal.lower import task_body as kernel
 from distal.lower.numpy_exec import run_numpy
 
 i, j, f = dt.index_vars("i j f")

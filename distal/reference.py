@@ -13,7 +13,7 @@ own NumPy kernel (`distal.leaf.Leaf.compute`: GEMM is one `matmul`) on
 slices of the arrays. Other blocks, and leaf blocks whose loops do not map
 to boxes, enumerate their points as index arrays (`distal.cin.blocks`).
 The executor shares no code with the task bodies of the lowering
-(`distal.lower.kernel`), so it stays an independent oracle for them.
+(`distal.lower.task_body`), so it stays an independent oracle for them.
 """
 
 from __future__ import annotations

@@ -139,14 +139,14 @@ def test_leaf_compute_refuses_operands_of_another_pattern() -> None:
 
 
 def test_reference_runs_no_task_body(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The oracle stays independent of the lowering: no task body (distal.lower.kernel) runs."""
-    from distal.lower import kernel
+    """The oracle stays independent of the lowering: no task body (distal.lower.task_body) runs."""
+    from distal.lower import task_body
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the reference executor ran a task body")
 
-    monkeypatch.setattr(kernel.TaskBody, "__call__", refuse)
-    monkeypatch.setattr(kernel._Run, "stmt", refuse)
+    monkeypatch.setattr(task_body.TaskBody, "__call__", refuse)
+    monkeypatch.setattr(task_body._Run, "stmt", refuse)
     for leaf in (dt.leaf.GEMM, None):
         sched, expected, _ = _leaf_statement(dt.leaf.GEMM, np.random.default_rng(7))
         if leaf is None:

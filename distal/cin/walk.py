@@ -7,7 +7,7 @@ a perfect nest of the remaining loops above one assignment is handed to
 once); other loops run one iteration at a time. `where` gives its workspaces
 fresh zeros (`workspace`) before the producer runs, then runs the consumer.
 The reference executor (`distal.reference`) and task bodies
-(`distal.lower.kernel`) differ only in `nest` and `workspace`.
+(`distal.lower.task_body`) differ only in `nest` and `workspace`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ is logged to stderr (logger `distal.lower`):
 2. nest      -- launch dimensions, sequential steps, machine (`distal.lower.nest`)
 3. tiling    -- bounds analysis per launch point, tilings, projections, privileges
                 (`distal.lower.bounds`, `distal.lower.tiling`)
-4. kernel    -- the leaf kernel run by every task (`distal.lower.kernel`), with how each
+4. task body -- the body run by every task (`distal.lower.task_body`), with how each
                 parallel loop runs in it (`distal.lower.parallel`)
 5. reduction -- how a distributed reduction into the output runs: Legate's
                 reduction, or a synthesized program of collectives on a
@@ -36,11 +36,11 @@ import numpy as np
 from distal.cin.relations import Communicate, Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
-from distal.lower.kernel import TaskBody
 from distal.lower.nest import Nest, find_nest, root_chain
 from distal.lower.parallel import plan_parallel, warn_fallbacks
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
+from distal.lower.task_body import TaskBody
 from distal.lower.tiling import ROTATIONS, build_launches
 from distal.sizes import resolve
 
@@ -137,7 +137,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
         )
     _log("tiling", "\n".join(_launch_text(infos, launch) for launch in launches) or "(no launches)")
 
-    # 4. kernel
+    # 4. task body
     leaves = tuple((frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute))
     parallel = plan_parallel(sched.stmt, sched.relations, launch_vars,
                              nest.machine.kind if nest.machine is not None else "cpu")
@@ -146,7 +146,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     body = TaskBody(sched.stmt, sched.provenance, ext, launch_vars, tuple(i.tensor for i in infos),
                     tuple(i.shape for i in infos), leaves, origins,
                     name=f"distal_{sched.output.name}", parallel=parallel)
-    _log("kernel", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
+    _log("task_body", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
                    f"leaves {[str(leaf) for _, leaf in leaves]}")
 
     group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes),

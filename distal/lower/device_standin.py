@@ -7,7 +7,7 @@ the operations a kernel may apply to a tile, and raises on `__array__`, so
 a kernel that reaches for NumPy (`np.asarray(tile)`, `np.einsum(tile, ...)`)
 fails here as it would on a GPU. Its namespace, `namespace()`, holds the
 functions kernels may call (the subset of CuPy's API distal uses), found
-through the Array API's `__array_namespace__`, as `distal.lower.kernel`
+through the Array API's `__array_namespace__`, as `distal.lower.task_body`
 looks for it. Index arrays must be device arrays too: indexing with a host
 NumPy array raises.
 

@@ -4,7 +4,7 @@ A parallel loop is executed, never ignored. Inside a task, on processors
 that have the unit:
 
 * `cpu_vector` -- the loop and every loop inside it run as one vectorised
-  block (slice mode where it applies, else index mode: `distal.lower.kernel`);
+  block (slice mode where it applies, else index mode: `distal.lower.task_body`);
 * `gpu_block`, `gpu_warp`, `gpu_thread` -- on GPU processors the same block
   runs as one CuPy-vectorised block (the GPU's threads and blocks run its
   points);

@@ -29,7 +29,7 @@ from distal.notation.ast import IndexVar
 
 if TYPE_CHECKING:
     from distal.format.machine import Machine
-    from distal.lower.kernel import TaskBody
+    from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
     from distal.reduction.plan import ReductionPlan
 

@@ -1,4 +1,4 @@
-"""The steps of a compiled task body (see `distal.lower.kernel`): what one launch point runs, worked out once.
+"""The steps of a compiled task body (see `distal.lower.task_body`): what one launch point runs, worked out once.
 
 A step runs on the point's arrays by slot (operands in argument order, then
 workspaces): a slice-mode block whose views' indices, leaf or einsum spec

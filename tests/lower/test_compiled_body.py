@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import distal as dt
 from distal import kernels
 from distal.cin.walk import Walker
-from distal.lower import kernel as kernel_module
+from distal.lower import task_body as kernel_module
 from distal.schedule.provenance import Provenance
 from tests._strategies import einsum_oracle, schedules, statements
 from tests._strategies.machines import machine_schedules

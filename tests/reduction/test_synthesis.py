@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from distal.errors import ReductionError
@@ -71,11 +69,10 @@ def test_candidate_steps_are_distinct_groups() -> None:
     [(a100_system(2), [32], [0]), (a100_system(4), [64], [0]), (a100_system(4), [8, 2, 4], [0, 2]),
      (a100_system(4), [2, 2, 16], [0, 2]), (v100_system(4), [8, 2, 2], [0, 2]), (v100_system(2), [16], [0])],
 )
-def test_synthesis_of_one_placement_is_fast(system: object, axes: list[int], reduce: list[int]) -> None:
+def test_synthesis_of_one_placement_finds_its_programs(system: object, axes: list[int], reduce: list[int]) -> None:
+    # how long synthesis takes is measured by bench/reduction_synthesis.py, not here (no test depends on timing)
     for p in enumerate_placements(system, axes, reduce):  # type: ignore[arg-type]
-        start = time.perf_counter()
         synth = synthesize(p.hierarchy())
-        assert time.perf_counter() - start < 2.0
         assert len(synth) in (3, 93)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
-from distal.lower.kernel import TaskBody
+from distal.lower.task_body import TaskBody
 
 i, j, k, io, jo, ii, ji, ko, ki = dt.index_vars("i j k io jo ii ji ko ki")
 N = 8

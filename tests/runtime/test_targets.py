@@ -219,7 +219,7 @@ def test_a_gpu_machine_runs_its_leaves_on_the_gpus(machine: rt.MachineInfo) -> N
         pytest.skip("no GPU: run under `legate --gpus 1` (or LEGATE_CONFIG='--gpus 1') with distal[gpu]")
     cupy = pytest.importorskip("cupy", reason="GPU leaves need CuPy: pip install -e '.[gpu]'")
 
-    from distal.lower import kernel as kernel_module
+    from distal.lower import task_body as kernel_module
 
     seen: list[Any] = []
     real = kernel_module._array_module
