@@ -237,13 +237,32 @@ class PlacedOperand:
         return self.views[_key(launch, op)].local(point)
 
 
+# block_projection's answers by layout and plan machine, then by (distributed launch dims, operand, launch
+# box): a plan run again (or a like plan) does not work them out again. Plain data, no tensors held.
+_MEMO: dict[tuple[Any, ...], dict[tuple[Any, ...], BlockView | None]] = {}
+_MEMO_LIMIT = 1 << 14
+
+
 def _views(plan: Plan, n: int, lay: Layout) -> dict[_Key, BlockView] | None:
     views: dict[_Key, BlockView] = {}
+    outer = (lay, plan.machine, plan.processor_slots)
+    memo = _MEMO.get(outer)
+    if memo is None:
+        if len(_MEMO) >= 64:
+            _MEMO.clear()
+        memo = _MEMO[outer] = {}
     for group, launch in plan.launches():
         for op in launch.operands:
             if op.tensor != n:
                 continue
-            view = block_projection(plan, group, launch, op, lay)
+            inner = (group.distributed, op, launch.lower, launch.upper)
+            if inner in memo:
+                view = memo[inner]
+            else:
+                view = block_projection(plan, group, launch, op, lay)
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                memo[inner] = view
             if view is None:
                 return None
             if views.setdefault(_key(launch, op), view) != view:
