@@ -309,48 +309,74 @@ class BlockTiles:
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
         args = list(arrays)
         boxes = self.boxes[tuple(int(x) for x in point)]
-        back: list[tuple[int, Any, tuple[Any, ...]]] = []
+        back: list[tuple[int, Any, list[tuple[tuple[Any, ...], tuple[slice, ...], tuple[slice, ...]]]]] = []
         for pos, tile in self.tiles.items():
             if pos in self.spanned:
                 lay, written = self.spanned[pos]
                 blocks = args[pos].reshape((*args[pos].shape[:-1], *tile))
-                index = _assembly(lay, boxes[pos])
-                args[pos] = blocks[index]
+                pieces = _pieces(lay, boxes[pos])
+                assembled = _empty_like(blocks, tuple(hi - lo for lo, hi in boxes[pos]))
+                for lead, in_block, in_tile in pieces:
+                    assembled[in_tile] = blocks[lead][in_block]
+                args[pos] = assembled
                 if written:
-                    back.append((pos, blocks, index))
+                    back.append((pos, blocks, pieces))
                 continue
             view = args[pos].reshape(tile)
             args[pos] = view[tuple(slice(lo, hi) for lo, hi in boxes[pos])]
         self.kernel(point, *args)
-        for pos, blocks, index in back:
-            blocks[index] = args[pos]
+        for pos, blocks, pieces in back:
+            for lead, in_block, in_tile in pieces:
+                blocks[lead][in_block] = args[pos][in_tile]
 
 
-def _assembly(lay: Layout, box: Box) -> tuple[Any, ...]:
-    """Index arrays picking the tensor's ``box`` out of the blocks it spans, seen as (*blocks, *tile).
-
-    Per tensor dimension, each element's block along its machine dimensions (relative to the box's
-    first block) and its place in the block; a machine dimension that partitions nothing is 0.
-    """
+def _empty_like(blocks: Any, shape: tuple[int, ...]) -> Any:
+    """An uninitialised array of ``shape`` in the blocks' array library and dtype (every element is then set)."""
     import numpy as np
 
-    order = len(box)
-    by_axis: dict[str, Any] = {}
-    rests: list[Any] = []
+    if isinstance(blocks, np.ndarray):
+        return np.empty(shape, dtype=blocks.dtype)
+    import cupy
+
+    return cupy.empty(shape, dtype=blocks.dtype)
+
+
+def _pieces(lay: Layout, box: Box) -> list[tuple[tuple[Any, ...], tuple[slice, ...], tuple[slice, ...]]]:
+    """The tensor's ``box`` cut by the blocks it spans, seen as (*blocks, *tile): per piece, the block
+    (relative to the box's first block along every machine dimension; 0 along one that partitions
+    nothing), the piece's slices in the block and in the tile. Within a block a dimension's elements
+    are consecutive, so each piece is one box."""
+    import itertools
+
+    per_dim: list[list[tuple[dict[str, int], slice, slice]]] = []
     for d, (lo, hi) in enumerate(box):
-        shape = [1] * order
-        shape[d] = max(hi - lo, 0)
-        rest = np.arange(lo, hi, dtype=np.int64)
-        first = {axis: 0 for axis, _, _ in lay.dims[d].parts}
-        for axis, _, t in lay.dims[d].parts:
-            color = rest // t
-            rest = rest - color * t
-            if hi > lo:
-                first[axis] = int(color[0])
-            by_axis[axis] = (color - first[axis]).reshape(shape)
-        rests.append(rest.reshape(shape))
-    lead = [by_axis.get(name, 0) for name, _ in lay.mesh.axes]
-    return (*lead, *rests)
+        runs: list[tuple[dict[str, int], slice, slice]] = []
+        first: dict[str, int] | None = None
+        i = lo
+        while i < hi:
+            # element i's block and place in it, and how many elements on stay in that block: up to the
+            # next boundary of a tile at any level
+            coords: dict[str, int] = {}
+            rest, length = i, hi - i
+            for axis, _, t in lay.dims[d].parts:
+                color = rest // t
+                rest -= color * t
+                coords[axis] = color
+                length = min(length, t - rest)
+            if first is None:
+                first = coords
+            rel = {a: c - first[a] for a, c in coords.items()}
+            runs.append((rel, slice(rest, rest + length), slice(i - lo, i - lo + length)))
+            i += length
+        per_dim.append(runs or [({}, slice(0, 0), slice(0, 0))])
+    out = []
+    for combo in itertools.product(*per_dim):
+        block: dict[str, int] = {}
+        for r, _, _ in combo:
+            block.update(r)
+        lead = tuple(block.get(name, 0) for name, _ in lay.mesh.axes)
+        out.append((lead, tuple(c[1] for c in combo), tuple(c[2] for c in combo)))
+    return out
 
 
 def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:

@@ -209,3 +209,30 @@ def test_a_written_tile_spanning_several_blocks_is_put_back_into_them(moves: lis
     held = A.storage
     assert isinstance(held, FormatStore) and held.format == A.format
     np.testing.assert_allclose(A.to_numpy(), a0 + 3 * b, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("spec", "machine", "shape"), [
+    (["xy -> xy", "xy -> xy"], MH22, (5, 7)), (["xy -> xy", "xy -> x"], dt.Machine(dt.Grid(2, 2), dt.Grid(2)), (7, 3)),
+    ("xy -> x", dt.Machine(dt.Grid(4)), (7, 2)), (["xy -> xy", "xy -> yx"], MH22, (9, 6)),
+])
+def test_the_pieces_of_a_spanning_tile_are_where_each_element_is_held(spec: object, machine: dt.Machine,
+                                                                      shape: tuple[int, int]) -> None:
+    """Every element of a box lands, through `_pieces`, at its own block (relative to the box's first) and
+    its own place in that block (as `_split` gives them), hierarchical edges that do not divide included."""
+    lay = layout(dt.Format(spec, machine), shape)  # type: ignore[arg-type]
+    names = [name for name, _ in lay.mesh.axes]
+    for lo0 in range(shape[0]):
+        for hi0 in range(lo0 + 1, shape[0] + 1):
+            box = ((lo0, hi0), (1, shape[1]))
+            seen: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, int]]] = {}
+            for lead, in_block, in_tile in _placed._pieces(lay, box):
+                for a in range(in_tile[0].start, in_tile[0].stop):
+                    for b in range(in_tile[1].start, in_tile[1].stop):
+                        seen[(a, b)] = (lead, (in_block[0].start + a - in_tile[0].start,
+                                               in_block[1].start + b - in_tile[1].start))
+            assert len(seen) == (hi0 - lo0) * (shape[1] - 1)
+            first = [_placed._split(lay, d, lo)[0] for d, (lo, _) in enumerate(box)]
+            for (a, b), (lead, place) in seen.items():
+                (ca, ra), (cb, rb) = _placed._split(lay, 0, lo0 + a), _placed._split(lay, 1, 1 + b)
+                want = {**{k: v - first[0][k] for k, v in ca.items()}, **{k: v - first[1][k] for k, v in cb.items()}}
+                assert lead == tuple(want.get(name, 0) for name in names) and place == (ra, rb)
