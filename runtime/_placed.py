@@ -10,11 +10,14 @@ itself, one block per point: `block_projection` finds, per machine
 dimension, the affine map from launch point to block coordinate (fitted over
 the launch's points), `PlacedOperand` makes the launch arguments, and the
 group's kernel sees the point's tile as a view of the flat, padded block at
-the tile's offset in it (`BlockTiles`). Only where some tile spans several
-blocks, or the block coordinates are not affine in the launch point, or two
-points would write one block, does the runtime gather the tensor into one
-store (`gathered`). `replicate` fills the copies of an output along its
-format's broadcast dimensions.
+the tile's offset in it (`BlockTiles`). A tile that spans several blocks
+forming a box of the block store (a node's leaf blocks, a run of row blocks)
+is taken as that box of blocks per point; the kernel gets the tile assembled
+from them (`_pieces`) and a written tile is put back after it. Only where the
+block coordinates are not affine in the launch point, a tile's blocks are
+not a box, or two points would write one block, does the runtime gather the
+tensor into one store (`gathered`). `replicate` fills the copies of an
+output along its format's broadcast dimensions.
 """
 
 from __future__ import annotations
