@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.errors import DistalError, MachineError
-from distal.format.machine import Grid, Machine
+from distal.format.machine import Grid, Machine, processor_kind
 from distal.notation.tensor import Tensor
 from distal.schedule import Schedule
 
@@ -66,7 +66,7 @@ def default_model(machine: Machine) -> Any:
     """The model auto times plans with when none is given: this machine for CPUs, a Lassen node for GPUs."""
     from distal import model
 
-    if machine.kind == "gpu":
+    if processor_kind(machine.kind).device_arrays:
         return model.lassen_gpu()
     return model.this_machine()
 

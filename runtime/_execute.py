@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DistalError
+from distal.format.machine import processor_kind
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.redist.formats import Layout, layout
@@ -204,7 +205,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     """
     _check_memory(plan)  # OutOfMemory before anything is queued (distal.lower.memory)
     target = plan_target(plan)
-    if target == "gpu":
+    if processor_kind(target).device_arrays:
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
     fresh: list[tuple[Store, tuple[int, ...] | None]] = []  # the `=` output's new store: zeros, or first launch

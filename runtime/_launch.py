@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
+from distal.format.machine import processor_kind
 
 from ._start import legate_runtime, processor_count, work_queued
 from ._store import Store
@@ -371,6 +372,6 @@ def _check_target(target: str) -> int:
             f"expected {target.upper()} processors to launch on, but Legate runs none "
             f"(start it with --{target}s N)"
         )
-    if target == "gpu":
+    if processor_kind(target).device_arrays:
         require_device_arrays()
     return count

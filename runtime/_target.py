@@ -20,14 +20,15 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from distal.errors import DistalError, DistalFallbackWarning, MachineError
+from distal.errors import DistalError, DistalFallbackWarning
+from distal.format.machine import KINDS, PROCESSOR_KINDS, processor_kind
 
 from ._start import ensure_started, legate_runtime
 
 __all__ = ["TARGETS", "DistalFallbackWarning", "require_device_arrays", "resolve_target", "target_scope"]
 
-#: Launch targets, as Legate's TaskTarget names them.
-TARGETS = ("cpu", "gpu", "omp")
+#: Launch targets, as Legate's TaskTarget names them (the processor kinds of distal.format.machine.KINDS).
+TARGETS = PROCESSOR_KINDS
 
 _lock = threading.Lock()
 _warned: set[str] = set()
@@ -55,12 +56,11 @@ def resolve_target(kind: str, counts: dict[str, int] | None = None) -> str:
     >>> resolve_target("gpu", {"cpu": 2, "gpu": 1, "omp": 0})   # doctest: +SKIP
     'gpu'
     """
-    if kind not in TARGETS:
-        raise MachineError(f"expected a processor kind ({', '.join(TARGETS)}), but found {kind!r}")
+    processor_kind(kind)  # a MachineError naming the kinds for an unknown one
     if counts is None:
         counts = ensure_started().processors()
     if kind == "cpu" or counts.get(kind, 0) > 0:
-        if kind == "gpu":
+        if processor_kind(kind).device_arrays:
             require_device_arrays()
         return kind
     with _lock:
@@ -81,8 +81,8 @@ def target_scope(target: str, processors: slice | None = None) -> Iterator[Any]:
     """Legate's machine restricted to `target` processors (and to the slice `processors` of them)."""
     from legate.core import TaskTarget
 
-    if target not in TARGETS:
-        raise DistalError(f"expected a launch target ({', '.join(TARGETS)}), but found {target!r}")
+    if target not in KINDS:
+        raise DistalError(f"expected a launch target ({', '.join(KINDS)}), but found {target!r}")
     machine = legate_runtime().machine.only(getattr(TaskTarget, target.upper()))
     if processors is not None:
         machine = machine.slice(processors)

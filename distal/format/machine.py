@@ -29,26 +29,65 @@ from distal.sizes import MachineDim, Param, resolve
 
 __all__ = [
     "DEFAULT_NAMES",
+    "KINDS",
     "MEMORY_KINDS",
     "PROCESSOR_KINDS",
     "Coord",
     "Grid",
     "Machine",
+    "ProcessorKind",
+    "processor_kind",
 ]
 
 DEFAULT_NAMES = ("x", "y", "z", "w", "v", "u", "t", "s")
 
-#: Processor kinds, as Legate names them (TaskTarget.CPU, GPU, OMP).
-PROCESSOR_KINDS = ("cpu", "gpu", "omp")
-
 #: Memory kinds: system memory, GPU framebuffer, zero-copy (pinned host memory seen by GPUs).
 MEMORY_KINDS = ("sysmem", "fbmem", "zcmem")
 
-#: The memory a processor kind uses unless told otherwise.
-DEFAULT_MEMORY = {"cpu": "sysmem", "gpu": "fbmem", "omp": "sysmem"}
 
-#: The memories each processor kind can address directly.
-_ADDRESSABLE = {"cpu": ("sysmem", "zcmem"), "gpu": ("fbmem", "zcmem"), "omp": ("sysmem", "zcmem")}
+@dataclass(frozen=True)
+class ProcessorKind:
+    """What distal needs to know of one kind of processor: the one table every layer reads.
+
+    `name` is Legate's TaskTarget name in lower case; `memory` the memory its
+    tiles live in unless a grid says otherwise, `addressable` the memories it
+    reads directly; `device_arrays` whether its tiles are device arrays (CuPy)
+    rather than NumPy arrays; `threads` whether `parallelize(v, "cpu_thread")`
+    runs v's iterations on a thread pool inside each task (OpenMP processors).
+    """
+
+    name: str
+    memory: str
+    addressable: tuple[str, ...]
+    device_arrays: bool = False
+    threads: bool = False
+
+
+#: Processor kinds by name, as Legate names them (TaskTarget.CPU, GPU, OMP). Adding a kind: see CONTRIBUTING.md.
+KINDS: dict[str, ProcessorKind] = {k.name: k for k in (
+    ProcessorKind("cpu", "sysmem", ("sysmem", "zcmem")),
+    ProcessorKind("gpu", "fbmem", ("fbmem", "zcmem"), device_arrays=True),
+    ProcessorKind("omp", "sysmem", ("sysmem", "zcmem"), threads=True),
+)}
+
+#: Processor kind names.
+PROCESSOR_KINDS = tuple(KINDS)
+
+#: The memory a processor kind uses unless told otherwise.
+DEFAULT_MEMORY = {name: k.memory for name, k in KINDS.items()}
+
+
+def processor_kind(name: str) -> ProcessorKind:
+    """The kind called `name`.
+
+    >>> processor_kind("omp").threads, processor_kind("gpu").device_arrays
+    (True, True)
+    """
+    kind = KINDS.get(name)
+    if kind is None:
+        raise MachineError(f"expected a processor kind ({', '.join(KINDS)}), but found {name!r}")
+    return kind
+
 
 #: A processor coordinate: one index per grid dimension (levels concatenated).
 Coord = tuple[int, ...]
@@ -70,20 +109,20 @@ def _count(n: int, what: str) -> str:
 
 
 def _kind(value: object) -> str:
-    if not isinstance(value, str) or value.lower() not in PROCESSOR_KINDS:
-        raise MachineError(f"expected a processor kind ({', '.join(PROCESSOR_KINDS)}), but found {value!r}")
-    return value.lower()
+    if not isinstance(value, str):
+        raise MachineError(f"expected a processor kind ({', '.join(KINDS)}), but found {value!r}")
+    return processor_kind(value.lower()).name
 
 
 def _memory(value: object, kind: str) -> str:
     if value is None:
-        return DEFAULT_MEMORY[kind]
+        return KINDS[kind].memory
     if not isinstance(value, str) or value.lower() not in MEMORY_KINDS:
         raise MachineError(f"expected a memory kind ({', '.join(MEMORY_KINDS)}), but found {value!r}")
     memory = value.lower()
-    if memory not in _ADDRESSABLE[kind]:
+    if memory not in KINDS[kind].addressable:
         raise MachineError(
-            f"expected a memory a {kind} can address ({', '.join(_ADDRESSABLE[kind])}), but found {memory!r}"
+            f"expected a memory a {kind} can address ({', '.join(KINDS[kind].addressable)}), but found {memory!r}"
         )
     return memory
 
@@ -191,7 +230,7 @@ class Grid:
             args += f", names={self.names!r}"
         if self.kind != "cpu":
             args += f", kind={self.kind!r}"
-        if self.memory != DEFAULT_MEMORY[self.kind]:
+        if self.memory != KINDS[self.kind].memory:
             args += f", memory={self.memory!r}"
         return f"Grid({args})"
 

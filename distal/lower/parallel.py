@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from distal.cin.ast import Assign, Forall, Stmt
 from distal.cin.relations import Parallelize, Relation
 from distal.errors import DistalFallbackWarning
+from distal.format.machine import processor_kind
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
 
@@ -90,14 +91,14 @@ def plan_parallel(stmt: Stmt, relations: Sequence[Relation], launch_vars: Sequen
             out.append(ParallelLoop(v, unit, "vector",
                                     f"{v} and the loops inside it run as one vectorised block"))
         elif unit in _GPU_UNITS:
-            if kind == "gpu":
+            if processor_kind(kind).device_arrays:
                 out.append(ParallelLoop(v, unit, "vector",
                                         f"{v} and the loops inside it run as one CuPy block on the GPU"))
             else:
                 out.append(ParallelLoop(v, unit, "vector",
                                         f"the plan's processors are {kind}s, which have no {unit}; {v} and the "
                                         "loops inside it run as one vectorised NumPy block instead", True))
-        elif kind == "omp":
+        elif processor_kind(kind).threads:
             out.append(ParallelLoop(v, unit, "threads",
                                     f"{v}'s iterations run on a thread pool inside each task"))
         else:

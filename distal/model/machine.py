@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from distal.errors import DistalError
+from distal.format.machine import KINDS
 from distal.model.links import EDR_LASSEN, HDR_DGX_A100, NVLINK2_LASSEN, NVSWITCH_A100, XBUS_POWER9, Link
 
 __all__ = [
@@ -80,8 +81,8 @@ class ProcessorModel:
     streaming: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("cpu", "gpu", "omp"):
-            raise ModelError(f"expected a processor kind (cpu, gpu, omp), but found {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ModelError(f"expected a processor kind ({', '.join(KINDS)}), but found {self.kind!r}")
         missing = [k for k in LEAF_KINDS if k not in self.flops]
         if missing:
             raise ModelError(f"expected a FLOP/s rate for every leaf kind ({', '.join(LEAF_KINDS)}), "
