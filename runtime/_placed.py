@@ -309,28 +309,45 @@ class BlockTiles:
     boxes: dict[tuple[int, ...], dict[int, Box]]
     spanned: dict[int, tuple[Layout, bool]]
 
+    def __post_init__(self) -> None:
+        # per point, worked out once: (argument position, block shape, the tile's slices in the block, or
+        # for a spanning tile its shape and pieces and whether it is written back)
+        self._views: dict[tuple[int, ...], tuple[_View, ...]] = {}
+        for p, box in self.boxes.items():
+            views: list[_View] = []
+            for pos, tile in self.tiles.items():
+                if pos in self.spanned:
+                    lay, written = self.spanned[pos]
+                    shape = tuple(hi - lo for lo, hi in box[pos])
+                    views.append((pos, tile, None, (shape, _pieces(lay, box[pos]), written)))
+                else:
+                    views.append((pos, tile, tuple(slice(lo, hi) for lo, hi in box[pos]), None))
+            self._views[p] = tuple(views)
+
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
         args = list(arrays)
-        boxes = self.boxes[tuple(int(x) for x in point)]
-        back: list[tuple[int, Any, list[tuple[tuple[Any, ...], tuple[slice, ...], tuple[slice, ...]]]]] = []
-        for pos, tile in self.tiles.items():
-            if pos in self.spanned:
-                lay, written = self.spanned[pos]
-                blocks = args[pos].reshape((*args[pos].shape[:-1], *tile))
-                pieces = _pieces(lay, boxes[pos])
-                assembled = _empty_like(blocks, tuple(hi - lo for lo, hi in boxes[pos]))
-                for lead, in_block, in_tile in pieces:
-                    assembled[in_tile] = blocks[lead][in_block]
-                args[pos] = assembled
-                if written:
-                    back.append((pos, blocks, pieces))
+        back: list[tuple[int, Any, list[_Piece]]] = []
+        for pos, tile, index, spans in self._views[tuple(point)]:
+            if spans is None:
+                assert index is not None
+                args[pos] = args[pos].reshape(tile)[index]
                 continue
-            view = args[pos].reshape(tile)
-            args[pos] = view[tuple(slice(lo, hi) for lo, hi in boxes[pos])]
+            shape, pieces, written = spans
+            blocks = args[pos].reshape((*args[pos].shape[:-1], *tile))
+            assembled = _empty_like(blocks, shape)
+            for lead, in_block, in_tile in pieces:
+                assembled[in_tile] = blocks[lead][in_block]
+            args[pos] = assembled
+            if written:
+                back.append((pos, blocks, pieces))
         self.kernel(point, *args)
         for pos, blocks, pieces in back:
             for lead, in_block, in_tile in pieces:
                 blocks[lead][in_block] = args[pos][in_tile]
+
+
+_Piece = tuple[tuple[Any, ...], tuple[slice, ...], tuple[slice, ...]]
+_View = tuple[int, tuple[int, ...], tuple[slice, ...] | None, tuple[tuple[int, ...], list[_Piece], bool] | None]
 
 
 def _empty_like(blocks: Any, shape: tuple[int, ...]) -> Any:
@@ -344,7 +361,7 @@ def _empty_like(blocks: Any, shape: tuple[int, ...]) -> Any:
     return cupy.empty(shape, dtype=blocks.dtype)
 
 
-def _pieces(lay: Layout, box: Box) -> list[tuple[tuple[Any, ...], tuple[slice, ...], tuple[slice, ...]]]:
+def _pieces(lay: Layout, box: Box) -> list[_Piece]:
     """The tensor's ``box`` cut by the blocks it spans, seen as (*blocks, *tile): per piece, the block
     (relative to the box's first block along every machine dimension; 0 along one that partitions
     nothing), the piece's slices in the block and in the tile. Within a block a dimension's elements
