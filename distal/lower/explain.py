@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from distal.errors import DistalError
+from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
 
 __all__ = ["describe", "explain", "stats"]
@@ -200,7 +201,9 @@ def stats(plan: Plan) -> dict[str, Any]:
 
     Keys: `placement` (bytes each processor holds under its tensors' formats
     before any launch, per processor and per tensor; tensors without a format
-    are listed in `global_store_bytes` instead), `launches` (one dict per
+    are listed in `global_store_bytes` instead), `in_place` and `gathered`
+    (the names of the formatted tensors the runtime uses in their device
+    blocks, and those it gathers into one store first), `launches` (one dict per
     launch: step, domain, points, pinned, operands with tile shapes,
     projections and privileges, `received_bytes` per processor, the per-point
     `point_received_bytes` (max and mean), `received_total`, `written_bytes`
@@ -306,6 +309,7 @@ def stats(plan: Plan) -> dict[str, Any]:
         },
         "global_store_bytes": {info.name: info.size * info.itemsize
                                for n, info in enumerate(plan.tensors) if owners.held[n] is None},
+        **_in_place_data(plan),
         "launches": out_launches,
         "received_bytes": received,
         "reduced_bytes": reduced,
@@ -319,6 +323,45 @@ def stats(plan: Plan) -> dict[str, Any]:
         "warnings": warnings,
         "reduction": _reduction_data(plan, plan.reduction),
     }
+
+
+def _in_place_data(plan: Plan) -> dict[str, list[str]]:
+    """Which formatted tensors the runtime uses in their device blocks (`in_place`) and which it gathers
+    into one store first (`gathered`, `distal.lower.in_place.gathered_tensors`); the output of a
+    synthesized reduction is in neither (its launches write per-processor partials)."""
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    gathered = set(gathered_tensors(plan))
+    names: dict[str, list[str]] = {"in_place": [], "gathered": []}
+    for n, info in enumerate(plan.tensors):
+        if placement_layout(info) is None or (red is not None and n == red.tensor):
+            continue
+        names["gathered" if n in gathered else "in_place"].append(info.name)
+    return names
+
+
+_GATHERED_WHY = ("its tiles are not whole blocks or boxes of blocks of its format at positions linear in the "
+                 "launch point")
+
+
+def _placed_lines(plan: Plan, data: dict[str, Any]) -> list[str]:
+    """Per formatted tensor: read (written) in place from its device blocks, or gathered into one store."""
+    lines: list[str] = []
+    for info in plan.tensors:
+        if info.name in data["gathered"]:
+            if info.output and plan.zero_output:
+                lines.append(f"    {info.name}: gathered into one store: a new one the launches write ({_GATHERED_WHY})"
+                             "; it is laid out by its format after the launches")
+            else:
+                lines.append(f"    {info.name}: gathered into one store before the launches ({_GATHERED_WHY}); "
+                             "the plan reads that store" + (", and it is laid out again by its format after"
+                                                            if info.output else ""))
+        elif info.name in data["in_place"]:
+            lines.append(f"    {info.name}: {'written' if info.output else 'read'} in place in its device blocks")
+    red = plan.reduction
+    if red is not None and red.synthesized and placement_layout(plan.tensors[red.tensor]) is not None:
+        lines.append(f"    {plan.tensors[red.tensor].name}: the launches write per-processor partials; the reduced "
+                     "result is one store, laid out by its format after")
+    return lines
 
 
 def _ratio(a: float, b: float) -> str:
@@ -452,8 +495,11 @@ def explain(plan: Plan, model: Any = None) -> str:
     for name, per in data["placement"]["per_tensor"].items():
         held = ", ".join(f"{p} {_bytes(b)}" for p, b in per.items() if b) or "nothing"
         lines.append(f"    {name}: {held}")
+    formatted = {info.name for info in plan.tensors if getattr(info.tensor, "format", None) is not None}
     for name, b in data["global_store_bytes"].items():
-        lines.append(f"    {name}: no format: one global store of {_bytes(b)}, held by no processor")
+        why = "its format does not place it on the plan's machine" if name in formatted else "no format"
+        lines.append(f"    {name}: {why}: counted as one global store of {_bytes(b)}, held by no processor")
+    lines.extend(_placed_lines(plan, data))
     lines.append("  communication (execution-space model):")
     for n, item in enumerate(data["launches"]):
         recv = ", ".join(f"{p} {_bytes(b)}" for p, b in item["received_bytes"].items() if b) or "nothing"

@@ -12,6 +12,7 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
+from distal.lower.in_place import element_block
 from distal.lower.plan import Plan
 from distal.redist.formats import layout
 from distal.runtime import _execute, _placed, _store, _tensor_storage
@@ -231,8 +232,8 @@ def test_the_pieces_of_a_spanning_tile_are_where_each_element_is_held(spec: obje
                         seen[(a, b)] = (lead, (in_block[0].start + a - in_tile[0].start,
                                                in_block[1].start + b - in_tile[1].start))
             assert len(seen) == (hi0 - lo0) * (shape[1] - 1)
-            first = [_placed._split(lay, d, lo)[0] for d, (lo, _) in enumerate(box)]
+            first = [element_block(lay, d, lo)[0] for d, (lo, _) in enumerate(box)]
             for (a, b), (lead, place) in seen.items():
-                (ca, ra), (cb, rb) = _placed._split(lay, 0, lo0 + a), _placed._split(lay, 1, 1 + b)
+                (ca, ra), (cb, rb) = element_block(lay, 0, lo0 + a), element_block(lay, 1, 1 + b)
                 want = {**{k: v - first[0][k] for k, v in ca.items()}, **{k: v - first[1][k] for k, v in cb.items()}}
                 assert lead == tuple(want.get(name, 0) for name in names) and place == (ra, rb)
