@@ -18,6 +18,10 @@ block coordinates are not affine in the launch point, a tile's blocks are
 not a box, or two points would write one block, does the runtime gather the
 tensor into one store (`gathered`). `replicate` fills the copies of an
 output along its format's broadcast dimensions.
+
+The decision itself (`block_projection`, `gathered`) is plain plan and
+layout data in `distal.lower.in_place`, which `explain()` prints too; this
+module launches from it (its `Proj` projections as `Affine`).
 """
 
 from __future__ import annotations
