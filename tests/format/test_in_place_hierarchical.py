@@ -4,9 +4,6 @@ formats; only tiles that span several blocks are gathered into a second store.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -15,7 +12,7 @@ from distal import runtime as rt
 from distal.lower.in_place import element_block
 from distal.lower.plan import Plan
 from distal.redist.formats import layout
-from distal.runtime import _execute, _placed, _store, _tensor_storage
+from distal.runtime import _placed
 from distal.runtime._tensor_storage import FormatStore
 
 pytestmark = pytest.mark.legate
@@ -27,27 +24,6 @@ MH22 = dt.Machine(dt.Grid(2, 2), dt.Grid(2, 2))
 @pytest.fixture(scope="module", autouse=True)
 def legate() -> rt.MachineInfo:
     return rt.ensure_started()
-
-
-@pytest.fixture
-def moves(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Records every way data could leave the blocks: a gather into a second store, a copy to or from the host."""
-    seen: list[str] = []
-
-    def trap(name: str, real: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            seen.append(name)
-            return real(*args, **kwargs)
-        return wrapper
-
-    for module in (_tensor_storage, _execute):
-        monkeypatch.setattr(module, "gather", trap("gather", module.gather))
-        monkeypatch.setattr(module, "from_store", trap("from_store", module.from_store))
-        monkeypatch.setattr(module, "from_numpy", trap("from_numpy", module.from_numpy))
-    for module in (_store, _tensor_storage):
-        monkeypatch.setattr(module, "to_numpy", trap("to_numpy", module.to_numpy))
-    monkeypatch.setattr(FormatStore, "to_numpy", trap("FormatStore.to_numpy", FormatStore.to_numpy))
-    yield seen
 
 
 def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
