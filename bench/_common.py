@@ -93,6 +93,16 @@ def write(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
+def labels(name: str) -> dict[str, Any]:
+    """The labelled figures already in results/<name>.json (a benchmark run adds its label to them)."""
+    path = RESULTS / f"{name}.json"
+    try:
+        found = json.loads(path.read_text()).get("labels", {})
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 class Progress:
     """A one-line-per-step progress display: `[3/12] summa n=2048 p=2 ... 1.52 s`."""
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import os
 import statistics
 import threading
@@ -39,8 +38,6 @@ import distal as dt
 from distal import runtime as rt
 from distal.lower.task_body import TaskBody
 from distal.runtime import _tasks
-
-RESULTS = _common.RESULTS / "fixed_cost.json"
 
 
 def _plans(walked: bool) -> dict[str, Any]:
@@ -140,12 +137,7 @@ def main() -> None:
         figures[name] = {"median_us": statistics.median(s) * 1e6, "min_us": min(s) * 1e6,
                          **_profile_points(plans[name], args.profile_runs)}
     load = os.getloadavg()
-    previous: dict[str, Any] = {}
-    if RESULTS.exists():
-        try:
-            previous = json.loads(RESULTS.read_text()).get("labels", {})
-        except (OSError, ValueError):
-            previous = {}
+    previous = _common.labels("fixed_cost")
     previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
                             "legate_config": os.environ.get("LEGATE_CONFIG", "")}
     path = _common.write("fixed_cost", {

@@ -18,7 +18,6 @@ Run: `python bench/plan_overhead.py [--rounds N] [--label before|after]`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 from typing import Any
@@ -28,8 +27,6 @@ import numpy as np
 
 import distal as dt
 from distal import runtime as rt
-
-RESULTS = _common.RESULTS / "plan_overhead.json"
 
 
 def _plans(n: int = 8) -> dict[str, Any]:
@@ -117,12 +114,7 @@ def main() -> None:
     figures = {name: {"median_us": statistics.median(s) * 1e6, "min_us": min(s) * 1e6,
                       "launches_per_run": counts[name]} for name, s in samples.items()}
     load = os.getloadavg()
-    previous: dict[str, Any] = {}
-    if RESULTS.exists():
-        try:
-            previous = json.loads(RESULTS.read_text()).get("labels", {})
-        except (OSError, ValueError):
-            previous = {}
+    previous = _common.labels("plan_overhead")
     previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
                             "cores": os.cpu_count()}
     path = _common.write("plan_overhead", {

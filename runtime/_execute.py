@@ -40,9 +40,10 @@ import numpy as np
 
 from distal.errors import DistalError
 from distal.format.machine import processor_kind
+from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
-from distal.redist.formats import Layout, layout
+from distal.redist.formats import Layout
 
 from ._launch import Affine, Arg, index_launch, point_launch
 from ._launch import Privilege as RtPrivilege
@@ -275,7 +276,7 @@ def _placed_operands(plan: Plan, red: Reduction | None,
         if red is not None and n == red.tensor:
             continue
         if info.output and plan.zero_output:
-            lay = _fresh_layout(info)
+            lay = placement_layout(info)
             if lay is None:
                 continue
             view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype, fresh))
@@ -291,14 +292,6 @@ def _placed_operands(plan: Plan, red: Reduction | None,
 
 def _identity(held: FormatStore) -> FormatStore:
     return held
-
-
-def _fresh_layout(info: TensorInfo) -> Layout | None:
-    """The layout of the output's format, for a plan that writes it in full (`=`); None without a format."""
-    fmt = info.tensor.format
-    if fmt is None or fmt.order != len(info.shape) or fmt.params:
-        return None
-    return layout(fmt, info.shape)
 
 
 def _fresh_blocks(lay: Layout, dtype: np.dtype[Any], fresh: list[tuple[Store, tuple[int, ...] | None]]
