@@ -160,14 +160,21 @@ def einsum_oracle(stmt: Assignment, arrays: dict[str, np.ndarray], init: np.ndar
 Command = Callable[[st.DrawFn, dt.Schedule, "_Names"], dt.Schedule]
 
 
+class Fresh:
+    """New index variables: prefix1, prefix2, ... (every generator's source of derived variables)."""
+
+    def __init__(self, prefix: str = "v") -> None:
+        self.prefix, self.n = prefix, 0
+
+    def __call__(self) -> IndexVar:
+        self.n += 1
+        return IndexVar(f"{self.prefix}{self.n}")
+
+
 class _Names:
     def __init__(self) -> None:
-        self.n = 0
+        self.fresh = Fresh()
         self.bindings: dict[str, int] = {}
-
-    def fresh(self) -> IndexVar:
-        self.n += 1
-        return IndexVar(f"v{self.n}")
 
 
 def _loop(draw: st.DrawFn, s: dt.Schedule) -> IndexVar:

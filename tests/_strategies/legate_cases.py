@@ -50,7 +50,7 @@ from distal.errors import DistalError, NotSupportedYet
 from distal.format.format import Format
 from distal.notation.ast import Access, Add, Expr, IndexVar, Literal, Mul
 from distal.schedule import tree
-from tests._strategies import einsum_oracle
+from tests._strategies import Fresh, einsum_oracle
 
 __all__ = ["COMMANDS", "FEATURES", "Case", "case_seed", "run_case"]
 
@@ -90,15 +90,6 @@ class Case:
 
     def note(self, line: str) -> None:
         self.text.append(line)
-
-
-class _Fresh:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self) -> IndexVar:
-        self.n += 1
-        return IndexVar(f"v{self.n}")
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
@@ -221,7 +212,7 @@ def _subexpressions(e: Expr) -> list[Expr]:
     return out
 
 
-def _command(rng: random.Random, name: str, s: dt.Schedule, fresh: _Fresh, case: Case,
+def _command(rng: random.Random, name: str, s: dt.Schedule, fresh: Fresh, case: Case,
              machine: dt.Machine, distributed: bool) -> dt.Schedule:
     """Apply command `name` with random arguments (raises DistalError when it does not apply)."""
     loops = list(s.loop_vars())
@@ -289,7 +280,7 @@ def _command(rng: random.Random, name: str, s: dt.Schedule, fresh: _Fresh, case:
     return _distribute(rng, s, fresh, case, machine)
 
 
-def _distribute(rng: random.Random, s: dt.Schedule, fresh: _Fresh, case: Case, machine: dt.Machine) -> dt.Schedule:
+def _distribute(rng: random.Random, s: dt.Schedule, fresh: Fresh, case: Case, machine: dt.Machine) -> dt.Schedule:
     loops = [v for v in s.loop_vars() if v not in s.distributed_vars()]
     fused = [v for v in loops if s.provenance.producer(v) is not None
              and type(s.provenance.producer(v)).__name__ == "Fuse"]
@@ -321,7 +312,7 @@ def _distribute(rng: random.Random, s: dt.Schedule, fresh: _Fresh, case: Case, m
 def schedule(rng: random.Random, drawn: _Drawn, case: Case) -> dt.Schedule:
     """A random schedule of the drawn statement from all ten commands."""
     s = drawn.out.schedule()
-    fresh = _Fresh()
+    fresh = Fresh()
 
     def attempt(name: str, distributed: bool) -> None:
         nonlocal s

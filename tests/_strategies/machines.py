@@ -20,6 +20,7 @@ from distal.errors import DistalError
 from distal.format.format import Format
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
+from tests._strategies import Fresh
 
 __all__ = ["MACHINES", "formats", "machine_schedules", "machines_of_kind"]
 
@@ -64,15 +65,6 @@ def formats(draw: st.DrawFn, order: int, machine: dt.Machine) -> Format:
     return Format(levels if len(levels) > 1 else levels[0], machine)
 
 
-class _Fresh:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self) -> IndexVar:
-        self.n += 1
-        return IndexVar(f"u{self.n}")
-
-
 def _chain_of(s: dt.Schedule, v: IndexVar) -> list[IndexVar]:
     path = tree.forall_path(s.stmt, v)
     assert path is not None
@@ -83,7 +75,7 @@ def _chain_of(s: dt.Schedule, v: IndexVar) -> list[IndexVar]:
 def machine_schedules(draw: st.DrawFn, sched: dt.Schedule, max_steps: int = 5,
                       machines: tuple[dt.Machine, ...] = MACHINES) -> tuple[dt.Schedule, dict[str, Any]]:
     """A distributed schedule of `sched` on a random machine, and its parameter bindings."""
-    fresh = _Fresh()
+    fresh = Fresh("u")
     machine = draw(st.sampled_from(machines))
     for tensor in sched.tensors():
         if tensor.order > 0 and tensor not in sched.workspaces():
