@@ -43,7 +43,7 @@ HIGHER_N0 = {"ttv": (1024, 0), "innerprod": (768, 0), "ttm": (512, 512), "mttkrp
 def node_model(kind: str) -> Any:
     """One Lassen node as one processor: the model's processors summed; the node's port as the only link."""
     from distal import model
-    from distal.model.machine import ProcessorModel
+    from distal.model.hardware import ProcessorModel
 
     base = model.lassen_gpu() if kind == "gpu" else model.lassen_cpu()
     p, k = base.processor, base.per_node

@@ -261,13 +261,13 @@ def bench_main(argv: list[str]) -> int:
 
 
 def redistribute_main(argv: list[str]) -> int:
-    from distal.redist.cli import redistribute_main as run
+    from distal.redist.redistribute_cli import redistribute_main as run
 
     return run(argv)
 
 
 def reduce_main(argv: list[str]) -> int:
-    from distal.reduction.cli import reduce_main as run
+    from distal.reduction.reduce_cli import reduce_main as run
 
     return run(argv)
 

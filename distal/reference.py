@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from distal.cin.ast import Assign
 from distal.cin.blocks import operand, run_index_block, store
 from distal.cin.relations import Substitute
+from distal.cin.statements import Assign
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import GENERIC, Leaf, einsum_pattern

@@ -48,9 +48,9 @@ import numpy.typing as npt
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
+from distal.reduction.language import Collective
 from distal.reduction.lowering import LoweredStep
-from distal.reduction.plan import ReductionPlan
-from distal.reduction.program import Collective
+from distal.reduction.ranking import ReductionPlan
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import from_numpy
@@ -387,7 +387,7 @@ def reduce_on_machine(machine: Machine, partials: Store,
        whose partials sum to that tile (for Johnson's, the processors that
        differ only in ``ko``); groups are disjoint and of one size; ``None``
        means all processors form one group. Plan with
-       ``distal.reduction.explain.machine_plan(machine, groups, nbytes)``
+       ``distal.reduction.machines.machine_plan(machine, groups, nbytes)``
        at compile time (it is pure; `describe_plan` renders it for
        ``explain()``) and pass that plan here, or let this function plan.
     4. Call ``result = reduce_on_machine(machine, partials, groups, plan)``.
@@ -402,7 +402,7 @@ def reduce_on_machine(machine: Machine, partials: Store,
     if not isinstance(machine, Machine):
         raise ReductionError(f"expected a distal Machine, but found {machine!r}")
     if plan is None:
-        from distal.reduction.explain import machine_plan
+        from distal.reduction.machines import machine_plan
 
         itemsize = partials.dtype.itemsize
         nbytes = float(itemsize * max(math.prod(partials.shape[1:]), 1))
@@ -435,8 +435,8 @@ def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
     >>> out[3].tolist(), plan.program.shape
     ([6, 6, 6, 6], 'ReduceScatter-AllReduce-AllGather')
     """
-    from distal.reduction.explain import machine_plan
-    from distal.reduction.plan import plan_reduction
+    from distal.reduction.machines import machine_plan
+    from distal.reduction.ranking import plan_reduction
 
     arrays = {int(d): np.asarray(v) for d, v in values.items()}
     if not arrays:

@@ -48,7 +48,7 @@ def test_redistribution_program_repr_is_one_line() -> None:
 
 
 def test_reduction_program_repr_names_its_shape() -> None:
-    from distal.reduction.program import parse_program
+    from distal.reduction.language import parse_program
 
     prog = parse_program("(node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce)")
     assert repr(prog) == ("<Program ReduceScatter-AllReduce: (node, InsideGroup, ReduceScatter) ; "

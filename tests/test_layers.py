@@ -416,3 +416,27 @@ def test_the_checker_finds_a_private_attribute_read_across_layers(tmp_path: Path
     ]
     same_layer = "class T:\n    def __init__(self):\n        self._array = None\n\ndef f(t):\n    return t._array\n"
     assert private_reads(_fake_package(tmp_path, same_layer), FAKE_LAYERS) == []
+
+
+def _repeated_module_names(roots: list[Path]) -> dict[str, list[str]]:
+    """Module file names (but `__init__.py`) found in more than one package under `roots`."""
+    where: dict[str, list[str]] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                where.setdefault(path.name, []).append(str(path.relative_to(root.parent)))
+    return {name: paths for name, paths in where.items() if len(paths) > 1}
+
+
+def test_module_file_names_say_one_thing() -> None:
+    """No module name recurs across distal's packages (issue 16: "names that say one thing")."""
+    root = Path(__file__).resolve().parent.parent
+    assert _repeated_module_names([root / "distal", root / "runtime", root / "kernels"]) == {}
+
+
+def test_the_name_check_finds_a_repeated_module_name(tmp_path: Path) -> None:
+    for package in ("a", "b"):
+        (tmp_path / "pkg" / package).mkdir(parents=True)
+        (tmp_path / "pkg" / package / "plan.py").write_text("")
+        (tmp_path / "pkg" / package / "__init__.py").write_text("")
+    assert _repeated_module_names([tmp_path / "pkg"]) == {"plan.py": ["pkg/a/plan.py", "pkg/b/plan.py"]}

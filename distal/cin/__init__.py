@@ -1,6 +1,5 @@
 """Concrete index notation: loop nests with scheduling relations."""
 
-from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where
 from distal.cin.concretize import concretize
 from distal.cin.placement import FixedForall, placement, placement_text
 from distal.cin.relations import (
@@ -15,6 +14,7 @@ from distal.cin.relations import (
     Split,
     Substitute,
 )
+from distal.cin.statements import Assign, Forall, Sequence, Stmt, Where
 
 __all__ = [
     "Assign",

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from distal.cin.ast import Assign
+from distal.cin.statements import Assign
 from distal.errors import RuntimeFailure
 from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import compute_dtype

@@ -8,7 +8,7 @@ the expression (reduction notation) and are computed where they stand.
 
 from __future__ import annotations
 
-from distal.cin.ast import Assign, Forall, Stmt
+from distal.cin.statements import Assign, Forall, Stmt
 from distal.notation.ast import Assignment
 from distal.notation.sums import root_sums, to_reduction_notation
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from distal.cin.ast import Assign, Forall, Stmt
 from distal.cin.relations import Communicate, Distribute, Divide, Relation
+from distal.cin.statements import Assign, Forall, Stmt
 from distal.format.distribution import BROADCAST
 from distal.notation.ast import Access, IndexVar
 

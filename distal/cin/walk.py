@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where, assignments
+from distal.cin.statements import Assign, Forall, Sequence, Stmt, Where, assignments
 from distal.notation.ast import IndexVar
 from distal.notation.tensor import Tensor
 

@@ -36,8 +36,8 @@ from distal.format.distribution import BROADCAST, Distribution
 from distal.format.machine import Coord, Machine
 
 if TYPE_CHECKING:
-    from distal.cin.ast import Stmt
     from distal.cin.relations import Relation
+    from distal.cin.statements import Stmt
     from distal.notation.tensor import Tensor
 
 __all__ = ["Bounds", "Color", "Format"]

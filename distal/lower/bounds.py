@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from distal.cin.ast import Stmt, assignments, loop_vars
 from distal.cin.relations import Interval
+from distal.cin.statements import Stmt, assignments, loop_vars
 from distal.notation.ast import Access, IndexVar
 from distal.notation.tensor import Tensor
 from distal.notation.visit import summed_vars

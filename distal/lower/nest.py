@@ -21,8 +21,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from distal.cin.ast import Forall, Stmt, loop_vars
 from distal.cin.relations import Communicate, Distribute
+from distal.cin.statements import Forall, Stmt, loop_vars
 from distal.format.machine import Grid, Machine
 from distal.notation.ast import IndexVar
 from distal.notation.tensor import Tensor

@@ -29,8 +29,8 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from distal.cin.ast import Assign, Forall, Stmt
 from distal.cin.relations import Parallelize, Relation
+from distal.cin.statements import Assign, Forall, Stmt
 from distal.errors import DistalFallbackWarning
 from distal.format.machine import processor_kind
 from distal.notation.ast import IndexVar

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from distal.format.machine import Machine
     from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
-    from distal.reduction.plan import ReductionPlan
+    from distal.reduction.ranking import ReductionPlan
 
 __all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo"]
 
@@ -181,7 +181,7 @@ class Reduction:
     block (stored flat: `math.prod(row)` elements, so the program's chunks
     cut the flat values) of a per-processor store (device id: the processor's
     row-major index in `machine.coords()`); once every launch ran, the chosen program of
-    collectives (`plan`, from `distal.reduction.explain.machine_plan`) sums
+    collectives (`plan`, from `distal.reduction.machines.machine_plan`) sums
     the partials of each of `groups` (the processors whose points reduce into
     the same output tiles, within box `boxes[g]`), and the first device of each group adds
     its sum, cropped to the box, into the output. `reason` says why the
@@ -230,7 +230,7 @@ class Reduction:
 
 
 def _seconds(s: float) -> str:
-    from distal.reduction.explain import format_seconds
+    from distal.reduction.machines import format_seconds
 
     return format_seconds(s)
 

@@ -9,7 +9,7 @@ synthesized for the machine's levels (papers/hierarchical-reduction-
 synthesis.txt, `distal.reduction`) can beat one flat reduction. This pass
 finds, per output tile, the group of processors whose points reduce into it,
 plans the simulated-best program for those groups
-(`distal.reduction.explain.machine_plan`, ranked for the size of one
+(`distal.reduction.machines.machine_plan`, ranked for the size of one
 processor's partial result), and records it. The runtime then lets every
 point add into its processor's partial result and runs the program
 (`distal.runtime._reduce.reduce_on_machine`); the NumPy executor runs the
@@ -119,8 +119,8 @@ def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
     boxes = tuple(_hull(box_set) for box_set, _ in ordered)
     nbytes = float(out.itemsize * math.prod(row))
 
-    from distal.reduction.explain import describe_plan, machine_plan
-    from distal.reduction.plan import allreduce_program
+    from distal.reduction.machines import describe_plan, machine_plan
+    from distal.reduction.ranking import allreduce_program
 
     try:
         rplan = machine_plan(machine, groups, nbytes)

@@ -60,8 +60,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from distal.cin.ast import Assign, Forall, Stmt, assignments
 from distal.cin.blocks import run_index_block
+from distal.cin.statements import Assign, Forall, Stmt, assignments
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf

@@ -9,8 +9,7 @@
 (4, True, True)
 """
 
-from distal.model.links import LINKS, Link, LinkError
-from distal.model.machine import (
+from distal.model.hardware import (
     LEAF_KINDS,
     MachineModel,
     ModelError,
@@ -20,6 +19,7 @@ from distal.model.machine import (
     lassen_gpu,
     preset,
 )
+from distal.model.links import LINKS, Link, LinkError
 from distal.model.predict import Prediction, predict
 
 

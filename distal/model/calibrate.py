@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
+from distal.model.hardware import LEAF_KINDS, MachineModel, ProcessorModel
 from distal.model.links import Link
-from distal.model.machine import LEAF_KINDS, MachineModel, ProcessorModel
 
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
            "model_of", "this_machine"]

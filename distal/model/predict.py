@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from distal.model.machine import MachineModel, ModelError
+from distal.model.hardware import MachineModel, ModelError
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
 from distal.notation.visit import ExprVisitor
 
@@ -191,7 +191,7 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
         model = this_machine()
     source = ""
     if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
-        from distal.model.memory import configured_memory
+        from distal.model.sysmem import configured_memory
 
         conf = configured_memory()
         if conf is not None:

@@ -12,16 +12,17 @@ a NumPy executor.
 """
 
 from distal.reduction.execute import execute, execute_lowered
-from distal.reduction.explain import describe_plan, format_seconds, machine_plan
+from distal.reduction.language import Collective, Form, Program, Step, parse_program
 from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
-from distal.reduction.placement import (
+from distal.reduction.machines import describe_plan, format_seconds, machine_plan
+from distal.reduction.parallelism import (
     Layout,
     Placement,
     SynthesisHierarchy,
     enumerate_placements,
     layout_from_groups,
 )
-from distal.reduction.plan import (
+from distal.reduction.ranking import (
     DEFAULT_BYTES,
     Ranked,
     ReductionPlan,
@@ -30,9 +31,7 @@ from distal.reduction.plan import (
     plan_reduction,
     rank,
 )
-from distal.reduction.program import Collective, Form, Program, Step, parse_program
 from distal.reduction.semantics import check_program, groups, run_program
-from distal.reduction.simulate import simulate
 from distal.reduction.synthesis import Synthesis, candidate_steps, synthesize
 from distal.reduction.system import (
     NIC,
@@ -49,6 +48,7 @@ from distal.reduction.system import (
     system_from_machine,
     v100_system,
 )
+from distal.reduction.timing import simulate
 
 __all__ = [
     "DEFAULT_BYTES",

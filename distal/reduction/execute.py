@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
+from distal.reduction.language import Collective, Program
 from distal.reduction.lowering import LoweredProgram, lower
-from distal.reduction.placement import Layout, Placement
-from distal.reduction.program import Collective, Program
+from distal.reduction.parallelism import Layout, Placement
 
 __all__ = ["execute", "execute_lowered"]
 
@@ -31,8 +31,8 @@ def execute(
 ) -> dict[int, Array]:
     """Run `program` on the arrays of the devices of `placement`.
 
-    >>> from distal.reduction.placement import layout_from_groups
-    >>> from distal.reduction.program import parse_program
+    >>> from distal.reduction.parallelism import layout_from_groups
+    >>> from distal.reduction.language import parse_program
     >>> from distal.reduction.system import a100_system
     >>> lay = layout_from_groups(a100_system(2), [[0, 16]])
     >>> prog = parse_program("(root, InsideGroup, ReduceScatter) ; (root, InsideGroup, AllGather)")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.placement import Layout
-from distal.reduction.program import Collective, Program
+from distal.reduction.language import Collective, Program
+from distal.reduction.parallelism import Layout
 from distal.reduction.semantics import DeviceState, apply_step, final_state, groups, initial_state
 
 __all__ = ["LoweredProgram", "LoweredStep", "lower"]
@@ -64,8 +64,8 @@ def _rows(s: DeviceState) -> tuple[int, ...]:
 def lower(program: Program, layout: Layout) -> LoweredProgram:
     """Lower `program` through `layout`; refuses invalid or incomplete programs.
 
-    >>> from distal.reduction.placement import layout_from_groups
-    >>> from distal.reduction.program import parse_program
+    >>> from distal.reduction.parallelism import layout_from_groups
+    >>> from distal.reduction.language import parse_program
     >>> from distal.reduction.system import a100_system
     >>> lay = layout_from_groups(a100_system(2), [[0, 1, 16, 17]])
     >>> prog = parse_program("(node, InsideGroup, Reduce) ; (node, Master(root), AllReduce)"

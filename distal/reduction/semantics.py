@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
-from distal.reduction.placement import SynthesisHierarchy
-from distal.reduction.program import Collective, Program, Step
+from distal.reduction.language import Collective, Program, Step
+from distal.reduction.parallelism import SynthesisHierarchy
 
 __all__ = [
     "DeviceState",
@@ -48,7 +48,7 @@ def _digits(index: int, sizes: Sequence[int]) -> tuple[int, ...]:
 def groups(hierarchy: SynthesisHierarchy, step: Step) -> Groups:
     """The disjoint device groups that `(slice, form)` derives.
 
-    >>> from distal.reduction.program import Form
+    >>> from distal.reduction.language import Form
     >>> h = SynthesisHierarchy(("node", "gpu"), (2, 2), (0, 1))
     >>> groups(h, Step("node", Form("Parallel", "root"), Collective.ALL_REDUCE))
     ((0, 2), (1, 3))
@@ -223,7 +223,7 @@ def run_program(hierarchy: SynthesisHierarchy, program: Program) -> State:
 def check_program(hierarchy: SynthesisHierarchy, program: Program) -> None:
     """Refuse a program that is invalid or does not end in the reduced state.
 
-    >>> from distal.reduction.program import parse_program
+    >>> from distal.reduction.language import parse_program
     >>> h = SynthesisHierarchy(("node", "gpu"), (2, 2), (0, 1))
     >>> check_program(h, parse_program("(root, InsideGroup, AllReduce)"))
     >>> check_program(h, parse_program("(node, InsideGroup, AllReduce)"))  # doctest: +ELLIPSIS

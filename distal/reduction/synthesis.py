@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.placement import SynthesisHierarchy
-from distal.reduction.program import Collective, Form, Program, Step
+from distal.reduction.language import Collective, Form, Program, Step
+from distal.reduction.parallelism import SynthesisHierarchy
 from distal.reduction.semantics import Groups, State, apply_step, final_state, groups, initial_state
 
 __all__ = ["Synthesis", "candidate_steps", "synthesize"]

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import distal.leaf as leaves
-from distal.cin.ast import Assign, Forall, Stmt, Where, assignments, loop_vars
 from distal.cin.concretize import concretize
 from distal.cin.relations import (
     Communicate,
@@ -40,6 +39,7 @@ from distal.cin.relations import (
     Split,
     Substitute,
 )
+from distal.cin.statements import Assign, Forall, Stmt, Where, assignments, loop_vars
 from distal.errors import NotSupportedYet, ScheduleError
 from distal.format.machine import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Sum

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from distal.cin.ast import Assign, Forall, Sequence, Stmt, Where
+from distal.cin.statements import Assign, Forall, Sequence, Stmt, Where
 from distal.notation.ast import IndexVar
 
 __all__ = ["Path", "chain_at", "find", "forall_path", "node_at", "replace", "wrap"]

@@ -21,8 +21,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 import distal as dt
-from distal.cin.ast import Assign, assignments
 from distal.cin.relations import Substitute
+from distal.cin.statements import Assign, assignments
 from distal.errors import NotSupportedYet, ScheduleError
 from distal.notation.ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import extents

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 import distal as dt
-from distal.cin.ast import Assign, assignments
+from distal.cin.statements import Assign, assignments
 from distal.errors import DistalError, NotSupportedYet
 from distal.format.format import Format
 from distal.notation.ast import Access, Add, Expr, IndexVar, Literal, Mul

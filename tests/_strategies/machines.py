@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 import distal as dt
-from distal.cin.ast import Assign
+from distal.cin.statements import Assign
 from distal.errors import DistalError
 from distal.format.format import Format
 from distal.notation.ast import IndexVar

@@ -6,7 +6,7 @@ import pytest
 
 import distal as dt
 from distal.cin import Assign, Communicate, Distribute, Divide, FixedForall, Forall, placement_text
-from distal.cin.ast import loop_vars
+from distal.cin.statements import loop_vars
 from distal.format import Format, Grid, Machine
 from distal.notation import IndexVar
 

@@ -9,7 +9,7 @@ from distal.errors import MachineError
 from distal.format import machine as machine_module
 from distal.format.machine import KINDS, ProcessorKind, processor_kind
 from distal.lower.parallel import plan_parallel
-from distal.model.machine import LEAF_KINDS, ProcessorModel
+from distal.model.hardware import LEAF_KINDS, ProcessorModel
 
 
 def test_the_table_says_what_each_kind_is() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from distal.redist.cli import redistribute_main
+from distal.redist.redistribute_cli import redistribute_main
 
 
 def test_cli_prints_program_cost_height_and_shardy(capsys: pytest.CaptureFixture[str]) -> None:

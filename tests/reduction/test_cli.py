@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from distal.reduction.cli import reduce_main
+from distal.reduction.reduce_cli import reduce_main
 
 
 def test_prints_placements_and_ranked_programs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,8 +20,8 @@ from distal.reduction import (
     plan_reduction,
     rank,
 )
-from distal.reduction import explain as explain_module
-from distal.reduction.explain import describe_plan, machine_plan
+from distal.reduction import machines as explain_module
+from distal.reduction.machines import describe_plan, machine_plan
 from distal.runtime import _reduce
 from distal.runtime._reduce import ReduceRecord, reduce_arrays, reduce_on_machine, reduce_partials
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import distal as dt
-from distal.cin.ast import assignments
+from distal.cin.statements import assignments
 
 i, j, k, l = dt.index_vars("i j k l")
 io, ii, jo, ji, ko, ki, kos, f, g, w1, w2 = dt.index_vars("io ii jo ji ko ki kos f g w1 w2")

@@ -18,8 +18,8 @@ import pytest
 import sympy
 
 import distal as dt
-from distal.cin.ast import loop_vars
 from distal.cin.relations import Derivation, Divide, Form, Fuse, Interval, Precompute, Rotate, Split
+from distal.cin.statements import loop_vars
 from distal.notation.ast import IndexVar
 from distal.schedule.provenance import Provenance
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
+from distal.reduction.language import Collective, Form, Program, Step
 from distal.reduction.lowering import LoweredProgram, lower
-from distal.reduction.placement import Layout, Placement, SynthesisHierarchy, layout_from_groups
-from distal.reduction.program import Collective, Form, Program, Step
-from distal.reduction.simulate import simulate
+from distal.reduction.parallelism import Layout, Placement, SynthesisHierarchy, layout_from_groups
 from distal.reduction.synthesis import Synthesis, synthesize
 from distal.reduction.system import Interconnect, Level, System, system_from_machine
+from distal.reduction.timing import simulate
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -76,7 +76,7 @@ def rank(
 ) -> tuple[Ranked, ...]:
     """Every synthesized program of `target`, fastest first (ties: shorter first).
 
-    >>> from distal.reduction.placement import enumerate_placements
+    >>> from distal.reduction.parallelism import enumerate_placements
     >>> from distal.reduction.system import a100_system
     >>> p = enumerate_placements(a100_system(2), [32], [0])[0]
     >>> rank(p)[0].program.shape
@@ -106,7 +106,7 @@ def best_program(
 ) -> Ranked:
     """The simulated-fastest program for a placement or layout.
 
-    >>> from distal.reduction.placement import enumerate_placements
+    >>> from distal.reduction.parallelism import enumerate_placements
     >>> from distal.reduction.system import v100_system
     >>> across, inside = enumerate_placements(v100_system(2), [2, 8], [1])
     >>> str(best_program(inside).program)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
-from distal.reduction.plan import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
+from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
 from distal.reduction.system import Interconnect, system_from_machine
 
 __all__ = ["describe_plan", "format_seconds", "machine_plan"]

@@ -28,8 +28,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
+from distal.reduction.language import Collective
 from distal.reduction.lowering import LoweredProgram, LoweredStep
-from distal.reduction.program import Collective
 from distal.reduction.system import System
 
 __all__ = ["ALGORITHMS", "simulate", "step_time"]
@@ -133,8 +133,8 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
 def simulate(lowered: LoweredProgram, nbytes: float, algorithm: str = "ring") -> float:
     """Predicted seconds of a lowered program reducing `nbytes` per device.
 
-    >>> from distal.reduction.placement import layout_from_groups
-    >>> from distal.reduction.program import parse_program
+    >>> from distal.reduction.parallelism import layout_from_groups
+    >>> from distal.reduction.language import parse_program
     >>> from distal.reduction.lowering import lower
     >>> from distal.reduction.system import a100_system
     >>> lay = layout_from_groups(a100_system(2), [list(range(32))])

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distal.errors import ReductionError
-from distal.reduction.placement import enumerate_placements
-from distal.reduction.plan import DEFAULT_BYTES, allreduce_program, rank
-from distal.reduction.simulate import ALGORITHMS
+from distal.reduction.parallelism import enumerate_placements
+from distal.reduction.ranking import DEFAULT_BYTES, allreduce_program, rank
 from distal.reduction.synthesis import synthesize
 from distal.reduction.system import System, named_system, parse_levels
+from distal.reduction.timing import ALGORITHMS
 
 __all__ = ["build_parser", "reduce_main", "report"]
 
