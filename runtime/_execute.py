@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -40,6 +41,8 @@ import numpy as np
 
 from distal.errors import DistalError
 from distal.format.machine import processor_kind
+from distal.lower import task_body
+from distal.lower.grouping import Cut, grouping_enabled, partials_operand, task_groups
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
@@ -50,6 +53,7 @@ from ._launch import Privilege as RtPrivilege
 from ._make import fill, from_numpy, unwritten, zeros
 from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
 from ._reduce import ReduceRecord, reduce_on_machine
+from ._registry import kernel as kernel_of
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
 from ._store import Store, fence, live_bytes, tile_of, wrap
@@ -224,6 +228,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         launch_stores = list(stores)
         launch_stores[red.tensor] = _partials_store(plan, red)
     first = _first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
+    grouping = grouping_enabled()
     if first is None:
         for store, tile in fresh:
             fill(store, 0, tile)
@@ -234,28 +239,26 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         for launch in group.launches:
             if red is not None:
                 launch = _into_partials(plan, red, launch)
+            if binding is None and plan.machine is not None and (grouping or not group.covers_domain(launch)):
+                binding = _binding(plan, target)
             if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
                 assert launch is first
                 first = None
                 position = _output_position(plan, launch)
                 args = [_arg(launch_stores, placed, launch, op) for op in launch.operands]
                 args[position] = replace(args[position], privilege=RtPrivilege.WRITE)  # written in full
-                index_launch(_zero_first_key(plan, g, placed, position), launch.shape, args,
-                             lower=launch.lower, target=target)
+                _run_whole(plan, group, _zero_first_key(plan, g, placed, position), launch, args,
+                           binding if grouping else None, target)
                 continue
             if launch.pinned:
-                if binding is None:
-                    binding = _binding(plan, target)
+                assert binding is not None
                 _run_pinned(plan, group, key, launch, launch_stores, placed, binding, target)
             elif group.covers_domain(launch) or plan.machine is None:
-                # Legate maps the points of a launch over the whole domain block-wise in
-                # row-major order, as Machine.bind does (measured), so no pinning is needed.
-                index_launch(key, launch.shape, [_arg(launch_stores, placed, launch, op) for op in launch.operands],
-                             lower=launch.lower, target=target)
+                args = [_arg(launch_stores, placed, launch, op) for op in launch.operands]
+                _run_whole(plan, group, key, launch, args, binding if grouping else None, target)
             else:
-                if binding is None:
-                    binding = _binding(plan, target)
-                _run_part(plan, group, key, launch, launch_stores, placed, binding, target)
+                assert binding is not None
+                _run_part(plan, group, key, launch, launch_stores, placed, binding, target, grouping)
     if red is not None:
         _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace, target)
     _keep_output(plan, stores, placed)
@@ -372,8 +375,12 @@ class _ZeroFirst:
     position: int
 
     def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
-        tiles[self.position][...] = 0
-        self.kernel(point, *tiles)
+        fresh = getattr(self.kernel, "run_fresh", None)  # a task body, or BlockTiles around one
+        if fresh is None:
+            task_body.zero_fill(tiles[self.position])
+            self.kernel(point, *tiles)
+        else:  # it zero-fills the tile only where its first step does not write it whole (TaskBody.run_fresh)
+            fresh(point, self.position, *tiles)
 
 
 def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> None:
@@ -405,12 +412,7 @@ def _partials_store(plan: Plan, red: Reduction) -> Store:
 
 def _into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
     """`launch` with the output's operand replaced by the points' processor blocks of the partials."""
-    assert plan.machine is not None
-    lead = plan.machine.full_shape
-    by_slot = {slot: d for d, slot in enumerate(plan.processor_slots) if slot >= 0}
-    projection = tuple(Proj(by_slot[s]) if s in by_slot else Proj(None, 0, 0) for s in range(len(lead)))
-    operand = Operand(red.tensor, Privilege.READ_WRITE, (*(1 for _ in lead), math.prod(red.row)),
-                      (*projection, Proj(None, 0, 0)), (*lead, 1))
+    operand = partials_operand(plan, red)
     operands = tuple(operand if op.tensor == red.tensor else op for op in launch.operands)
     return replace(launch, operands=operands)
 
@@ -517,11 +519,14 @@ def _reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Sto
 
 
 def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-              placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str) -> None:
+              placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str,
+              grouping: bool = False) -> None:
     """A launch over part of the domain: one launch per real processor, pinned to it.
 
     Legate would spread the points of a partial launch over all processors;
     each point must run where `Machine.bind` puts its abstract processor.
+    With `grouping`, a processor's points that form a box whose tiles are
+    boxes of every operand run as one task (`distal.lower.grouping`).
     """
     by_proc: dict[int, list[tuple[int, ...]]] = {}
     for p in launch.points():
@@ -530,7 +535,10 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
     for proc, points in by_proc.items():
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
-        if math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points):
+        is_box = math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points)
+        if is_box and grouping and _submit_groups(group, key, lower, upper, args, _Constant(proc), target):
+            continue
+        if is_box:
             with target_scope(target, slice(proc, proc + 1)):
                 index_launch(key, tuple(hi - lo for lo, hi in zip(lower, upper)), args, lower=lower,
                              target=target)
@@ -538,6 +546,92 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
             for p in points:
                 point_launch(key, [_pinned_arg(stores, placed, launch, op, p) for op in launch.operands], p, proc,
                              target)
+
+
+def _run_whole(plan: Plan, group: Group, key: int, launch: Launch, args: list[Arg],
+               binding: dict[tuple[int, ...], int] | None, target: str) -> None:
+    """A launch over the whole domain (or a plan without a machine): one index launch; with a `binding`
+    (grouping on), the points bound to one real processor run as one task where that is safe."""
+    if binding is not None and plan.machine is not None and _submit_groups(
+            group, key, launch.lower, launch.upper, args,
+            lambda p: binding.get(plan.processor_of(group, p), 0), target):
+        return
+    # Legate maps the points of a launch over the whole domain block-wise in
+    # row-major order, as Machine.bind does (measured), so no pinning is needed.
+    index_launch(key, launch.shape, args, lower=launch.lower, target=target)
+
+
+def _cuts(args: list[Arg], ndim: int) -> list[Cut] | None:
+    """The launch arguments as `distal.lower.grouping` sees them (None: a projection it cannot read)."""
+    out = []
+    for a in args:
+        written = a.privilege is not RtPrivilege.READ
+        if a.tile is None:
+            out.append(Cut(None, None, None, written))
+            continue
+        try:
+            maps = a.maps(ndim)
+        except DistalError:
+            return None
+        out.append(Cut(a.tile, tuple(Proj(m.launch_dim, m.coefficient, m.offset) for m in maps),
+                       a.color_shape(), written))
+    return out
+
+
+def _submit_groups(group: Group, key: int, lower: tuple[int, ...], upper: tuple[int, ...], args: list[Arg],
+                   owner: Callable[[tuple[int, ...]], int], target: str) -> bool:
+    """Run the launch box [lower, upper) as one task per processor group (`distal.lower.grouping.task_groups`);
+    False (nothing submitted) where it must run one task per point."""
+    cuts = _cuts(args, len(lower))
+    if cuts is None:
+        return False
+    groups = task_groups(lower, upper, owner, cuts)
+    if isinstance(groups, str):
+        return False
+    grouped = []
+    for a, cut in zip(args, cuts):
+        if a.tile is None:
+            grouped.append(a)
+            continue
+        gc = groups.cut(cut)
+        assert gc.tile is not None and gc.projection is not None
+        grouped.append(Arg(a.store, a.privilege, gc.tile,
+                           tuple(Affine(p.dim, p.coeff, p.offset) for p in gc.projection), gc.colors))
+    members = {q: tuple((p, tuple(groups.slices(c, p) for c in cuts)) for p in groups.points(q))
+               for q in groups.groups()}
+    wrapper = register_kernel(_Grouped(kernel_of(key)[1], members), f"{group.kernel.name}_grouped", transient=True)
+    if groups.processors == tuple(range(groups.tasks)):
+        # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
+        index_launch(wrapper, groups.count, grouped, target=target)
+        return True
+    for q, proc in zip(groups.groups(), groups.processors):
+        with target_scope(target, slice(proc, proc + 1)):
+            index_launch(wrapper, (1,) * len(q), grouped, lower=q, target=target)
+    return True
+
+
+@dataclass(frozen=True)
+class _Constant:
+    """The owner of every point of a box bound to one processor."""
+
+    proc: int
+
+    def __call__(self, point: tuple[int, ...]) -> int:
+        return self.proc
+
+
+@dataclass(eq=False)
+class _Grouped:
+    """A kernel run once per launch point of a group, in row-major order, on each point's views of the
+    group's tiles (`members[group]`: per point, its slices per argument, None for the whole tile)."""
+
+    kernel: Any
+    members: dict[tuple[int, ...], tuple[tuple[tuple[int, ...], tuple[tuple[slice, ...] | None, ...]], ...]]
+
+    def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
+        kernel = self.kernel
+        for p, index in self.members[tuple(int(x) for x in point)]:
+            kernel(p, *[t if i is None else t[i] for t, i in zip(tiles, index)])
 
 
 def plan_target(plan: Plan) -> str:

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from distal.errors import DistalError
+from distal.lower.grouping import configured_processors, plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
 
@@ -297,11 +298,17 @@ def stats(plan: Plan) -> dict[str, Any]:
             "warning": warning,
         })
         out_launches.append(item)
+    kind = plan.machine.kind if plan.machine is not None else "cpu"
+    real = configured_processors(kind)
+    for item, tasks in zip(out_launches, plan_tasks(plan, real), strict=True):
+        item.update({"legate_tasks": tasks.tasks, "legate_tasks_why": tasks.why})
     _returned(plan, owners, model, returned)
     return {
         "statement": plan.statement,
         "machine": repr(plan.machine) if plan.machine is not None else None,
         "launch_count": plan.launch_count(),
+        "real_processors": real,
+        "legate_task_count": sum(item["legate_tasks"] for item in out_launches),
         "placement": {
             "per_processor": base,
             "per_tensor": placement,
@@ -506,6 +513,8 @@ def explain(plan: Plan, model: Any = None) -> str:
         step = ", ".join(f"{k}={v}" for k, v in item["step"].items())
         per = item["point_received_bytes"]
         lines.append(f"    launch {n}{f' ({step})' if step else ''}: receives {recv}")
+        lines.append(f"      {item['legate_tasks']} Legate task(s) on {data['real_processors']} real processor(s): "
+                     f"{item['legate_tasks_why']}")
         if item["received_total"]:
             lines.append(f"      {item['points']} point(s): {_bytes(per['mean'])} per point on average "
                          f"(max {_bytes(per['max'])}), {_bytes(item['received_total'])} in all; "

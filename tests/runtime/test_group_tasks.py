@@ -1,0 +1,155 @@
+"""Launch points bound to one real processor run as one Legate task (`distal.lower.grouping`).
+
+The Legate tasks are counted by spying on the launch helper (`_launch._submit`: an index launch runs one
+task per point of its domain, a pinned launch one), not by timing. Every plan runs with grouping on and
+off (`DISTAL_GROUP_TASKS`), and both results are compared with NumPy; `explain()`'s count
+(`plan_tasks`) must be what ran.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal import kernels
+from distal import runtime as rt
+from distal.lower import lower
+from distal.lower.grouping import ENV, plan_tasks
+from distal.runtime import _execute, _launch
+from distal.runtime._registry import kernel
+
+pytestmark = pytest.mark.legate
+
+
+@pytest.fixture
+def tasks(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The kernel name and Legate tasks of every launch submitted (one entry per launch)."""
+    seen: list[tuple[str, int]] = []
+    real = _launch._submit
+
+    def counted(key: int, args: Sequence[Any], lower: Sequence[int], upper: Sequence[int], whole_stores: bool,
+                pinned: Sequence[int] | None = None) -> None:
+        count = 1 if pinned is not None else math.prod(hi - lo for lo, hi in zip(lower, upper))
+        seen.append((kernel(key)[0], count))
+        real(key, args, lower, upper, whole_stores, pinned)
+
+    monkeypatch.setattr(_launch, "_submit", counted)
+    return seen
+
+
+def _two_cpus() -> None:
+    if rt.processor_count("cpu") != 2:
+        pytest.skip("the counts below are for Legate with 2 CPU processors")
+
+
+def _copy(n: int, points: int) -> tuple[Any, dt.Tensor, np.ndarray]:
+    i, io, ii = dt.index_vars("i io ii")
+    m = dt.Machine(dt.Grid(points))
+    fmt = dt.Format("x -> x", m)
+    data = np.arange(float(n)) + 1
+    a = dt.Tensor("a", (n,), format=fmt)
+    b = dt.Tensor.from_array("b", data, fmt)
+    a[i] = b[i]
+    return a.schedule().distribute([i], [io], [ii], m).communicate([a, b], io).compile(), a, data
+
+
+def _matmul(name: str, machine: dt.Machine, n: int, rotation: str = "boxes") -> tuple[Any, dt.Tensor, np.ndarray]:
+    rng = np.random.default_rng(n)
+    b, c = rng.random((n, n)), rng.random((n, n))
+    A = dt.Tensor("A", (n, n))
+    B, C = dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)
+    return lower(kernels.build(name, machine, A, B, C), rotation=rotation), A, b @ c
+
+
+def _counted(plan: Any, out: dt.Tensor, expected: np.ndarray, tasks: list[tuple[str, int]],
+             monkeypatch: pytest.MonkeyPatch, on: bool) -> int:
+    """Run `plan` with grouping on or off (after a run that places its inputs); the Legate tasks of its
+    launches (those of its groups' kernels: not the copies that lay its output out by its format)."""
+    monkeypatch.setenv(ENV, "1" if on else "0")
+    plan.run()
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
+    tasks.clear()
+    plan.run()
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
+    names = tuple(g.kernel.name for g in plan.groups)
+    ran = sum(n for label, n in tasks if label.startswith(names))
+    assert ran == sum(t.tasks for t in plan_tasks(plan, rt.processor_count("cpu"), enabled=on))
+    return ran
+
+
+@pytest.mark.parametrize(("build", "grouped", "ungrouped"), [
+    (lambda: _copy(8, 4), 2, 4),  # one launch of 4 points: 2 per processor
+    (lambda: _copy(11, 4), 2, 4),  # uneven tiles (3, 3, 3, 2)
+    (lambda: _matmul("summa", dt.Machine(dt.Grid(2, 2)), 13), 4, 8),  # 2 steps of 4 points: a row per processor
+    (lambda: _matmul("pumma", dt.Machine(dt.Grid(2, 2)), 7), 4, 8),
+], ids=["copy-grid4", "copy-grid4-uneven", "summa-2x2-n13", "pumma-2x2-n7"])
+def test_points_of_one_processor_run_as_one_task(tasks: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch,
+                                                 build: Callable[[], tuple[Any, dt.Tensor, np.ndarray]],
+                                                 grouped: int, ungrouped: int) -> None:
+    _two_cpus()
+    plan, out, expected = build()
+    assert _counted(plan, out, expected, tasks, monkeypatch, on=False) == ungrouped
+    assert _counted(plan, out, expected, tasks, monkeypatch, on=True) == grouped
+
+
+@pytest.mark.parametrize("build", [
+    lambda: _matmul("cannon", dt.Machine(dt.Grid(2, 2)), 11),  # a row's tiles of C are a diagonal: not a box
+    lambda: _matmul("cannon", dt.Machine(dt.Grid(2, 2)), 5, rotation="points"),  # pinned points
+    lambda: _matmul("summa", dt.Machine(dt.Grid(3, 3)), 7),  # 5 + 4 points per processor: not boxes
+    lambda: _matmul("summa", dt.Machine(dt.Grid(1, 2), dt.Grid(2, 1)), 9),  # hierarchical
+    lambda: _matmul("johnson", dt.Machine(dt.Grid(2, 2, 2)), 5),  # reduction over k
+    lambda: _copy(7, 2),  # one point per processor
+], ids=["cannon-boxes", "cannon-points", "summa-3x3", "summa-hierarchical", "johnson-2x2x2", "copy-grid2"])
+def test_grouping_changes_no_result_and_explain_counts_what_runs(
+        tasks: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch, build: Callable[[], tuple[Any, dt.Tensor, np.ndarray]]
+) -> None:
+    plan, out, expected = build()
+    off = _counted(plan, out, expected, tasks, monkeypatch, on=False)
+    on = _counted(plan, out, expected, tasks, monkeypatch, on=True)
+    assert on <= off
+
+
+def test_explain_says_how_many_tasks_run_and_why(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2 --sysmem 3000")
+    plan, _, _ = _copy(8, 4)
+    monkeypatch.setenv(ENV, "1")
+    assert "2 Legate task(s) on 2 real processor(s): the 2 points of each processor run as one task" in plan.explain()
+    assert plan.stats()["legate_task_count"] == 2
+    monkeypatch.setenv(ENV, "0")
+    assert f"4 Legate task(s) on 2 real processor(s): one task per point (grouping off: {ENV}=0)" in plan.explain()
+    cannon, _, _ = _matmul("cannon", dt.Machine(dt.Grid(2, 2)), 11)
+    monkeypatch.setenv(ENV, "1")
+    assert "two of its dimensions follow launch dimension 1, so a group's tiles are not a box" in cannon.explain()
+
+
+def test_grouped_task_runs_each_point_in_order(tasks: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grouped task calls the body once per original point, row-major, each with its own tile."""
+    _two_cpus()
+    plan, out, expected = _copy(8, 4)
+    calls: list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = []
+    real = _execute._Grouped.__call__
+
+    def spied(self: Any, point: tuple[int, ...], *tiles: Any) -> None:
+        inner = self.kernel
+
+        def record(p: tuple[int, ...], *views: Any) -> None:
+            calls.append((tuple(int(x) for x in p), tuple(v.shape for v in views)))
+            inner(p, *views)
+
+        self.kernel = record
+        try:
+            real(self, point, *tiles)
+        finally:
+            self.kernel = inner
+
+    monkeypatch.setattr(_execute._Grouped, "__call__", spied)
+    _counted(plan, out, expected, tasks, monkeypatch, on=True)
+    assert sorted(calls) == sorted([((p,), ((1, 2), (1, 2))) for p in range(4)] * 2)  # two runs, blocks of 2
+    for run in (calls[:4], calls[4:]):
+        firsts = [c[0][0] for c in run]
+        assert firsts.index(0) < firsts.index(1) and firsts.index(2) < firsts.index(3)
