@@ -10,7 +10,8 @@ runs the benchmark's measured step (`plan.run()` then `out.to_numpy()`)
   of both (top functions by cumulative time, `--cprofile`).
 * **Inside the task bodies** (timestamps taken in each task, summed over
   tasks and divided by the 2 processors): store -> array conversion
-  (`np.asarray` of each store), zero-fill of an output tile (`_ZeroFirst`),
+  (`np.asarray` of each store), zero-fill of an output tile (`task_body.zero_fill`:
+  only where a task's first step does not write its whole tile),
   the leaf's kernel (`Leaf.compute_into`: BLAS or the reduction), and the
   rest of the task body (views, dtype checks, block tiling).
 
@@ -62,7 +63,8 @@ def instrument() -> None:
     import contextlib
 
     from distal import leaf as leaf_module
-    from distal.runtime import _execute, _tasks
+    from distal.lower import task_body
+    from distal.runtime import _tasks
 
     original_scope = _tasks.device_scope
 
@@ -97,16 +99,14 @@ def instrument() -> None:
 
     _tasks.kernel = timed_kernel  # type: ignore[assignment]
 
-    zero_first = _execute._ZeroFirst.__call__
+    zero_fill = task_body.zero_fill
 
-    def timed_zero(self: Any, point: tuple[int, ...], *tiles: Any) -> None:
+    def timed_zero(tile: Any) -> None:
         start = time.perf_counter()
-        tiles[self.position][...] = 0
+        zero_fill(tile)
         _add("zero-fill", time.perf_counter() - start)
-        self.kernel(point, *tiles)
 
-    del zero_first
-    _execute._ZeroFirst.__call__ = timed_zero  # type: ignore[method-assign]
+    task_body.zero_fill = timed_zero
 
     compute_into = leaf_module.Leaf.compute_into
 

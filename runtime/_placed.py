@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from distal.lower import task_body
 from distal.lower.in_place import BlockView, ViewKey, block_projection, gathered, launch_views, view_key
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Proj
 from distal.lower.plan import Privilege as PlanPrivilege
@@ -140,6 +141,21 @@ class BlockTiles:
             self._views[p] = tuple(views)
 
     def __call__(self, point: tuple[int, ...], *arrays: Any) -> None:
+        self._run(point, arrays, None)
+
+    def run_fresh(self, point: tuple[int, ...], position: int, *arrays: Any) -> None:
+        """As a call, with the argument at ``position`` (an output) holding no data yet: its tile goes to the
+        kernel's ``run_fresh`` (it zero-fills the tile only where needed) when the tile is the whole block
+        or the argument is not placed; a block the tile fills only in part (padding) is zero-filled first."""
+        view = next((v for v in self._views[tuple(point)] if v[0] == position), None)
+        if view is not None and (view[3] is not None or view[2] is None
+                                 or tuple(s.stop - s.start for s in view[2]) != view[1]):
+            task_body.zero_fill(arrays[position])
+            self._run(point, arrays, None)
+            return
+        self._run(point, arrays, position)
+
+    def _run(self, point: tuple[int, ...], arrays: tuple[Any, ...], fresh: int | None) -> None:
         args = list(arrays)
         back: list[tuple[int, Any, list[_Piece]]] = []
         for pos, tile, index, spans in self._views[tuple(point)]:
@@ -155,7 +171,13 @@ class BlockTiles:
             args[pos] = assembled
             if written:
                 back.append((pos, blocks, pieces))
-        self.kernel(point, *args)
+        if fresh is None:
+            self.kernel(point, *args)
+        elif hasattr(self.kernel, "run_fresh"):
+            self.kernel.run_fresh(point, fresh, *args)
+        else:
+            task_body.zero_fill(args[fresh])
+            self.kernel(point, *args)
         for pos, blocks, pieces in back:
             for lead, in_block, in_tile in pieces:
                 blocks[lead][in_block] = args[pos][in_tile]

@@ -10,6 +10,7 @@ and output axes were worked out when the point was first walked
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,15 @@ class Step:
     def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
         raise NotImplementedError(type(self).__name__)
 
+    def uses(self, slot: int) -> bool:
+        """Whether the step reads or writes the array at `slot`."""
+        raise NotImplementedError(type(self).__name__)
+
+    def writing(self, tiles: list[Any]) -> Step | None:
+        """This step writing (`=`) the whole array it would add into, when it may run on an array that holds
+        no data yet: it writes every element of it and reads nothing from it. None when it cannot."""
+        return None
+
 
 class ZeroStep(Step):
     """A workspace's fresh zeros (`where`)."""
@@ -46,6 +56,9 @@ class ZeroStep(Step):
 
     def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
         tiles[self.slot] = xp.zeros(self.shape, dtype=self.dtype)
+
+    def uses(self, slot: int) -> bool:
+        return slot == self.slot
 
 
 View = tuple[int, tuple[Any, ...], str]  # a tile's slot, the index of the block's view into it, the view's axes
@@ -148,6 +161,28 @@ class SliceStep(Step):
         if axes != self.out_axes:
             value = to_axes(xp, value, axes, self.out_axes)
         store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
+
+    def reads(self) -> frozenset[int]:
+        """The slots whose arrays the block's right side reads."""
+        if self.into is not None:
+            return frozenset(t for t, _ in self.into)
+        assert self.value is not None
+        return frozenset(t for t, _, _ in self.value.views.values())
+
+    def uses(self, slot: int) -> bool:
+        return slot == self.out or slot in self.reads()
+
+    def writing(self, tiles: list[Any]) -> SliceStep | None:
+        """The block writing its output view (`=`) instead of adding into it, when that view is the whole
+        output array and the right side does not read it: the same as adding into zeros."""
+        if self.out in self.reads():
+            return None
+        whole = tiles[self.out]
+        if math.prod(whole[self.out_idx].shape) != math.prod(whole.shape):  # a basic index: a part of the tile
+            return None
+        if not self.accumulate:
+            return self
+        return SliceStep(self.out, self.out_idx, False, self.dtype, self.leaf, self.into, self.value, self.out_axes)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -73,7 +73,7 @@ from distal.notation.tensor import Tensor
 from distal.notation.visit import product_factors, summed_vars
 from distal.schedule.provenance import Provenance
 
-__all__ = ["BLOCK_LIMIT", "TaskBody"]
+__all__ = ["BLOCK_LIMIT", "TaskBody", "zero_fill"]
 
 BLOCK_LIMIT = 1 << 22  # points materialised at once by a broadcast or index-mode block
 PROGRAM_LIMIT = 4096  # steps kept as a launch point's compiled program
@@ -127,6 +127,8 @@ class TaskBody:
     _workspaces: tuple[None, ...] = field(init=False, repr=False)
     _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[Step, ...]] = field(
         default_factory=dict, repr=False)
+    _fresh_programs: dict[tuple[tuple[tuple[int, ...], tuple[Any, ...]], int], tuple[bool, tuple[Step, ...]]] = field(
+        default_factory=dict, repr=False)
     walks: dict[tuple[int, ...], str] = field(default_factory=dict, repr=False, compare=False)
     """Launch points that walk the statement at every call, and why (their steps are not kept)."""
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -153,6 +155,27 @@ class TaskBody:
         return found
 
     def __call__(self, point: Sequence[int], *tiles: Any) -> None:
+        self._call(point, tiles, None)
+
+    def run_fresh(self, point: Sequence[int], position: int, *tiles: Any) -> None:
+        """Run the point on tiles where `tiles[position]` (an output) holds no data yet (a new `=` output).
+
+        The result is that of zeroing the tile and then running the point,
+        without the zero fill where it is not needed: the first step that
+        touches the tile writes it (`=`, the leaf's result straight into the
+        tile) when it covers the whole tile and does not read it (a reduction
+        the task computes in one step, or the first of several steps that
+        each cover the tile: later ones add, as in the statement). Otherwise
+        (a first step over part of the tile, an index-mode block, a loop on
+        a thread pool, or no step at all) the tile is zero-filled first
+        (`zero_fill`), then the point runs as usual.
+        """
+        if not 0 <= position < len(self.tensors):
+            raise RuntimeFailure(f"{self.name}: expected an output position below {len(self.tensors)}, "
+                                 f"but found {position}")
+        self._call(point, tiles, position)
+
+    def _call(self, point: Sequence[int], tiles: Sequence[Any], fresh: int | None) -> None:
         start = time.perf_counter()
         if len(tiles) != len(self.tensors):
             raise RuntimeFailure(f"{self.name}: expected {len(self.tensors)} tiles, but found {len(tiles)}")
@@ -167,15 +190,23 @@ class TaskBody:
             arrays = [*tiles, *self._workspaces]
             for n in self._scalars:
                 arrays[n] = tiles[n].reshape(())
+            if fresh is not None:
+                found = self._fresh_programs.get((key, fresh))
+                if found is None:
+                    found = self._fresh_programs[(key, fresh)] = _fresh_program(program, fresh, arrays)
+                zero_first, program = found
+                if zero_first:
+                    zero_fill(arrays[fresh])
             for step in program:
                 step.run(arrays, xp, self.leaf_calls)
         else:
-            self._walk(key, tiles, xp)
+            self._walk(key, tiles, xp, fresh)
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
             self.timings.append((tuple(int(x) for x in point), time.perf_counter() - start,
                                  threading.get_native_id()))
 
-    def _walk(self, key: tuple[tuple[int, ...], tuple[Any, ...]], tiles: Sequence[Any], xp: Any) -> None:
+    def _walk(self, key: tuple[tuple[int, ...], tuple[Any, ...]], tiles: Sequence[Any], xp: Any,
+              fresh: int | None = None) -> None:
         """Run the point by walking the statement, and keep the steps it ran as the point's program.
 
         A point's program is kept unless its walk ran a loop on a thread pool (`parallel_nest`), a large
@@ -187,8 +218,11 @@ class TaskBody:
         if origins is None:
             origins = tuple((0,) * len(s) for s in self.shapes)
         arrays = [tile if shape else tile.reshape(()) for tile, shape in zip(tiles, self.shapes)]
-        run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], xp, record=[])
+        run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], xp, record=[],
+                   fresh=fresh)
         run.stmt(self.stmt, dict(zip(self.vars, point)))
+        if run.fresh is not None:  # no step wrote the fresh tile: it still holds zeros after the point
+            zero_fill(arrays[run.fresh])
         if not self.keep_programs:
             return
         if run.unkept is None and run.record is not None:
@@ -208,6 +242,7 @@ class TaskBody:
         """Drop what was worked out on earlier calls (slice-mode choices and the points' programs)."""
         self._starts.clear()
         self._programs.clear()
+        self._fresh_programs.clear()
         self.walks.clear()
 
     def describe(self) -> str:
@@ -248,7 +283,7 @@ class _Run(Walker):
     """One execution of a task body."""
 
     def __init__(self, body: TaskBody, tiles: list[Any], origin: list[tuple[int, ...]], xp: Any,
-                 record: list[Step] | None = None) -> None:
+                 record: list[Step] | None = None, fresh: int | None = None) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
@@ -258,6 +293,7 @@ class _Run(Walker):
         self.xp = xp
         self.record = record  # the steps run so far (the point's program), None when it is not kept
         self.unkept: str | None = None  # why the point's program is not kept
+        self.fresh = fresh  # the slot of an output tile that holds no data yet, until a step touches it
 
     # -- statements ------------------------------------------------------------
 
@@ -292,6 +328,9 @@ class _Run(Walker):
                     self.index_nest(chain[p:], a, local)
             else:
                 self.record, self.unkept = None, "a loop runs on a thread pool"  # its chunks are no steps
+                if self.fresh is not None:  # the chunks add into the output tile: it starts at zero
+                    zero_fill(self.tiles[self.fresh])
+                    self.fresh = None
                 self.thread_loop(v, inner, a, local)
 
     def thread_loop(self, v: IndexVar, inner: list[IndexVar], a: Assign, env: dict[IndexVar, int]) -> None:
@@ -497,8 +536,20 @@ class _Run(Walker):
         return SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
 
     def run_step(self, step: Step) -> None:
-        """Run one step of the task body on this run's tiles (and record it for the point's program)."""
-        step.run(self.tiles, self.xp, self.body.leaf_calls)
+        """Run one step of the task body on this run's tiles (and record it for the point's program).
+
+        The first step that touches a fresh output tile writes it where it can (`Step.writing`); the
+        tile is zero-filled first where it cannot.
+        """
+        run = step
+        if self.fresh is not None and step.uses(self.fresh):
+            writer = step.writing(self.tiles)
+            if writer is None:
+                zero_fill(self.tiles[self.fresh])
+            else:
+                run = writer
+            self.fresh = None
+        run.run(self.tiles, self.xp, self.body.leaf_calls)
         if self.record is not None:
             if len(self.record) < PROGRAM_LIMIT:
                 self.record.append(step)
@@ -530,6 +581,29 @@ class _IndexStep(Step):
     def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
         origin, slots = self.origin, self.slots
         run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
+
+    def uses(self, slot: int) -> bool:
+        return any(self.slots[acc.tensor] == slot for acc in (self.a.lhs, *self.a.rhs.accesses()))
+
+
+def zero_fill(tile: Any) -> None:
+    """Zero a fresh output tile: the one place a task body fills its output with zeros (tests count calls)."""
+    tile[...] = 0
+
+
+def _fresh_program(program: tuple[Step, ...], slot: int, arrays: list[Any]) -> tuple[bool, tuple[Step, ...]]:
+    """`program` run on a fresh tile at `slot`: (whether the tile is zero-filled first, the steps to run).
+
+    The first step that touches the tile writes it when it can (`Step.writing`); the tile is zero-filled
+    first when it cannot, or when no step touches it.
+    """
+    for n, step in enumerate(program):
+        if step.uses(slot):
+            writer = step.writing(arrays)
+            if writer is None:
+                return True, program
+            return False, (*program[:n], writer, *program[n + 1:])
+    return True, program
 
 
 def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
