@@ -42,7 +42,7 @@ import numpy as np
 from distal.errors import DistalError
 from distal.format.machine import processor_kind
 from distal.lower import task_body
-from distal.lower.grouping import Cut, grouping_enabled, partials_operand, task_groups
+from distal.lower.grouping import Cut, TaskGroups, grouping_enabled, partials_operand, task_groups
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
@@ -536,7 +536,8 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         is_box = math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points)
-        if is_box and grouping and _submit_groups(group, key, lower, upper, args, _Constant(proc), target):
+        if is_box and grouping and _submit_groups(group, key, lower, upper, args, _Constant(proc), target,
+                                                  ("part", proc)):
             continue
         if is_box:
             with target_scope(target, slice(proc, proc + 1)):
@@ -554,7 +555,8 @@ def _run_whole(plan: Plan, group: Group, key: int, launch: Launch, args: list[Ar
     (grouping on), the points bound to one real processor run as one task where that is safe."""
     if binding is not None and plan.machine is not None and _submit_groups(
             group, key, launch.lower, launch.upper, args,
-            lambda p: binding.get(plan.processor_of(group, p), 0), target):
+            lambda p: binding.get(plan.processor_of(group, p), 0), target,
+            (plan.machine, plan.processor_slots, group.distributed, target, processor_count(target))):
         return
     # Legate maps the points of a launch over the whole domain block-wise in
     # row-major order, as Machine.bind does (measured), so no pinning is needed.
@@ -578,27 +580,52 @@ def _cuts(args: list[Arg], ndim: int) -> list[Cut] | None:
     return out
 
 
+# A launch box's grouping, worked out once: by the binding's inputs, the box and its cuts (plain data; bounded).
+_Grouping = tuple[TaskGroups, tuple[tuple[tuple[int, ...], tuple[Affine, ...], tuple[int, ...]] | None, ...],
+                  dict[tuple[int, ...], tuple[tuple[tuple[int, ...], tuple[tuple[slice, ...] | None, ...]], ...]]]
+_GROUPINGS: dict[tuple[Any, ...], _Grouping | None] = {}
+_GROUPINGS_LIMIT = 4096
+
+
+def _grouping(lower: tuple[int, ...], upper: tuple[int, ...], cuts: list[Cut],
+              owner: Callable[[tuple[int, ...]], int], memo: tuple[Any, ...]) -> _Grouping | None:
+    """`task_groups` of the box with, per argument, its group tile, projection and colors, and per group its
+    points with their slices; None where the box runs one task per point. Memoised under ``memo`` (what
+    ``owner`` depends on), the box and the cuts."""
+    found_key = (memo, lower, upper, tuple(cuts))
+    if found_key in _GROUPINGS:
+        return _GROUPINGS[found_key]
+    groups = task_groups(lower, upper, owner, cuts)
+    found: _Grouping | None = None
+    if not isinstance(groups, str):
+        grouped: list[tuple[tuple[int, ...], tuple[Affine, ...], tuple[int, ...]] | None] = []
+        for cut in cuts:
+            gc = groups.cut(cut)
+            if gc.tile is None or gc.projection is None or gc.colors is None:
+                grouped.append(None)
+            else:
+                grouped.append((gc.tile, tuple(Affine(p.dim, p.coeff, p.offset) for p in gc.projection), gc.colors))
+        members = {q: tuple((p, tuple(groups.slices(c, p) for c in cuts)) for p in groups.points(q))
+                   for q in groups.groups()}
+        found = (groups, tuple(grouped), members)
+    if len(_GROUPINGS) >= _GROUPINGS_LIMIT:
+        _GROUPINGS.clear()
+    _GROUPINGS[found_key] = found
+    return found
+
+
 def _submit_groups(group: Group, key: int, lower: tuple[int, ...], upper: tuple[int, ...], args: list[Arg],
-                   owner: Callable[[tuple[int, ...]], int], target: str) -> bool:
+                   owner: Callable[[tuple[int, ...]], int], target: str, memo: tuple[Any, ...]) -> bool:
     """Run the launch box [lower, upper) as one task per processor group (`distal.lower.grouping.task_groups`);
-    False (nothing submitted) where it must run one task per point."""
+    False (nothing submitted) where it must run one task per point. ``memo``: what ``owner`` depends on."""
     cuts = _cuts(args, len(lower))
     if cuts is None:
         return False
-    groups = task_groups(lower, upper, owner, cuts)
-    if isinstance(groups, str):
+    found = _grouping(tuple(lower), tuple(upper), cuts, owner, memo)
+    if found is None:
         return False
-    grouped = []
-    for a, cut in zip(args, cuts):
-        if a.tile is None:
-            grouped.append(a)
-            continue
-        gc = groups.cut(cut)
-        assert gc.tile is not None and gc.projection is not None
-        grouped.append(Arg(a.store, a.privilege, gc.tile,
-                           tuple(Affine(p.dim, p.coeff, p.offset) for p in gc.projection), gc.colors))
-    members = {q: tuple((p, tuple(groups.slices(c, p) for c in cuts)) for p in groups.points(q))
-               for q in groups.groups()}
+    groups, cut_args, members = found
+    grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, cut_args)]
     wrapper = register_kernel(_Grouped(kernel_of(key)[1], members), f"{group.kernel.name}_grouped", transient=True)
     if groups.processors == tuple(range(groups.tasks)):
         # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
