@@ -445,6 +445,21 @@ def _bytes(n: float) -> str:
     return f"{n} B"
 
 
+_ZERO = ("at zero (a new store: where the first launch writes every output tile, each of its tasks zero-fills its "
+         "own tile, or writes it with its first step when that step covers the whole tile ('writes the whole output "
+         "tile' below); otherwise one zero fill before the launches)")
+
+
+def _fresh(plan: Plan, group: Group) -> bool:
+    """Whether `group` runs the first launch of an `=` plan and writes (does not reduce into) the output."""
+    first = next((g for g in plan.groups if g.launches), None)
+    if not plan.zero_output or first is not group:
+        return False
+    n = plan.tensors.index(plan.output)
+    return any(op.tensor == n and op.privilege in (Privilege.WRITE, Privilege.READ_WRITE)
+               for op in group.launches[0].operands)
+
+
 def describe(plan: Plan) -> str:
     """The plan as text: tensors, then each launch with its operands."""
     lines = [f"plan for {plan.statement.splitlines()[0]}"]
@@ -454,7 +469,7 @@ def describe(plan: Plan) -> str:
         fmt = getattr(info.tensor, "format", None)
         lines.append(f"  tensor {info.name}{list(info.shape)} {info.dtype}"
                      f"{' output' if info.output else ''}{f' format {fmt}' if fmt is not None else ''}")
-    lines.append(f"  output starts {'at zero' if plan.zero_output else 'with its values (+=)'}")
+    lines.append(f"  output starts {_ZERO if plan.zero_output else 'with its values (+=)'}")
     if plan.symbolic:
         lines.append("  extents: " + ", ".join(f"{v} = {e} = {n}" for v, e, n in plan.symbolic))
     for g in plan.groups:
@@ -462,7 +477,7 @@ def describe(plan: Plan) -> str:
         steps = ", ".join(map(str, g.steps)) or "-"
         lines.append(f"  kernel {g.kernel.name}: launch over ({dist}), sequential steps ({steps}), "
                      f"{len(g.launches)} launch(es)")
-        lines.append(f"    leaf: {g.kernel.describe()}")
+        lines.append(f"    leaf: {g.kernel.describe(fresh=_fresh(plan, g))}")
         for n, launch in enumerate(g.launches):
             lines.append(f"    launch {n}: {_domain_text(g, launch)}")
             for op in launch.operands:

@@ -245,8 +245,9 @@ class TaskBody:
         self._fresh_programs.clear()
         self.walks.clear()
 
-    def describe(self) -> str:
-        """What the leaf of each assignment runs on the tiles, as text."""
+    def describe(self, fresh: bool = False) -> str:
+        """What the leaf of each assignment runs on the tiles, as text; with `fresh` (the launch gets a new
+        `=` output, `run_fresh`), whether each task's one step writes its whole output tile."""
         from distal.leaf import einsum_pattern
 
         out = []
@@ -260,9 +261,24 @@ class TaskBody:
             else:
                 how = "a broadcast NumPy expression"
             name = f"{leaf.name} " if leaf is not None else ""
-            out.append(f"{a}: {name}{how} on the tiles")
+            writes = "; its one step per task writes the whole output tile (= into a new output, no zero fill)" \
+                if fresh and self.first_step_writes(a) else ""
+            out.append(f"{a}: {name}{how} on the tiles{writes}")
         out.extend(str(p) for p in self.parallel)
         return "; ".join(out)
+
+    def first_step_writes(self, a: Assign) -> bool:
+        """Whether each task runs `a` as one leaf step over its whole output tile: the only assignment, its
+        leaf substituted for every loop inside the task, none of them parallel. Such a step writes a new
+        `=` output's tile (`run_fresh`) instead of adding into a zero-filled one."""
+        found = list(assignments(self.stmt))
+        if found != [a] or a.lhs.tensor not in self._slots or self.parallel:
+            return False
+        inner = [v for v in _chain_above(self.stmt, a) if v not in self.vars]
+        leaf = self.leaf_of(inner) if inner else None
+        return (leaf is not None and leaf.pattern is not None and is_product(a.rhs)
+                and any(vs == set(inner) and lf is leaf for vs, lf in self.leaves)
+                and _leaf_pattern(a) == leaf.pattern)
 
     def mode_of(self, v: IndexVar) -> str | None:
         """How parallel loop `v` runs ("vector", "threads"), or None when it is not parallel."""
@@ -604,6 +620,12 @@ def _fresh_program(program: tuple[Step, ...], slot: int, arrays: list[Any]) -> t
                 return True, program
             return False, (*program[:n], writer, *program[n + 1:])
     return True, program
+
+
+def _leaf_pattern(a: Assign) -> str | None:
+    from distal.leaf import einsum_pattern
+
+    return einsum_pattern(a.lhs, a.rhs)
 
 
 def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:

@@ -230,3 +230,18 @@ def test_random_distributed_plans_with_a_fresh_output_equal_einsum(data: st.Data
     plan = sched.compile(**bindings)
     run_fresh_numpy(plan, to_device if device else None)
     _close(stmt.lhs.tensor.to_numpy(), expected)
+
+
+def test_explain_says_which_tasks_write_their_fresh_tile_with_their_first_step() -> None:
+    rng = np.random.default_rng(5)
+    B, C = dt.Tensor.from_array("B", rng.random((8, 6, 5))), dt.Tensor.from_array("C", rng.random((5, 7)))
+    ttm = kernels.build("ttm", kernels.machine("ttm", 2), dt.Tensor("A", (8, 6, 7)), B, C).compile().explain()
+    assert "output starts at zero (a new store: where the first launch writes every output tile" in ttm
+    assert "TTM the leaf's matmul of the reshaped tile" in ttm and "its one step per task writes the whole output " \
+        "tile (= into a new output, no zero fill)" in ttm
+    inner = kernels.build("innerprod", kernels.machine("innerprod", 2), dt.Tensor("a", ()), B, B).compile().explain()
+    assert "writes the whole output tile (=" not in inner  # reduced into, not written
+    A, _ = _gemm()
+    parts = (A.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2))).split(ii, iio, iii, 2)
+             .reorder([io, iio, iii, j, k]).substitute([iii, j, k], dt.leaf.GEMM)).compile().explain()
+    assert "output starts at zero" in parts and "writes the whole output tile (=" not in parts  # steps of two rows
