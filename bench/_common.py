@@ -33,7 +33,7 @@ def machine() -> dict[str, Any]:
                 mem_gib = round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("numpy", "legate", "cupynumeric"):
         try:
             from importlib.metadata import version

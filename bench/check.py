@@ -5,17 +5,23 @@ the last recorded ones:
 
 * TTV, innerprod, TTM and MTTKRP on 2 CPU processors: distal's library
   kernel against `numpy.einsum` (2 BLAS threads) and `cupynumeric.einsum`,
-  at the sizes bench/suite.py records (ratios: the other's time over distal's);
+  at check's own sizes (`CHECK_SIZES`, which fit one process; ratios: the
+  other's time over distal's);
 * SUMMA 2x2 against `numpy.matmul` (2 BLAS threads) at the n bench/matmul.py
   records (4096 unless told otherwise).
 
 Everything runs in one Legate process (`--cpus 2` unless LEGATE_CONFIG says
 otherwise), in interleaved rounds (each round runs every method once, so
-load from elsewhere affects all alike), and each figure is the median. The
-recorded ratios come from bench/results/suite.json (`summary`) and
-bench/results/matmul.json (`numpy`, `distal`) of this checkout (`--against
-DIR` for another folder). A ratio that fell by more than `--tolerance`
-(default 15 %) of its recorded value is printed, and the exit status is 1.
+load from elsewhere affects all alike), and each figure is the median.
+Timed: distal's `plan.run()` and a fence, cuPyNumeric's call and a fence
+(each result ready on Legate), NumPy's call. The recorded higher-order
+ratios are the baseline `python bench/suite.py --interleaved` measures with
+this script's method at the same sizes (the `check` section of
+bench/results/suite_interleaved.json; suite.json's `summary` where there is
+none), SUMMA's come from bench/results/matmul.json (`numpy`, `distal`) of
+this checkout (`--against DIR` for another folder). A ratio that fell by
+more than `--tolerance` (default 15 %) of its recorded value is printed,
+and the exit status is 1.
 
 Run it before merging a change that may affect performance (kernels,
 leaves, lowering, the runtime), on a quiet machine: `distal bench check` or
@@ -42,6 +48,8 @@ RECORDED = HERE / "results"
 KERNELS = ("ttv", "innerprod", "ttm", "mttkrp")
 AGAINST = ("numpy", "cupynumeric")
 TOLERANCE = 0.15
+# (n, l) per kernel: fits one Legate process with NumPy's, distal's and cuPyNumeric's copies
+CHECK_SIZES = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
 
 
 @dataclass(frozen=True)
@@ -61,16 +69,27 @@ class Fall:
 
 
 def recorded_ratios(folder: Path = RECORDED) -> dict[str, float]:
-    """The last recorded ratios (higher is better for distal) by name, e.g. `ttm_vs_numpy`, `summa_vs_numpy`."""
+    """The last recorded ratios (higher is better for distal) by name, e.g. `ttm_vs_numpy`, `summa_vs_numpy`.
+
+    The higher-order ratios come from the `check` section of
+    suite_interleaved.json (measured by this script's method at its sizes, in
+    the suite's run); a folder without one gives suite.json's `summary`.
+    """
     out: dict[str, float] = {}
-    suite = folder / "suite.json"
-    if suite.is_file():
-        summary = json.loads(suite.read_text()).get("summary", {})
-        for name in KERNELS:
-            row = summary.get(f"{name}_p2", {})
-            for who in AGAINST:
-                if f"vs_{who}" in row:
-                    out[f"{name}_vs_{who}"] = float(row[f"vs_{who}"])
+    baseline = _check_baseline(folder)
+    if baseline is not None:
+        for name, value in baseline.get("ratios", {}).items():
+            if name.split("_vs_")[0] in KERNELS:
+                out[name] = float(value)
+    else:
+        suite = folder / "suite.json"
+        if suite.is_file():
+            summary = json.loads(suite.read_text()).get("summary", {})
+            for name in KERNELS:
+                row = summary.get(f"{name}_p2", {})
+                for who in AGAINST:
+                    if f"vs_{who}" in row:
+                        out[f"{name}_vs_{who}"] = float(row[f"vs_{who}"])
     matmul = folder / "matmul.json"
     if matmul.is_file():
         data = json.loads(matmul.read_text())
@@ -81,12 +100,38 @@ def recorded_ratios(folder: Path = RECORDED) -> dict[str, float]:
     return out
 
 
+def _check_baseline(folder: Path) -> dict[str, Any] | None:
+    """The `check` section of folder/suite_interleaved.json (a full run's, not a --quick one's), if any."""
+    path = folder / "suite_interleaved.json"
+    if not path.is_file():
+        return None
+    found = json.loads(path.read_text()).get("check")
+    return found if isinstance(found, dict) and found.get("ratios") and not found.get("quick") else None
+
+
+def check_sizes(quick: bool = False) -> dict[str, tuple[int, int]]:
+    """The sizes this script measures at: one Legate process holds all three systems' copies of them.
+
+    NumPy takes about 0.01-0.3 s at these on this machine: under the suite's
+    0.1 s condition for TTV and innerprod, so check's ratios are compared with
+    the baseline the suite records at the same sizes, not with the suite's.
+    """
+    if quick:
+        return {k: (max(8, n // 10), max(1, l // 10)) for k, (n, l) in CHECK_SIZES.items()}
+    return dict(CHECK_SIZES)
+
+
 def recorded_sizes(folder: Path = RECORDED) -> tuple[dict[str, tuple[int, int]], int]:
     """The sizes the recorded ratios were measured at: the higher-order kernels' (n, l), and matmul's n."""
-    higher = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
+    higher = check_sizes()
     n = 4096
+    baseline = _check_baseline(folder)
     suite = folder / "suite.json"
-    if suite.is_file():
+    if baseline is not None:
+        for name, size in baseline.get("sizes", {}).items():
+            if name in higher:
+                higher[name] = (int(size[0]), int(size[1]))
+    elif suite.is_file():
         for name, row in json.loads(suite.read_text()).get("higher", {}).items():
             if name in higher and "size" in row:
                 higher[name] = (int(row["size"][0]), int(row["size"][1]))
@@ -158,7 +203,10 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
 
     rt.ensure_started()
     import cupynumeric as cn
+    from legate.core import get_legate_runtime
     from suite import SPECS, _inputs, _out_shape
+
+    legate = get_legate_runtime()
 
     set_threads = numpy_threads()
 
@@ -175,18 +223,19 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
     for name, (size, l) in higher.items():
         arrays = _inputs(name, size, l)
         spec = SPECS[name][0]
-        cargs = [cn.asarray(a) for a in arrays]
+        cargs = [cn.array(a) for a in arrays]  # copies on Legate: attached host arrays slow later launches
         names = "aBCD" if name == "innerprod" else "ABCD"
         ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
         out = dt.Tensor(names[0], _out_shape(name, size, l))
         plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
 
-        def distal_run(plan: Any = plan, out: Any = out) -> None:
+        def distal_run(plan: Any = plan) -> None:
             plan.run()
-            out.to_numpy()
+            rt.fence()  # the result ready in its Legate store (no host copy, as for cuPyNumeric)
 
         def cupy_run(spec: str = spec, cargs: list[Any] = cargs) -> None:
-            float(cn.einsum(spec, *cargs).sum())  # reading waits for the result
+            cn.einsum(spec, *cargs)
+            legate.issue_execution_fence(block=True)  # waits for the result
 
         runs[f"{name}:distal"] = distal_run
         def numpy_run(spec: str = spec, arrays: list[Any] = arrays) -> None:
@@ -210,6 +259,14 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
     return runs
 
 
+def measure(higher: Mapping[str, tuple[int, int]], n: int, rounds: int,
+            report: Callable[[int, dict[str, list[float]]], None] | None = None) -> dict[str, list[float]]:
+    """Interleaved samples (`<kernel>:<method>`) of the kernels at `higher` and SUMMA at `n` (0: none)."""
+    from _common import interleaved_rounds
+
+    return interleaved_rounds(_runs(higher, n), rounds, report)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds after a warm-up (default 5)")
@@ -227,11 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     higher, n = recorded_sizes(args.against)
     rounds = args.rounds
     if args.quick:
-        higher = {k: (max(8, s // 10), max(1, l // 10)) for k, (s, l) in higher.items()}
-        n, rounds = 256, 1
-    samples = _common.interleaved_rounds(
-        _runs(higher, n), rounds,
-        lambda r, s: print(f"round {r}/{rounds}" + (" (warm-up)" if r == 0 else ""), flush=True))
+        higher, n, rounds = check_sizes(quick=True), 256, 1
+    samples = measure(higher, n, rounds,
+                      lambda r, s: print(f"round {r}/{rounds}" + (" (warm-up)" if r == 0 else ""), flush=True))
     new = ratios(samples)
     falls = [] if args.quick else compare(recorded, new, args.tolerance)
     for name in sorted(new):

@@ -15,17 +15,33 @@ one run of this script, and ratios are taken within it.
 Run: `python bench/suite.py [--quick]`; writes bench/results/suite.json and
 bench/results/suite_*.png.
 
-`--interleaved` (the issue's targets, measured in one run): interleaved
-rounds (median of 5) on 2 CPU processors of TTV, innerprod, TTM and MTTKRP
-against `numpy.einsum` (2 BLAS threads, set around each NumPy run) and
-`cupynumeric.einsum`, then matmul at n = 256, 512, 1024, 2048, 4096
-(`--sizes`) for every distal algorithm and `auto` on 2 processors against
-`numpy.matmul` and `cupynumeric.matmul`. Each kernel and each size runs in
-its own Legate child with --sysmem sized for it (one process for all of it
-reached 19 GB resident on a 24 GiB machine and hung); a child that gives no
-result within `--timeout` seconds is killed and reported as a hang. Writes
-bench/results/suite_interleaved.json, matmul_sweep.json and
-matmul_sweep.png (time and ratios against n), with the machine description.
+`--interleaved` (the issue's targets, measured in one run): TTV, innerprod,
+TTM and MTTKRP on 2 CPU processors against `numpy.einsum` (2 BLAS threads)
+and `cupynumeric.einsum` at sizes where NumPy takes 0.1 s or more, then the
+matmul sweep n = 256, 512, 1024, 2048, 4096 (`--sizes`) for every distal
+algorithm and `auto` against `numpy.matmul` and `cupynumeric.matmul`.
+
+Higher-order kernels: a NumPy child times each kernel at a small size, and
+the size is scaled so that NumPy takes about `--target` seconds (0.2),
+lowered where the three systems' children would not fit in the available
+memory (`choose_size`, `child_memory`). Then, kernel by kernel, `--rounds`
+rounds (5), each running one child per system (numpy without Legate,
+distal, cupynumeric), the systems' order rotated each round; each child
+makes its operands, warms up with one run and times one (`sample_child`
+says what a timed run includes). The three systems never hold their copies
+at once, which at these sizes would not fit 24 GiB. Then one Legate child
+records `distal bench check`'s ratios at check's sizes as its baseline.
+
+Matmul: one Legate child per size with --sysmem sized for it, the methods in
+interleaved rounds (median of `--rounds`) after a warm-up round.
+
+A child that gives no result within `--timeout` seconds is killed and
+reported as a hang; a child whose memory need exceeds the machine's
+available memory is refused before it starts. Writes
+bench/results/suite_interleaved.json (with NumPy's time of each size, the
+sizing, every child's samples and peak RSS), matmul_sweep.json and
+matmul_sweep.png, with the machine description; `--quick` is a smoke run at
+small sizes, 1 round (`*_quick` files).
 """
 
 from __future__ import annotations
@@ -36,6 +52,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +64,7 @@ MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
 PROCS = (1, 2, 4)
 # higher-order sizes: (B's extent per mode, the extra mode's extent)
 HIGHER = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
-SPECS = {
+SPECS: dict[str, tuple[str, Callable[[int, int], list[tuple[int, ...]]]]] = {
     "ttv": ("ijk,k->ij", lambda n, l: [(n, n, n), (n,)]),
     "innerprod": ("ijk,ijk->", lambda n, l: [(n, n, n), (n, n, n)]),
     "ttm": ("ijk,kl->ijl", lambda n, l: [(n, n, n), (n, l)]),
@@ -157,19 +174,20 @@ SWEEP_ALGORITHMS = [*MATMUL, "auto"]
 CHILD_TIMEOUT = 900.0  # seconds one child may take before the runner calls it a hang
 
 
-def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[int, int]]) -> dict[str, Any]:
-    """Higher-order kernels and matmul sizes, each in interleaved rounds (one Legate process).
+def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
+    """Matmul sizes, each in interleaved rounds (one Legate process).
 
-    The runner (`interleaved_main`) gives each kernel and each matmul size its own
-    child; operands of one size are dropped (and a fence waits for their
-    deletion) before the next size allocates.
+    The runner (`interleaved_main`) gives each matmul size its own child;
+    operands of one size are dropped (and a fence waits for their deletion)
+    before the next size allocates. The higher-order kernels run one child
+    per system instead (`run_higher`).
     """
     import gc
     import resource
     import statistics
 
     from _common import interleaved_rounds
-    from check import _runs, numpy_threads, ratios
+    from check import numpy_threads
 
     import distal as dt
     from distal import kernels
@@ -179,13 +197,7 @@ def interleaved_child(sizes: list[int], repeats: int, higher: dict[str, tuple[in
     import cupynumeric as cn
 
     set_threads = numpy_threads()
-    out: dict[str, Any] = {"higher": {}, "matmul": {}, "legate_config": os.environ.get("LEGATE_CONFIG")}
-    if higher:
-        samples = interleaved_rounds(_runs(higher, 0), repeats)
-        out["higher"] = {"seconds": {k: statistics.median(v) for k, v in samples.items()},
-                         "all": samples, "ratios": ratios(samples)}
-        rt.fence()
-        gc.collect()
+    out: dict[str, Any] = {"matmul": {}, "legate_config": os.environ.get("LEGATE_CONFIG")}
     for n in sizes:
         rng = np.random.default_rng(0)
         b, c = rng.random((n, n)), rng.random((n, n))
@@ -272,6 +284,299 @@ def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
     return {"ttv": (n, n), "innerprod": (), "ttm": (n, n, l), "mttkrp": (n, l)}[name]
 
 
+# -- higher-order kernels: one child per system and round --------------------------------------
+#
+# At sizes where numpy.einsum takes 0.1 s or more, TTV's tensor is about 6 GB
+# and innerprod's two about 4 GB each. One process holding NumPy's,
+# distal's and cuPyNumeric's copies of them does not fit a 24 GiB machine
+# (distal's placement alone holds the host array, its attached copy and the
+# placed store at its peak), so each system runs in its own child process,
+# which makes its operands, runs once to warm up and times one run; the
+# children of one kernel alternate round by round (the order rotates), so
+# that load from elsewhere on the machine affects the three systems alike.
+
+SYSTEMS = ("numpy", "distal", "cupynumeric")
+# the sizes NumPy is timed at to choose the measured ones ((n, l) as in HIGHER), and what it should take there
+CALIBRATION = {"ttv": (300, 0), "innerprod": (300, 0), "ttm": (150, 900), "mttkrp": (200, 128)}
+QUICK_CALIBRATION = {"ttv": (40, 0), "innerprod": (40, 0), "ttm": (20, 90), "mttkrp": (24, 16)}
+TARGET_NUMPY_S = 0.2  # aimed at, so that the measured NumPy median stays at 0.1 s or more under noise
+MIN_NUMPY_S = 0.1  # the issue's condition on the sizes
+RUNTIME_MIB = 768.0  # a Legate process's own resident memory (runtime, Python, libraries: about 0.5 GB), with room
+NUMPY_RUNTIME_MIB = 400.0  # a NumPy-only child's own resident memory
+HIGHER_SYSMEM_CAP = 20000  # MB; more than this machine can give a child
+
+
+def operand_shapes(name: str, n: int, l: int) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
+    """The input shapes and the output shape of one higher-order kernel at (n, l)."""
+    return [tuple(s) for s in SPECS[name][1](n, l)], _out_shape(name, n, l)
+
+
+def _mib(shape: tuple[int, ...]) -> float:
+    return float(np.prod(shape, dtype=np.float64)) * 8 / 2**20
+
+
+def child_memory(name: str, system: str, n: int, l: int) -> tuple[int, float]:
+    """(Legate --sysmem in MB, 0 for NumPy; resident host memory in MiB) one child of `system` needs at (n, l).
+
+    The pool (--sysmem) holds what the system keeps on Legate at once, with
+    10 % and 256 MB of headroom: cuPyNumeric its operands (`cupynumeric.array`
+    copies, the host arrays dropped), twice the output and MTTKRP's n*n*l
+    intermediate; distal its placed operands plus the largest once more
+    (placing one holds its attached copy and the placed store) or twice the
+    output while a run writes a fresh one.
+
+    The resident need is fitted to the peak RSS of children measured on
+    this machine (TTV 500^3, innerprod 400^3, TTM (300, 900), MTTKRP
+    (400, 128); docs/benchmarks.md), rounded up: numpy holds its operands,
+    twice the output and twice MTTKRP's intermediate; cupynumeric twice its
+    operands (a host array and its copy while it is made), twice the output
+    and intermediate; distal, whose placement from host memory peaks at
+    about 3.5 times the operand it places (the host array, the attached
+    copy, the placed store, Legate's staging), its operands plus 2.75 times
+    the largest, and twice the output; a Legate child also its runtime
+    (about 0.5 GB, 768 MiB counted).
+    """
+    ins, out = operand_shapes(name, n, l)
+    sizes = [_mib(s) for s in ins]
+    out_mib = _mib(out)
+    temp = _mib((n, n, l)) if name == "mttkrp" else 0.0
+    if system == "numpy":
+        return 0, sum(sizes) + 2 * out_mib + 2 * temp + NUMPY_RUNTIME_MIB
+    if system == "cupynumeric":
+        pool = sum(sizes) + 2 * out_mib + temp
+        resident = 2 * sum(sizes) + 2 * out_mib + 2 * temp
+    elif system == "distal":
+        pool = max(sum(sizes) + max(sizes), sum(sizes) + 2 * out_mib)
+        resident = sum(sizes) + 2.75 * max(sizes) + 2 * out_mib
+    else:
+        raise ValueError(f"expected a system in {SYSTEMS}, but found {system!r}")
+    sysmem = min(HIGHER_SYSMEM_CAP, int(pool * 1.1) + 256)
+    return sysmem, max(resident, sysmem) + RUNTIME_MIB
+
+
+def largest_fitting(name: str, l: int, available_mib: float, start: int, step: int = 10) -> int:
+    """The largest n (a multiple of `step`, at most `start`) whose children all fit in `available_mib`; 0 if none."""
+    n = start - start % step
+    while n > 0 and max(child_memory(name, s, n, l)[1] for s in SYSTEMS) > available_mib:
+        n -= step
+    return max(n, 0)
+
+
+def choose_size(name: str, base: tuple[int, int], base_seconds: float, target: float,
+                available_mib: float, step: int = 10) -> dict[str, Any]:
+    """The measured size of one kernel: NumPy's time at `base` scaled to `target`, within memory.
+
+    NumPy's einsum does work proportional to n^3 at fixed l for all four
+    kernels, so n = base_n * (target / base_seconds)^(1/3), rounded up to a
+    multiple of `step` and never below base_n; then lowered until every
+    system's child fits in `available_mib` (`child_memory`). The answer says
+    which bound decided it.
+    """
+    n0, l = base
+    scale = (target / max(base_seconds, 1e-9)) ** (1.0 / 3.0)
+    wanted = max(n0, int(np.ceil(n0 * scale / step)) * step)
+    n = largest_fitting(name, l, available_mib, wanted, step)
+    return {"size": [n, l], "wanted_n": wanted, "calibration_size": [n0, l], "calibration_numpy_s": base_seconds,
+            "target_numpy_s": target, "capped_by_memory": n < wanted,
+            "predicted_numpy_s": base_seconds * (n / n0) ** 3 if n else 0.0}
+
+
+def round_order(systems: tuple[str, ...] | list[str], round_: int) -> list[str]:
+    """The order of the systems' children in round `round_` (0-based): rotated by one each round."""
+    k = round_ % len(systems)
+    return [*systems[k:], *systems[:k]]
+
+
+def _operand(name: str, n: int, l: int, index: int, seed: int = 0) -> np.ndarray:
+    """Operand `index` of a kernel at (n, l): the same values in every child (one seeded stream per operand)."""
+    shape = operand_shapes(name, n, l)[0][index]
+    return np.random.default_rng([seed, index]).random(shape)
+
+
+def fingerprint(out: Any) -> list[float]:
+    """A result's sum and 8 of its elements, evenly spaced in memory order, to compare systems across processes."""
+    a = np.asarray(out, dtype=np.float64).reshape(-1)
+    picks = np.linspace(0, a.size - 1, num=min(8, a.size)).astype(np.int64)
+    return [float(a.sum()), *(float(a[i]) for i in picks)]
+
+
+def fingerprint_error(ours: list[float], reference: list[float]) -> float:
+    """Largest difference between two fingerprints, relative to the reference's largest magnitude (at least 1)."""
+    scale = max(1.0, *(abs(x) for x in reference))
+    return max(abs(a - b) for a, b in zip(ours, reference, strict=True)) / scale
+
+
+def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: int) -> dict[str, Any]:
+    """Make the operands of `name` at (n, l) for `system`, run `warmup` times, then time `samples` runs.
+
+    What one timed run includes: numpy, the `numpy.einsum` call (its result
+    in host memory); distal, `plan.run()` and a fence (the result ready in
+    its Legate store, no host copy); cupynumeric, the `cupynumeric.einsum`
+    call and a fence (the same). Each creates its output in the run. The
+    previous run's result is dropped before the next starts.
+    """
+    import gc
+    import resource
+
+    spec = SPECS[name][0]
+    count = len(operand_shapes(name, n, l)[0])
+    start = time.perf_counter()
+    run: Any
+    result: Any = None
+    if system == "numpy":
+        arrays = [_operand(name, n, l, k) for k in range(count)]
+
+        def run() -> Any:
+            return np.einsum(spec, *arrays, optimize=True)
+
+        def host(r: Any) -> Any:
+            return r
+    else:
+        import distal as dt
+        from distal import kernels
+        from distal import runtime as rt
+
+        rt.ensure_started()
+        if system == "distal":
+            names = "aBCD" if name == "innerprod" else "ABCD"
+            ins = [dt.Tensor(x, s) for x, s in zip(names[1:], operand_shapes(name, n, l)[0])]
+            out = dt.Tensor(names[0], _out_shape(name, n, l))
+            plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
+            for k, t in enumerate(ins):  # placed one at a time; the host copy goes before the next is made
+                data = _operand(name, n, l, k)
+                assert t.format is not None
+                t.bind(rt.adopt(None, lambda data=data: data, t.format, data.dtype, data.shape))
+                del data
+                rt.fence()
+                gc.collect()
+
+            def run() -> Any:
+                plan.run()
+                rt.fence()
+                return out
+
+            def host(r: Any) -> Any:
+                return r.to_numpy()
+        elif system == "cupynumeric":
+            import cupynumeric as cn
+            from legate.core import get_legate_runtime
+
+            cargs = []
+            for k in range(count):
+                data = _operand(name, n, l, k)
+                cargs.append(cn.array(data))  # a copy on Legate: an attached host array slows later launches
+                del data
+            legate = get_legate_runtime()
+            legate.issue_execution_fence(block=True)
+            gc.collect()
+
+            def run() -> Any:
+                r = cn.einsum(spec, *cargs)
+                legate.issue_execution_fence(block=True)
+                return r
+
+            def host(r: Any) -> Any:
+                return np.asarray(r)
+        else:
+            raise ValueError(f"expected a system in {SYSTEMS}, but found {system!r}")
+    setup = time.perf_counter() - start
+    for _ in range(warmup):
+        result = None
+        result = run()
+    times = []
+    for _ in range(samples):
+        result = None  # the previous result is freed before the next run allocates its own
+        t0 = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - t0)
+    return {"system": system, "kernel": name, "size": [n, l], "seconds": times, "setup_s": setup,
+            "fingerprint": fingerprint(host(result)), "legate_config": os.environ.get("LEGATE_CONFIG"),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def calibrate_child(bases: dict[str, tuple[int, int]], repeats: int = 3) -> dict[str, float]:
+    """NumPy's median einsum time of each kernel at its calibration size (in a child without Legate)."""
+    out = {}
+    for name, (n, l) in bases.items():
+        arrays = [_operand(name, n, l, k) for k in range(len(operand_shapes(name, n, l)[0]))]
+        spec = SPECS[name][0]
+
+        def run(spec: str = spec, arrays: list[np.ndarray] = arrays) -> Any:
+            return np.einsum(spec, *arrays, optimize=True)
+
+        out[name] = median_seconds(run, repeats)[0]
+    return out
+
+
+def numpy_env() -> dict[str, str]:
+    """A NumPy child: no Legate, 2 BLAS threads."""
+    return {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+
+
+def legate_env(sysmem: int) -> dict[str, str]:
+    return {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+
+
+def higher_plan(sizes: dict[str, tuple[int, int]], rounds: int) -> list[dict[str, Any]]:
+    """The children of the higher-order measurement, in the order they run.
+
+    Kernel by kernel; within a kernel a warm-up-free sequence of `rounds`
+    rounds, each running every system's child once in `round_order`. Each
+    entry gives the kernel, size, round, system and the child's --sysmem and
+    host memory need (`child_memory`).
+    """
+    jobs = []
+    for name, (n, l) in sizes.items():
+        for r in range(rounds):
+            for system in round_order(SYSTEMS, r):
+                sysmem, need = child_memory(name, system, n, l)
+                jobs.append({"kernel": name, "size": [n, l], "round": r, "system": system, "sysmem": sysmem,
+                             "need_mib": need})
+    return jobs
+
+
+def summarise_higher(samples: dict[str, list[float]], prints: dict[str, dict[str, list[float]]]
+                     ) -> dict[str, Any]:
+    """Medians, ratios (theirs over distal's), NumPy's medians against the 0.1 s condition, and result checks."""
+    import statistics
+
+    from check import ratios
+
+    seconds = {k: statistics.median(v) for k, v in samples.items() if v}
+    kernels_ = sorted({k.split(":")[0] for k in samples}, key=list(SPECS).index)
+    numpy_s = {k: seconds[f"{k}:numpy"] for k in kernels_ if f"{k}:numpy" in seconds}
+    errors = {k: {s: fingerprint_error(p, prints[k]["numpy"]) for s, p in prints[k].items() if s != "numpy"}
+              for k in kernels_ if "numpy" in prints.get(k, {})}
+    return {"seconds": seconds, "all": samples, "ratios": ratios(samples), "numpy_seconds": numpy_s,
+            "numpy_at_least_0_1s": {k: t >= MIN_NUMPY_S for k, t in numpy_s.items()},
+            "max_rel_error_vs_numpy": errors}
+
+
+def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
+               progress: Callable[[str], None]) -> dict[str, Any]:
+    """Run `higher_plan` child by child (memory checked before each) and summarise it."""
+    samples: dict[str, list[float]] = {f"{k}:{s}": [] for k in sizes for s in SYSTEMS}
+    prints: dict[str, dict[str, list[float]]] = {k: {} for k in sizes}
+    children = []
+    for job in higher_plan(sizes, rounds):
+        name, system = job["kernel"], job["system"]
+        n, l = job["size"]
+        label = f"{name} ({n}, {l}) round {job['round'] + 1}/{rounds} {system}"
+        check_host_memory(label, job["need_mib"])
+        env = numpy_env() if system == "numpy" else legate_env(job["sysmem"])
+        start = time.perf_counter()
+        part = _child(["--sample-child", system, "--kernels", name, "--shape", str(n), str(l)], env,
+                      timeout=timeout)
+        wall = time.perf_counter() - start
+        samples[f"{name}:{system}"].extend(part["seconds"])
+        prints[name][system] = part["fingerprint"]
+        children.append({**job, "seconds": part["seconds"], "setup_s": part["setup_s"], "wall_s": wall,
+                         "peak_rss_mib": part["peak_rss_mib"]})
+        progress(f"{label}: {part['seconds'][0]:.3f} s (peak RSS {part['peak_rss_mib']:.0f} MiB, "
+                 f"estimated {job['need_mib']:.0f}; child {wall:.0f} s)")
+    return {**summarise_higher(samples, prints), "children": children}
+
+
 def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None,
            script: Path = HERE / "suite.py") -> dict[str, Any]:
     """Run this script with `args` in a child process; its last line of output is JSON.
@@ -317,14 +622,6 @@ def sweep_sysmem(n: int) -> int:
     """Legate system memory (MB) for one matmul size: the operands of 7 distal plans (A, B, C each),
     cuPyNumeric's B, C and product, partition copies, and 512 MB headroom."""
     return max(1000, int(30 * n * n * 8 / 2**20) + 512)
-
-
-def higher_sysmem(name: str, n: int, l: int) -> int:
-    """Legate system memory (MB) for one higher-order kernel: distal's and cuPyNumeric's copies of the
-    operands and outputs, twice over for cuPyNumeric's temporaries, and 512 MB headroom."""
-    shapes = [*SPECS[name][1](n, l), _out_shape(name, n, l)]
-    words = sum(int(np.prod(s)) for s in shapes)
-    return min(16000, int(4 * words * 8 / 2**20) + 512)
 
 
 def host_need_mib(sysmem: int, numpy_words: int) -> float:
@@ -405,10 +702,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", nargs="*", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=None,
                         help="interleaved rounds after the warm-up (default 5; 1 with --quick)")
+    parser.add_argument("--target", type=float, default=None,
+                        help=f"NumPy seconds the higher-order sizes aim at (default {TARGET_NUMPY_S}; 0.003 quick)")
+    parser.add_argument("--sample-child", choices=SYSTEMS, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--shape", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--calibrate-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--check-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT,
                         help=f"seconds each child may run before it is called a hang (default {CHILD_TIMEOUT:.0f})")
     args = parser.parse_args(argv)
-    if args.interleaved or args.interleaved_child:
+    if args.interleaved or args.interleaved_child or args.sample_child or args.calibrate_child or args.check_child:
         try:
             return interleaved_main(args)
         except (ChildHung, MemoryError) as e:
@@ -472,61 +775,117 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def check_child(rounds: int, quick: bool) -> dict[str, Any]:
+    """`distal bench check`'s measurement at its sizes, recorded with the suite as check's baseline."""
+    import check
+
+    higher = check.check_sizes(quick)
+    samples = check.measure(higher, 0, rounds)
+    return {"sizes": {k: list(v) for k, v in higher.items()}, "rounds": rounds, "ratios": check.ratios(samples),
+            "seconds": {k: float(np.median(v)) for k, v in samples.items() if v}, "quick": quick}
+
+
+def higher_sizes(quick: bool, target: float, kernels_: list[str], timeout: float) -> dict[str, Any]:
+    """Calibrate NumPy (a child without Legate) and choose each kernel's size (`choose_size`)."""
+    bases = QUICK_CALIBRATION if quick else CALIBRATION
+    names = [k for k in bases if k in kernels_]
+    times = _child(["--calibrate-child", *(["--quick"] if quick else []), "--kernels", *names], numpy_env(),
+                   timeout=timeout)
+    have = available_mib()
+    budget = 0.9 * have if have is not None else 16000.0  # the needs are upper bounds; a tenth is left over
+    return {name: {**choose_size(name, bases[name], times[name], target, budget), "available_mib": have}
+            for name in names}
+
+
 def interleaved_main(args: argparse.Namespace) -> int:
     sizes = args.sizes if args.sizes is not None else ([64, 128] if args.quick else SWEEP)
     repeats = args.rounds if args.rounds is not None else (1 if args.quick else 5)
-    higher = {k: (max(8, n // 10), max(1, l // 10)) for k, (n, l) in HIGHER.items()} if args.quick else dict(HIGHER)
-    if args.kernels is not None:
-        higher = {k: v for k, v in higher.items() if k in args.kernels}
-    if args.interleaved_child:
-        print(json.dumps(interleaved_child(sizes, repeats, {} if args.no_higher else higher)))
+    kernels_ = list(SPECS) if args.kernels is None else [k for k in SPECS if k in args.kernels]
+    if args.sample_child is not None:
+        n, l = args.shape
+        print(json.dumps(sample_child(args.sample_child, kernels_[0], n, l, warmup=1, samples=1)))
         return 0
-    # One child per kernel and per matmul size, each with a Legate pool sized for it:
-    # one process for everything (sysmem 12000) reached 19 GB of resident memory on
-    # this 24 GiB machine before the sweep began, and the sweep then hung (docs/benchmarks.md).
+    if args.calibrate_child:
+        bases = QUICK_CALIBRATION if args.quick else CALIBRATION
+        print(json.dumps(calibrate_child({k: bases[k] for k in kernels_})))
+        return 0
+    if args.check_child:
+        print(json.dumps(check_child(repeats, args.quick)))
+        return 0
+    if args.interleaved_child:
+        print(json.dumps(interleaved_child(sizes, repeats)))
+        return 0
+    # The matmul sweep: one child per size, each with a Legate pool sized for it
+    # (one process for everything reached 19 GB of resident memory on this
+    # 24 GiB machine and hung, docs/benchmarks.md).
     common = [*(["--quick"] if args.quick else []), "--rounds", str(repeats)]
     jobs: list[tuple[str, list[str], int, int]] = []  # (label, child args, sysmem MB, NumPy words)
-    if not args.no_higher:
-        for name, (n, l) in higher.items():
-            words = sum(int(np.prod(s)) for s in [*SPECS[name][1](n, l), _out_shape(name, n, l)])
-            jobs.append((name, ["--interleaved-child", *common, "--kernels", name, "--sizes"],
-                         higher_sysmem(name, n, l), 2 * words))
     for n in sizes:
-        jobs.append((f"matmul n={n}", ["--interleaved-child", *common, "--no-higher", "--sizes", str(n)],
-                     sweep_sysmem(n), 4 * n * n))
+        jobs.append((f"matmul n={n}", ["--interleaved-child", *common, "--sizes", str(n)], sweep_sysmem(n),
+                     4 * n * n))
     for label, _, sysmem, words in jobs:
         check_host_memory(label, host_need_mib(sysmem, words))
-    progress = Progress(len(jobs))
     start = time.perf_counter()
-    higher_part: dict[str, Any] = {"seconds": {}, "all": {}, "ratios": {}}
+    results: dict[str, Any] = {"sizes": sizes, "repeats": repeats}
+    if not args.no_higher:
+        target = args.target if args.target is not None else (0.003 if args.quick else TARGET_NUMPY_S)
+        sizing = higher_sizes(args.quick, target, kernels_, args.timeout)
+        chosen = {k: (int(v["size"][0]), int(v["size"][1])) for k, v in sizing.items()}
+        for name, (n, _) in chosen.items():
+            if n == 0:
+                raise MemoryError(f"expected room for {name} at its calibration size, but found "
+                                  f"{sizing[name]['available_mib']:.0f} MiB available; run on a quieter machine")
+        count = len(higher_plan(chosen, repeats)) + 2  # and the calibration, and check's baseline
+        progress = Progress(count + len(jobs))
+        progress.step("calibration: " + ", ".join(f"{k} ({n}, {l}) wanted n={sizing[k]['wanted_n']}"
+                                                  + (" (memory)" if sizing[k]["capped_by_memory"] else "")
+                                                  for k, (n, l) in chosen.items()))
+        higher = run_higher(chosen, repeats, args.timeout, progress.step)
+        results["higher_sizes"] = {k: list(v) for k, v in chosen.items()}
+        results["higher"] = {**higher, "sizing": sizing, "method": HIGHER_METHOD.format(rounds=repeats)}
+        results["check"] = _child(["--check-child", *common], legate_env(2000 if args.quick else 12000),
+                                  timeout=args.timeout)
+        progress.step("distal bench check's baseline (one process, check's sizes)")
+    else:
+        progress = Progress(len(jobs))
+        results["higher_sizes"], results["higher"] = {}, {}
     matmul_part: dict[str, Any] = {}
     for label, child_args, sysmem, words in jobs:
         check_host_memory(label, host_need_mib(sysmem, words))
-        env = {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
-        part = _child(child_args, env, timeout=args.timeout)
-        for key in ("seconds", "all", "ratios"):
-            higher_part[key].update(part["higher"].get(key, {}))
+        part = _child(child_args, legate_env(sysmem), timeout=args.timeout)
         for n, row in part["matmul"].items():
             matmul_part[n] = {**row, "legate_config": part["legate_config"], "peak_rss_mib": part["peak_rss_mib"]}
         progress.step(f"{label} (--sysmem {sysmem}, peak RSS {part['peak_rss_mib']:.0f} MiB)")
-    method = (f"median of {repeats} interleaved rounds after a warm-up; one Legate process (--cpus 2) per "
-              "kernel and per matmul size, --sysmem sized for it; numpy with 2 BLAS threads set around each run")
-    results: dict[str, Any] = {"method": method, "sizes": sizes, "repeats": repeats,
-               "higher_sizes": {k: list(v) for k, v in higher.items()},
-               "higher": higher_part if not args.no_higher else {}, "matmul": matmul_part,
+    method = (f"matmul: median of {repeats} interleaved rounds after a warm-up round, one Legate process "
+              "(--cpus 2) per size, --sysmem sized for it, numpy with 2 BLAS threads set around each run; "
+              "higher-order kernels: see higher.method")
+    results = {"method": method, **results, "matmul": matmul_part,
                "seconds_total": time.perf_counter() - start, "loadavg_after": list(os.getloadavg())}
     quick = "_quick" if args.quick else ""
     path = write(f"suite_interleaved{quick}", results)
-    sweep = {"method": method, "sizes": sizes, "repeats": repeats, "algorithms": SWEEP_ALGORITHMS,
-             "matmul": matmul_part, "seconds_total": results["seconds_total"],
-             "loadavg_after": results["loadavg_after"]}
-    sweep_path = write(f"matmul_sweep{quick}", sweep)
-    plot_sweep(sweep, RESULTS / f"matmul_sweep{quick}.png")
     print(json.dumps({"higher": results["higher"].get("ratios", {}),
+                      "numpy_seconds": results["higher"].get("numpy_seconds", {}),
                       "matmul": {n: {k: r[k] for k in ("best", "vs_numpy", "vs_cupynumeric")}
                                  for n, r in matmul_part.items()}}, indent=2))
-    print(f"wrote {path}, {sweep_path} and its plot")
+    if matmul_part:
+        sweep = {"method": method, "sizes": sizes, "repeats": repeats, "algorithms": SWEEP_ALGORITHMS,
+                 "matmul": matmul_part, "seconds_total": results["seconds_total"],
+                 "loadavg_after": results["loadavg_after"]}
+        sweep_path = write(f"matmul_sweep{quick}", sweep)
+        plot_sweep(sweep, RESULTS / f"matmul_sweep{quick}.png")
+        print(f"wrote {sweep_path} and its plot")
+    print(f"wrote {path} in {results['seconds_total']:.0f} s")
     return 0
+
+
+HIGHER_METHOD = (
+    "one child process per system per round: numpy (no Legate, OPENBLAS_NUM_THREADS=2), distal and cupynumeric "
+    "(each LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem sized for it); each child makes its "
+    "operands (the same seeded values), runs once to warm up and times one run; {rounds} rounds per kernel, the "
+    "order of the systems rotated each round; medians of the {rounds} samples. Timed: numpy.einsum(optimize=True) "
+    "returning its result in host memory; distal plan.run() and a fence (result ready in its Legate store, no host "
+    "copy); cupynumeric.einsum and a fence (the same). Sizes from a NumPy calibration (sizing)."
+)
 
 
 if __name__ == "__main__":

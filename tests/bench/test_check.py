@@ -63,3 +63,26 @@ def test_recorded_ratios_are_read_from_suite_and_matmul_results(check: ModuleTyp
 def test_the_checkouts_recorded_results_give_every_tracked_ratio(check: ModuleType) -> None:
     names = set(check.recorded_ratios())
     assert {f"{k}_vs_{w}" for k in check.KERNELS for w in check.AGAINST} | {"summa_vs_numpy"} <= names
+
+
+def test_the_baseline_is_the_check_section_the_suite_records(check: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "suite.json").write_text(json.dumps({  # the old layout: used only without a check section
+        "higher": {"ttm": {"size": [30, 90]}}, "summary": {"ttm_p2": {"vs_numpy": 0.55, "vs_cupynumeric": 2.8}}}))
+    interleaved = {"higher": {"ratios": {"ttm_vs_numpy": 9.0}},  # the suite's own sizes: not check's
+                   "check": {"sizes": {"ttm": [40, 80], "ttv": [60, 0]}, "rounds": 5, "quick": False,
+                             "ratios": {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}}}
+    (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
+    assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}
+    higher, n = check.recorded_sizes(tmp_path)
+    assert higher["ttm"] == (40, 80) and higher["ttv"] == (60, 0) and n == 4096
+    assert higher["mttkrp"] == check.CHECK_SIZES["mttkrp"]  # not recorded: check's own
+    interleaved["check"]["quick"] = True  # a smoke run's baseline is no baseline
+    (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
+    assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.55, "ttm_vs_cupynumeric": 2.8}
+    assert check.recorded_sizes(tmp_path)[0]["ttm"] == (30, 90)
+
+
+def test_the_quick_check_runs_small_sizes(check: ModuleType) -> None:
+    quick = check.check_sizes(quick=True)
+    assert set(quick) == set(check.KERNELS)
+    assert all(q[0] * 10 <= full[0] + 10 for q, full in zip(quick.values(), check.check_sizes().values()))
