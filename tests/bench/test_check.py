@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -68,15 +69,15 @@ def test_the_checkouts_recorded_results_give_every_tracked_ratio(check: ModuleTy
 def test_the_baseline_is_the_check_section_the_suite_records(check: ModuleType, tmp_path: Path) -> None:
     (tmp_path / "suite.json").write_text(json.dumps({  # the old layout: used only without a check section
         "higher": {"ttm": {"size": [30, 90]}}, "summary": {"ttm_p2": {"vs_numpy": 0.55, "vs_cupynumeric": 2.8}}}))
-    interleaved = {"higher": {"ratios": {"ttm_vs_numpy": 9.0}},  # the suite's own sizes: not check's
-                   "check": {"sizes": {"ttm": [40, 80], "ttv": [60, 0]}, "rounds": 5, "quick": False,
-                             "ratios": {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}}}
+    baseline: dict[str, Any] = {"sizes": {"ttm": [40, 80], "ttv": [60, 0]}, "rounds": 5, "quick": False,
+                                "ratios": {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}}
+    interleaved = {"higher": {"ratios": {"ttm_vs_numpy": 9.0}}, "check": baseline}  # higher: the suite's sizes
     (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
     assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}
     higher, n = check.recorded_sizes(tmp_path)
     assert higher["ttm"] == (40, 80) and higher["ttv"] == (60, 0) and n == 4096
     assert higher["mttkrp"] == check.CHECK_SIZES["mttkrp"]  # not recorded: check's own
-    interleaved["check"]["quick"] = True  # a smoke run's baseline is no baseline
+    baseline["quick"] = True  # a smoke run's baseline is no baseline
     (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
     assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.55, "ttm_vs_cupynumeric": 2.8}
     assert check.recorded_sizes(tmp_path)[0]["ttm"] == (30, 90)
