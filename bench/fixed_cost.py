@@ -1,8 +1,8 @@
-"""The fixed cost of a plan and of one task point: a copy on 4 points and a small SUMMA.
+"""The fixed cost of a plan and of one task point: a copy on 4 points and small SUMMAs.
 
-Two plans: `a(i) = b(i)` with n = 8 on `Grid(4)` (one launch of 4 points),
-and a 2x1 SUMMA (`A(i,j) = B(i,k) * C(k,j)`, the library's schedule) at
-n = 128. Each run is `plan.run()` until its launches finished
+Three plans: `a(i) = b(i)` with n = 8 on `Grid(4)` (one launch of 4 points),
+and SUMMA (`A(i,j) = B(i,k) * C(k,j)`, the library's schedule) at n = 128
+on `Grid(2, 1)` and on `Grid(2, 2)` (two steps of 4 points). Each run is `plan.run()` until its launches finished
 (`runtime.fence()`); the figure is the median over interleaved rounds.
 
 The machine is shared and noisy, so the task body's own cost is also
@@ -14,7 +14,9 @@ seconds per task point. The call count does not depend on load.
 Writes bench/results/fixed_cost.json with the machine description and the
 load average. Run: `LEGATE_CONFIG="--cpus 2 --sysmem 3000 --utility 1"
 python bench/fixed_cost.py [--rounds N] [--label before|after|compiled]` (a
-label keeps earlier labels' figures in the file, to compare). `--walked` adds each
+label keeps earlier labels' figures in the file, to compare). `--ungrouped` adds each plan again with one
+Legate task per launch point (`DISTAL_GROUP_TASKS=0`; by default the points a processor runs are one task,
+`distal.lower.grouping`), measured in the same interleaved rounds. `--walked` adds each
 plan again with task bodies that walk the statement at every call
 (`TaskBody.keep_programs = False`), measured in the same interleaved rounds. From label
 "compiled" on, the whole Python task (`runtime._tasks._run`: layout, store ->
@@ -36,6 +38,7 @@ import numpy as np
 
 import distal as dt
 from distal import runtime as rt
+from distal.lower.grouping import ENV as GROUPING
 from distal.lower.task_body import TaskBody
 from distal.runtime import _tasks
 
@@ -55,7 +58,10 @@ def _plans(walked: bool) -> dict[str, Any]:
     B = dt.Tensor.from_array("B", rng.random((n, n)))
     C = dt.Tensor.from_array("C", rng.random((n, n)))
     summa = dt.kernels.build("summa", m21, A, B, C)
-    plans = {"copy_n8_grid4": copy.compile(), "summa_2x1_n128": summa.compile()}
+    A4 = dt.Tensor("A4", (n, n))
+    B4, C4 = dt.Tensor.from_array("B4", rng.random((n, n))), dt.Tensor.from_array("C4", rng.random((n, n)))
+    summa4 = dt.kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A4, B4, C4)
+    plans = {"copy_n8_grid4": copy.compile(), "summa_2x1_n128": summa.compile(), "summa_2x2_n128": summa4.compile()}
     if walked:  # the same plans with task bodies that walk the statement at every call (no kept programs)
         for name, sched in (("copy_n8_grid4", copy), ("summa_2x1_n128", summa)):
             plan = sched.compile()
@@ -118,24 +124,36 @@ def main() -> None:
     parser.add_argument("--label", default="current")
     parser.add_argument("--walked", action="store_true",
                         help="also run each plan with task bodies that walk the statement at every call, interleaved")
+    parser.add_argument("--ungrouped", action="store_true",
+                        help="also run each plan with one Legate task per launch point (DISTAL_GROUP_TASKS=0), "
+                             "interleaved")
     args = parser.parse_args()
     rt.ensure_started()
     plans = _plans(args.walked)
 
-    def runner(plan: Any) -> Any:
+    if args.ungrouped:  # the same plans again, one Legate task per launch point (DISTAL_GROUP_TASKS=0)
+        plans.update({f"{name}_ungrouped": plan for name, plan in list(plans.items())})
+
+    def runner(name: str, plan: Any) -> Any:
+        grouping = "0" if name.endswith("_ungrouped") else "1"
+
         def run() -> None:
+            os.environ[GROUPING] = grouping
             plan.run()
             rt.fence()
         return run
 
-    runs = {name: runner(p) for name, p in plans.items()}
+    runs = {name: runner(name, p) for name, p in plans.items()}
     for run in runs.values():  # warm-up: kernels registered, stores made
         run()
     samples = _common.interleaved_rounds(runs, args.rounds)
     figures: dict[str, Any] = {}
     for name, s in samples.items():
+        os.environ[GROUPING] = "0" if name.endswith("_ungrouped") else "1"
         figures[name] = {"median_us": statistics.median(s) * 1e6, "min_us": min(s) * 1e6,
+                         "legate_tasks": plans[name].stats()["legate_task_count"],
                          **_profile_points(plans[name], args.profile_runs)}
+    os.environ.pop(GROUPING, None)
     load = os.getloadavg()
     previous = _common.labels("fixed_cost")
     previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
@@ -145,7 +163,8 @@ def main() -> None:
         "labels": previous,
     })
     for name, fig in figures.items():
-        print(f"{args.label} {name}: median {fig['median_us']:.0f} us, min {fig['min_us']:.0f} us; "
+        print(f"{args.label} {name}: median {fig['median_us']:.0f} us, min {fig['min_us']:.0f} us, "
+              f"{fig['legate_tasks']} Legate tasks; "
               f"{fig['python_calls_per_point']:.0f} Python calls and {fig['profiled_us_per_point']:.0f} us "
               f"(profiled) per task point over {fig['points']} points; whole Python task "
               f"{fig['task_python_calls_per_point']:.0f} calls, {fig['task_profiled_us_per_point']:.0f} us "
