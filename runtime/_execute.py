@@ -658,7 +658,11 @@ class _Grouped:
     def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
         kernel = self.kernel
         for p, index in self.members[tuple(int(x) for x in point)]:
-            kernel(p, *[t if i is None else t[i] for t, i in zip(tiles, index)])
+            try:
+                kernel(p, *[t if i is None else t[i] for t, i in zip(tiles, index)])
+            except BaseException as error:  # the task records it under the group's point: name the point too
+                error.add_note(f"at launch point {p} (run in the task of group {tuple(point)})")
+                raise
 
 
 def plan_target(plan: Plan) -> str:

@@ -20,6 +20,7 @@ from distal import kernels
 from distal import runtime as rt
 from distal.lower import lower
 from distal.lower.grouping import ENV, plan_tasks
+from distal.lower.task_body import TaskBody
 from distal.runtime import _execute, _launch
 from distal.runtime._registry import kernel
 
@@ -153,3 +154,25 @@ def test_grouped_task_runs_each_point_in_order(tasks: list[tuple[str, int]], mon
     for run in (calls[:4], calls[4:]):
         firsts = [c[0][0] for c in run]
         assert firsts.index(0) < firsts.index(1) and firsts.index(2) < firsts.index(3)
+
+
+def test_a_failure_in_a_grouped_task_names_the_launch_point(machine: rt.MachineInfo,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _two_cpus()
+    plan, out, expected = _matmul("summa", dt.Machine(dt.Grid(2, 2)), 6)
+    monkeypatch.setenv(ENV, "1")
+    real = TaskBody.__call__
+
+    def failing(self: TaskBody, point: Any, *tiles: Any) -> None:
+        if tuple(int(p) for p in point) == (1, 1, 1):  # the second point of processor 1, second step
+            raise ValueError("injected")
+        real(self, point, *tiles)
+
+    monkeypatch.setattr(TaskBody, "__call__", failing)
+    with pytest.raises(dt.RuntimeFailure, match=r"at launch point \(1, 1, 1\) \(run in the task of group \(1, 0, 0\)\)"):
+        plan.run()
+        out.to_numpy()
+        rt.check_failures()
+    monkeypatch.setattr(TaskBody, "__call__", real)
+    plan.run()
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
