@@ -200,6 +200,83 @@ def profile_kernel(name: str, n: int, l: int, rounds: int, cprofile: int, cupy: 
     return report
 
 
+def ab_fresh(name: str, n: int, l: int, rounds: int) -> dict[str, Any]:
+    """Interleaved rounds of numpy.einsum (2 BLAS threads), the plan with its first launch writing the new
+    output (`TaskBody.run_fresh`) and the plan with each task zeroing its tile and then adding (as before
+    run_fresh; `_ZeroFirst` with the kernel's `run_fresh` hidden): medians and ratios."""
+    import distal as dt
+    from distal import kernels
+    from distal import runtime as rt
+    from distal.runtime import _execute, _tasks
+
+    sys.path.insert(0, str(HERE))
+    from check import numpy_threads
+
+    set_threads = numpy_threads()
+    arrays = _inputs(name, n, l)
+    spec = SPECS[name][0]
+    names = "aBCD" if name == "innerprod" else "ABCD"
+    ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
+    out = dt.Tensor(names[0], _out_shape(name, n, l))
+    plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
+    fresh_call = _execute._ZeroFirst.__call__
+
+    def zero_then_add(self: Any, point: tuple[int, ...], *tiles: Any) -> None:
+        tiles[self.position][...] = 0
+        self.kernel(point, *tiles)
+
+    cpu: list[float] = []  # thread CPU seconds of the task bodies (less sensitive to a loaded machine than wall)
+    original_kernel = _tasks.kernel
+
+    def cpu_kernel(key: int) -> Any:
+        kname, fn = original_kernel(key)
+
+        def timed(point: tuple[int, ...], *tiles: Any) -> None:
+            start = time.thread_time()
+            try:
+                fn(point, *tiles)
+            finally:
+                with _lock:
+                    cpu.append(time.thread_time() - start)
+        return kname, timed
+
+    _tasks.kernel = cpu_kernel  # type: ignore[assignment]
+
+    def run(fresh: bool) -> float:
+        _execute._ZeroFirst.__call__ = fresh_call if fresh else zero_then_add  # type: ignore[method-assign]
+        try:
+            cpu.clear()
+            start = time.perf_counter()
+            plan.run()
+            out.to_numpy()
+            wall = time.perf_counter() - start
+            rt.fence()
+            times[("fresh" if fresh else "zero then add") + " task cpu"].append(sum(cpu))
+            return wall
+        finally:
+            rt.fence()
+            _execute._ZeroFirst.__call__ = fresh_call  # type: ignore[method-assign]
+
+    times: dict[str, list[float]] = {"numpy": [], "fresh": [], "zero then add": [], "fresh task cpu": [],
+                                     "zero then add task cpu": []}
+    run(True)
+    run(False)  # warm-up: placement, task registration, both variants' programs
+    for v in times.values():
+        v.clear()
+    for r in range(rounds):
+        set_threads(2)
+        start = time.perf_counter()
+        np.einsum(spec, *arrays, optimize=True)
+        times["numpy"].append(time.perf_counter() - start)
+        set_threads(1)
+        order = (True, False) if r % 2 == 0 else (False, True)
+        for fresh in order:
+            times["fresh" if fresh else "zero then add"].append(run(fresh))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"size": [n, l], "median_seconds": med, "seconds": times,
+            "vs_numpy": {k: med["numpy"] / med[k] for k in ("fresh", "zero then add")}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", nargs="*", default=["ttv", "innerprod", "ttm", "mttkrp"])
@@ -209,10 +286,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cupynumeric", action="store_true",
                         help="run cupynumeric.einsum before each distal run, as bench/suite.py interleaves it")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    parser.add_argument("--ab-fresh", action="store_true",
+                        help="instead: interleave numpy, the plan writing its new output (run_fresh), and the "
+                             "plan zeroing each tile then adding (as before); medians and ratios")
     args = parser.parse_args(argv)
     from distal import runtime as rt
 
     rt.ensure_started()
+    if args.ab_fresh:
+        found: dict[str, Any] = {"legate_config": os.environ.get("LEGATE_CONFIG"),
+                                 "loadavg_before": list(os.getloadavg()), "kernels": {}}
+        for name in args.kernels:
+            n, l = HIGHER[name]
+            n, l = max(4, int(n * args.scale)), max(1, int(l * args.scale)) if l else 0
+            rep = ab_fresh(name, n, l, args.rounds)
+            found["kernels"][name] = rep
+            med = rep["median_seconds"]
+            print(f"== {name} size {rep['size']}: numpy {med['numpy']:.4f} s, fresh {med['fresh']:.4f} s "
+                  f"({rep['vs_numpy']['fresh']:.2f}x numpy), zero then add {med['zero then add']:.4f} s "
+                  f"({rep['vs_numpy']['zero then add']:.2f}x numpy); fresh / zero-then-add wall "
+                  f"{med['fresh'] / med['zero then add']:.3f}, task CPU {med['fresh task cpu']:.4f} s / "
+                  f"{med['zero then add task cpu']:.4f} s = "
+                  f"{med['fresh task cpu'] / med['zero then add task cpu']:.3f}")
+        found["loadavg_after"] = list(os.getloadavg())
+        print(f"load average before {found['loadavg_before']}, after {found['loadavg_after']}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     instrument()
     results: dict[str, Any] = {"legate_config": os.environ.get("LEGATE_CONFIG"),
                                "loadavg_before": list(os.getloadavg()), "kernels": {}}
