@@ -192,11 +192,27 @@ def _matmul_into(out: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool
 
 
 def _matrices(operands: tuple[Any, ...]) -> bool:
-    """Whether every operand is a NumPy array of two or more dimensions."""
-    for op in operands:
-        if not isinstance(op, np.ndarray) or op.ndim < 2:
-            return False
-    return True
+    """Whether the operands are a NumPy array of two or more dimensions and a NumPy matrix or vector."""
+    if len(operands) != 2:
+        return False
+    b, c = operands
+    return isinstance(b, np.ndarray) and b.ndim >= 2 and isinstance(c, np.ndarray) and c.ndim in (1, 2)
+
+
+def _matvec_into(out: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
+    """`out = b @ c` or `out += b @ c` for a vector `c` (NumPy), cast into `out` as `out=` and `+=` do.
+
+    Straight into `out` when it is `=` of the product's dtype (no temporary, the tile read once);
+    otherwise through one output-sized temporary (a vector: small next to the tile `b`).
+    """
+    if not accumulate and np.result_type(b, c) == out.dtype:
+        np.matmul(b, c, out=out)
+        return
+    value = np.matmul(b, c)
+    if accumulate:
+        np.add(out, value, out=out, casting="unsafe")
+    else:
+        np.copyto(out, value, casting="unsafe")
 
 
 def _out_view(out: Any, shape: tuple[int, ...]) -> Any:
@@ -226,7 +242,8 @@ class Leaf:
     """What the leaf runs on the tiles, in words (plans' explain reports it)."""
     matmul_into: bool = field(default=False, compare=False)
     """Whether the pattern is one matrix product of the first operand's rows (all but its last axis)
-    with the second operand: then NumPy tiles are multiplied straight into the output tile."""
+    with the second operand (a matrix or a vector): then NumPy tiles are multiplied straight into the
+    output tile."""
 
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
@@ -249,18 +266,21 @@ class Leaf:
 
         The value is computed in the operands' dtype (the caller converts
         them to the statement's) and cast into `out` unchecked, as NumPy's
-        `out=` of einsum and `+=` do. On NumPy tiles, GEMM and TTM write
-        their matrix product straight into a contiguous `out` of its dtype
-        (no temporary), or add it by blocks of rows through a small buffer.
+        `out=` of einsum and `+=` do. On NumPy tiles, GEMM, TTM and TTV write
+        their matrix (or matrix-vector) product straight into a contiguous
+        `out` of its dtype (no temporary); GEMM and TTM add theirs by blocks
+        of rows through a small buffer.
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
         if xp is np and self.matmul_into and _matrices(operands):
             b, c = operands
             rows = math.prod(b.shape[:-1])
-            target = _out_view(out, (rows, c.shape[-1]))
-            if target is not None and b.shape[-1] == c.shape[0] and out.size == rows * c.shape[-1]:
-                _matmul_into(target, b.reshape(rows, b.shape[-1]), c, accumulate)
+            cols = c.shape[-1] if c.ndim == 2 else 1
+            target = _out_view(out, (rows, c.shape[-1]) if c.ndim == 2 else (rows,))
+            if target is not None and b.shape[-1] == c.shape[0] and out.size == rows * cols:
+                into = _matmul_into if c.ndim == 2 else _matvec_into
+                into(target, b.reshape(rows, b.shape[-1]), c, accumulate)
                 return
         value = self.compute(*operands, xp=xp)
         if accumulate:
@@ -299,7 +319,7 @@ def register(leaf: Leaf) -> Leaf:
 
 
 GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True))  # BLAS for floats
-TTV = register(Leaf("TTV", "abc,c->ab", _ttv, "matrix-vector matmul of the reshaped tile"))
+TTV = register(Leaf("TTV", "abc,c->ab", _ttv, "matrix-vector matmul of the reshaped tile", matmul_into=True))
 TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", matmul_into=True))
 MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product"))
 INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector matmul of the flattened tiles"))
