@@ -10,9 +10,11 @@ the last recorded ones:
 * SUMMA 2x2 against `numpy.matmul` (2 BLAS threads) at the n bench/matmul.py
   records (4096 unless told otherwise).
 
-Everything runs in one Legate process (`--cpus 2` unless LEGATE_CONFIG says
-otherwise), in interleaved rounds (each round runs every method once, so
-load from elsewhere affects all alike), and each figure is the median.
+Everything runs in one Legate process (`--cpus 2` and a pool sized by
+`check_sysmem` unless LEGATE_CONFIG says otherwise), one kernel at a time,
+in interleaved rounds (each round runs every method once, so load from
+elsewhere affects all alike), and each figure is the median. A run whose
+memory need exceeds the machine's available memory is refused (exit 2).
 Timed: distal's `plan.run()` and a fence, cuPyNumeric's call and a fence
 (each result ready on Legate), NumPy's call. The recorded higher-order
 ratios are the baseline `python bench/suite.py --interleaved` measures with
@@ -35,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +53,7 @@ KERNELS = ("ttv", "innerprod", "ttm", "mttkrp")
 AGAINST = ("numpy", "cupynumeric")
 TOLERANCE = 0.15
 # (n, l) per kernel: fits one Legate process with NumPy's, distal's and cuPyNumeric's copies
-CHECK_SIZES = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
+CHECK_SIZES = {"ttv": (450, 0), "innerprod": (400, 0), "ttm": (250, 600), "mttkrp": (300, 128)}
 
 
 @dataclass(frozen=True)
@@ -261,10 +265,54 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
 
 def measure(higher: Mapping[str, tuple[int, int]], n: int, rounds: int,
             report: Callable[[int, dict[str, list[float]]], None] | None = None) -> dict[str, list[float]]:
-    """Interleaved samples (`<kernel>:<method>`) of the kernels at `higher` and SUMMA at `n` (0: none)."""
+    """Interleaved samples (`<kernel>:<method>`) of the kernels at `higher` and SUMMA at `n` (0: none).
+
+    One kernel at a time: its methods' runs are made, interleaved for
+    `rounds` rounds after a warm-up round, and dropped (a fence frees their
+    stores) before the next kernel's operands are made, so the process holds
+    one kernel's operands at a time (`check_sysmem`).
+    """
+    import gc
+
     from _common import interleaved_rounds
 
-    return interleaved_rounds(_runs(higher, n), rounds, report)
+    from distal import runtime as rt
+
+    samples: dict[str, list[float]] = {}
+    parts: list[tuple[dict[str, tuple[int, int]], int]] = [({k: v}, 0) for k, v in higher.items()]
+    if n:
+        parts.append(({}, n))
+    for part, size in parts:
+        runs = _runs(part, size)
+        samples.update(interleaved_rounds(runs, rounds, report))
+        del runs
+        gc.collect()
+        rt.fence()
+    return samples
+
+
+def check_sysmem(higher: Mapping[str, tuple[int, int]], n: int) -> int:
+    """Legate system memory (MB) for `measure`: twice the largest of one kernel's distal and cuPyNumeric pools
+    (bench/suite.py `child_memory`) and SUMMA's A, B, C and their tiles (6 n^2 doubles) with 512 MB, at least 1000.
+
+    Twice: in one process the two systems' instances and their tiles' copies
+    coexist (with once, innerprod 400^3 ran out of its 3197 MB pool and
+    Legate aborted). The old fixed 12000 MB pool, with every kernel's
+    operands live at once, made this process 14.5 GB resident.
+    """
+    from suite import child_memory
+
+    pools = [2 * (child_memory(k, "distal", *v)[0] + child_memory(k, "cupynumeric", *v)[0]) for k, v in higher.items()]
+    return max([1000, *pools, int(6 * n * n * 8 / 2**20) + 512])
+
+
+def check_need_mib(higher: Mapping[str, tuple[int, int]], n: int) -> float:
+    """Host memory `measure` needs: its pool, the largest kernel's NumPy operands and output, 768 MiB of runtime."""
+    from suite import operand_shapes
+
+    host = [sum(math.prod(x) for x in [*operand_shapes(k, *v)[0], operand_shapes(k, *v)[1]]) * 8 / 2**20
+            for k, v in higher.items()]
+    return check_sysmem(higher, n) + max([3 * n * n * 8 / 2**20, *host]) + 768
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,18 +323,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, default=RECORDED, help="folder of the recorded results")
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 round, no comparison (a smoke run)")
     args = parser.parse_args(argv)
-    os.environ.setdefault("LEGATE_CONFIG", f"--cpus 2 --gpus 0 --omps 0 --utility 1 "
-                                           f"--sysmem {2000 if args.quick else 12000}")
     sys.path.insert(0, str(HERE))
     import _common
+    from suite import check_host_memory
 
     recorded = recorded_ratios(args.against)
     higher, n = recorded_sizes(args.against)
     rounds = args.rounds
     if args.quick:
         higher, n, rounds = check_sizes(quick=True), 256, 1
-    samples = measure(higher, n, rounds,
-                      lambda r, s: print(f"round {r}/{rounds}" + (" (warm-up)" if r == 0 else ""), flush=True))
+    os.environ.setdefault("LEGATE_CONFIG", f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {check_sysmem(higher, n)}")
+    try:
+        check_host_memory("distal bench check", check_need_mib(higher, n))
+    except MemoryError as e:
+        print(f"bench/check.py: {e}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+
+    def report(r: int, s: dict[str, list[float]]) -> None:
+        kernel = next(iter(s)).split(":")[0]
+        print(f"{kernel} round {r}/{rounds}" + (" (warm-up)" if r == 0 else "")
+              + f"  (elapsed {time.perf_counter() - start:.0f} s)", flush=True)
+
+    samples = measure(higher, n, rounds, report)
     new = ratios(samples)
     falls = [] if args.quick else compare(recorded, new, args.tolerance)
     for name in sorted(new):

@@ -843,7 +843,11 @@ def interleaved_main(args: argparse.Namespace) -> int:
         higher = run_higher(chosen, repeats, args.timeout, progress.step)
         results["higher_sizes"] = {k: list(v) for k, v in chosen.items()}
         results["higher"] = {**higher, "sizing": sizing, "method": HIGHER_METHOD.format(rounds=repeats)}
-        results["check"] = _child(["--check-child", *common], legate_env(2000 if args.quick else 12000),
+        import check
+
+        check_higher = check.check_sizes(args.quick)
+        check_host_memory("check's baseline", check.check_need_mib(check_higher, 0))
+        results["check"] = _child(["--check-child", *common], legate_env(check.check_sysmem(check_higher, 0)),
                                   timeout=args.timeout)
         progress.step("distal bench check's baseline (one process, check's sizes)")
     else:

@@ -87,3 +87,18 @@ def test_the_quick_check_runs_small_sizes(check: ModuleType) -> None:
     quick = check.check_sizes(quick=True)
     assert set(quick) == set(check.KERNELS)
     assert all(q[0] * 10 <= full[0] + 10 for q, full in zip(quick.values(), check.check_sizes().values()))
+
+
+def test_checks_pool_holds_one_kernel_at_a_time_with_room(check: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))  # check reads bench/suite.py's memory model
+    from suite import child_memory  # type: ignore[import-not-found]
+
+    sizes = check.check_sizes()
+    pool = check.check_sysmem(sizes, 0)
+    biggest = max(child_memory(k, "distal", *v)[0] + child_memory(k, "cupynumeric", *v)[0] for k, v in sizes.items())
+    assert pool == 2 * biggest  # twice one kernel's two pools, not the sum over kernels
+    assert pool < 2 * sum(child_memory(k, "distal", *v)[0] + child_memory(k, "cupynumeric", *v)[0]
+                          for k, v in sizes.items())
+    assert check.check_sysmem({}, 4096) == int(6 * 4096**2 * 8 / 2**20) + 512  # SUMMA's A, B, C and tiles
+    assert 1000 <= check.check_sysmem(check.check_sizes(quick=True), 256) < pool
+    assert check.check_need_mib(sizes, 0) > pool + 400**3 * 2 * 8 / 2**20  # the pool and innerprod's operands
