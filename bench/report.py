@@ -1,6 +1,8 @@
 """Markdown tables from bench/results/*.json, for docs/benchmarks.md.
 
-Run: `python bench/report.py` (prints Markdown).
+Run: `python bench/report.py [--results DIR]` (prints Markdown): suite.json's tables, and
+suite_interleaved.json's (the issue's targets: the higher-order kernels with NumPy's time of each size,
+check's baseline, the matmul sweep).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
 
 
-def _load(name: str) -> dict[str, Any] | None:
-    path = RESULTS / f"{name}.json"
+def _load(name: str, folder: Path = RESULTS) -> dict[str, Any] | None:
+    path = folder / f"{name}.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -65,10 +67,66 @@ def suite_tables(d: dict[str, Any]) -> list[str]:
     return out
 
 
-def main() -> int:
-    d = _load("suite")
+def interleaved_tables(d: dict[str, Any]) -> list[str]:
+    """The tables of suite_interleaved.json: the higher-order kernels (with NumPy's time against the 0.1 s
+    condition and how each size was chosen), check's baseline, and the matmul sweep."""
+    m = d["machine"]
+    out = [f"Machine: {m['cores']} cores ({m['cpu_model']}), {m['memory_gib']} GiB, Python {m['python']}, "
+           f"legate {m['versions'].get('legate')}, cupynumeric {m['versions'].get('cupynumeric')}; "
+           f"recorded {d['recorded']}; load average after {', '.join(f'{x:.1f}' for x in d['loadavg_after'])}; "
+           f"{d['seconds_total']:.0f} s in all.", ""]
+    higher = d.get("higher") or {}
+    if higher.get("seconds"):
+        out += [f"Higher-order kernels: {higher.get('method', '')}", "",
+                "| kernel | size (n, l) | numpy.einsum s | >= 0.1 s | distal s | cupynumeric.einsum s | vs numpy "
+                "| vs cuPyNumeric | size chosen by | max rel. error vs numpy |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        sec, ratios = higher["seconds"], higher["ratios"]
+        for name, (n, l) in d["higher_sizes"].items():
+            sizing = higher.get("sizing", {}).get(name, {})
+            chosen = ("memory" if sizing.get("capped_by_memory") else
+                      f"calibration ({sizing['calibration_numpy_s']:.2g} s at n = {sizing['calibration_size'][0]})"
+                      if sizing else "fixed")
+            errors = higher.get("max_rel_error_vs_numpy", {}).get(name, {})
+            flag = {k: "yes" if v else "no" for k, v in higher.get("numpy_at_least_0_1s", {}).items()}
+            err = f"{max(errors.values()):.1e}" if errors else "-"
+            out.append(f"| {name} | ({n}, {l}) | {sec[f'{name}:numpy']:.3f} | "
+                       f"{flag.get(name, '?')} | {sec[f'{name}:distal']:.3f} | "
+                       f"{sec[f'{name}:cupynumeric']:.3f} | {ratios[f'{name}_vs_numpy']:.2f}x | "
+                       f"{ratios[f'{name}_vs_cupynumeric']:.2f}x | {chosen} | {err} |")
+        out.append("")
+    check = d.get("check")
+    if check:
+        sizes = ", ".join(f"{k} {tuple(v)}" for k, v in check["sizes"].items())
+        out += [f"`distal bench check`'s baseline ({sizes}; median of {check['rounds']} rounds): "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in check["ratios"].items()), ""]
+    sweep = d.get("matmul") or {}
+    if sweep:
+        out += ["| matmul n | best distal (s) | numpy (s) | cuPyNumeric (s) | best vs numpy | best vs cuPyNumeric "
+                "| auto / best |", "|---|---|---|---|---|---|---|"]
+        for n in sorted(sweep, key=int):
+            row = sweep[n]
+            secs = row["seconds"]
+            best = row["best"]
+            out.append(f"| {n} | {best} {secs[best]:.4f} | {secs['numpy']:.4f} | {secs['cupynumeric']:.4f} | "
+                       f"{row['vs_numpy']:.2f}x | {row['vs_cupynumeric']:.2f}x | {secs['auto'] / secs[best]:.2f} |")
+        out.append("")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="folder of the results (default bench/results)")
+    args = parser.parse_args(argv)
+    d = _load("suite", args.results)
     if d is not None:
         print("\n".join(suite_tables(d)))
+    d = _load("suite_interleaved", args.results)
+    if d is not None:
+        print("## bench/suite.py --interleaved\n")
+        print("\n".join(interleaved_tables(d)))
     return 0
 
 
