@@ -451,13 +451,22 @@ _ZERO = ("at zero (a new store: where the first launch writes every output tile,
 
 
 def _fresh(plan: Plan, group: Group) -> bool:
-    """Whether `group` runs the first launch of an `=` plan and writes (does not reduce into) the output."""
+    """Whether `group` runs the first launch of an `=` plan and that launch gets the new output unwritten, as
+    the runtime decides (`runtime._execute._first_launch_writes`): one launch over the whole domain (not
+    pinned) whose points write (do not reduce into) distinct output tiles that cover the output."""
     first = next((g for g in plan.groups if g.launches), None)
     if not plan.zero_output or first is not group:
         return False
+    launch = group.launches[0]
+    if launch.pinned or not (group.covers_domain(launch) or plan.machine is None) or launch.volume == 0:
+        return False
     n = plan.tensors.index(plan.output)
-    return any(op.tensor == n and op.privilege in (Privilege.WRITE, Privilege.READ_WRITE)
-               for op in group.launches[0].operands)
+    ops = [op for op in launch.operands if op.tensor == n]
+    if len(ops) != 1 or ops[0].privilege not in (Privilege.WRITE, Privilege.READ_WRITE) or launch.volume > 1 << 16:
+        return False
+    shape = plan.output.shape
+    boxes = {ops[0].box(p, shape) for p in launch.points()}
+    return len(boxes) == launch.volume and sum(_volume(b) for b in boxes) == math.prod(shape)
 
 
 def describe(plan: Plan) -> str:

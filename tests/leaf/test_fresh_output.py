@@ -245,3 +245,8 @@ def test_explain_says_which_tasks_write_their_fresh_tile_with_their_first_step()
     parts = (A.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2))).split(ii, iio, iii, 2)
              .reorder([io, iio, iii, j, k]).substitute([iii, j, k], dt.leaf.GEMM)).compile().explain()
     assert "output starts at zero" in parts and "writes the whole output tile (=" not in parts  # steps of two rows
+    rng2 = np.random.default_rng(6)
+    X, Y = (dt.Tensor.from_array(n, rng2.random((8, 8))) for n in "XY")
+    for name, says in (("summa", True), ("cannon", False)):  # Cannon's first launch is one point per launch
+        text = kernels.build(name, kernels.machine(name, 4), dt.Tensor("Z", (8, 8)), X, Y).compile().explain()
+        assert ("its one step per task writes the whole output tile (=" in text) is says
