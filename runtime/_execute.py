@@ -228,7 +228,8 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         launch_stores = list(stores)
         launch_stores[red.tensor] = _partials_store(plan, red)
     first = _first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
-    grouping = grouping_enabled()
+    # group the points of a processor into one task (distal.lower.grouping); a symbolic machine is not bound
+    grouping = grouping_enabled() and plan.machine is not None and not plan.machine.params
     if first is None:
         for store, tile in fresh:
             fill(store, 0, tile)
@@ -239,8 +240,8 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         for launch in group.launches:
             if red is not None:
                 launch = _into_partials(plan, red, launch)
-            if binding is None and plan.machine is not None and (grouping or not group.covers_domain(launch)):
-                binding = _binding(plan, target)
+            if binding is None and (grouping or launch.pinned or not group.covers_domain(launch)):
+                binding = _binding(plan, target)  # {} without a machine
             if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
                 assert launch is first
                 first = None

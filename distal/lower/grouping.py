@@ -277,6 +277,8 @@ def _launch_tasks(plan: Plan, group: Group, launch: Launch, cuts: list[Cut], bin
 
     if plan.machine is None:
         return LaunchTasks(launch.volume, "one task per point (no machine)")
+    if plan.machine.params:
+        return LaunchTasks(launch.volume, "one task per point (a symbolic machine is not bound to processors)")
     if group.covers_domain(launch):
         if not on:
             return LaunchTasks(launch.volume, f"one task per point (grouping off: {ENV}=0)")
