@@ -42,7 +42,7 @@ import numpy as np
 from distal.errors import DistalError
 from distal.format.machine import processor_kind
 from distal.lower import task_body
-from distal.lower.grouping import Cut, TaskGroups, grouping_enabled, partials_operand, task_groups
+from distal.lower.grouping import Cut, TaskGroups, check_cuts, grouping_enabled, partials_operand, processor_groups
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
@@ -537,7 +537,7 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         is_box = math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points)
-        if is_box and grouping and _submit_groups(group, key, lower, upper, args, _Constant(proc), target,
+        if is_box and grouping and _submit_groups(plan, group, key, lower, upper, args, _Constant(proc), target,
                                                   ("part", proc)):
             continue
         if is_box:
@@ -555,9 +555,9 @@ def _run_whole(plan: Plan, group: Group, key: int, launch: Launch, args: list[Ar
     """A launch over the whole domain (or a plan without a machine): one index launch; with a `binding`
     (grouping on), the points bound to one real processor run as one task where that is safe."""
     if binding is not None and plan.machine is not None and _submit_groups(
-            group, key, launch.lower, launch.upper, args,
+            plan, group, key, launch.lower, launch.upper, args,
             lambda p: binding.get(plan.processor_of(group, p), 0), target,
-            (plan.machine, plan.processor_slots, group.distributed, target, processor_count(target))):
+            (group.distributed, target, processor_count(target))):
         return
     # Legate maps the points of a launch over the whole domain block-wise in
     # row-major order, as Machine.bind does (measured), so no pinning is needed.
@@ -581,23 +581,34 @@ def _cuts(args: list[Arg], ndim: int) -> list[Cut] | None:
     return out
 
 
-# A launch box's grouping, worked out once: by the binding's inputs, the box and its cuts (plain data; bounded).
+# A launch box's grouping: its groups, per argument its group tile, projection and colors, and per group its
+# points with their slices.
 _Grouping = tuple[TaskGroups, tuple[tuple[tuple[int, ...], tuple[Affine, ...], tuple[int, ...]] | None, ...],
                   dict[tuple[int, ...], tuple[tuple[tuple[int, ...], tuple[tuple[slice, ...] | None, ...]], ...]]]
-_GROUPINGS: dict[tuple[Any, ...], _Grouping | None] = {}
-_GROUPINGS_LIMIT = 4096
 
 
-def _grouping(lower: tuple[int, ...], upper: tuple[int, ...], cuts: list[Cut],
+def _grouping(plan: Plan, lower: tuple[int, ...], upper: tuple[int, ...], args: list[Arg],
               owner: Callable[[tuple[int, ...]], int], memo: tuple[Any, ...]) -> _Grouping | None:
-    """`task_groups` of the box with, per argument, its group tile, projection and colors, and per group its
-    points with their slices; None where the box runs one task per point. Memoised under ``memo`` (what
-    ``owner`` depends on), the box and the cuts."""
-    found_key = (memo, lower, upper, tuple(cuts))
-    if found_key in _GROUPINGS:
-        return _GROUPINGS[found_key]
-    groups = task_groups(lower, upper, owner, cuts)
-    found: _Grouping | None = None
+    """`task_groups` of the box as a `_Grouping`; None where the box runs one task per point. Worked out once
+    per plan (`Plan.memo`) under ``memo`` (what ``owner`` depends on) and the box, then the cuts (not
+    worked out where the points alone say no)."""
+    box_key = ("task groups", memo, lower, upper)
+    if box_key in plan.memo:
+        skeleton = plan.memo[box_key]
+    else:
+        found_box = processor_groups(lower, upper, owner)
+        skeleton = plan.memo[box_key] = None if isinstance(found_box, str) else found_box
+    if skeleton is None:
+        return None
+    cuts = _cuts(args, len(lower))
+    if cuts is None:
+        return None
+    found_key = (box_key, tuple(cuts))
+    if found_key in plan.memo:
+        found: _Grouping | None = plan.memo[found_key]
+        return found
+    groups = check_cuts(skeleton, cuts)
+    found = None
     if not isinstance(groups, str):
         grouped: list[tuple[tuple[int, ...], tuple[Affine, ...], tuple[int, ...]] | None] = []
         for cut in cuts:
@@ -609,20 +620,16 @@ def _grouping(lower: tuple[int, ...], upper: tuple[int, ...], cuts: list[Cut],
         members = {q: tuple((p, tuple(groups.slices(c, p) for c in cuts)) for p in groups.points(q))
                    for q in groups.groups()}
         found = (groups, tuple(grouped), members)
-    if len(_GROUPINGS) >= _GROUPINGS_LIMIT:
-        _GROUPINGS.clear()
-    _GROUPINGS[found_key] = found
+    plan.memo[found_key] = found
     return found
 
 
-def _submit_groups(group: Group, key: int, lower: tuple[int, ...], upper: tuple[int, ...], args: list[Arg],
-                   owner: Callable[[tuple[int, ...]], int], target: str, memo: tuple[Any, ...]) -> bool:
+def _submit_groups(plan: Plan, group: Group, key: int, lower: tuple[int, ...], upper: tuple[int, ...],
+                   args: list[Arg], owner: Callable[[tuple[int, ...]], int], target: str,
+                   memo: tuple[Any, ...]) -> bool:
     """Run the launch box [lower, upper) as one task per processor group (`distal.lower.grouping.task_groups`);
     False (nothing submitted) where it must run one task per point. ``memo``: what ``owner`` depends on."""
-    cuts = _cuts(args, len(lower))
-    if cuts is None:
-        return False
-    found = _grouping(tuple(lower), tuple(upper), cuts, owner, memo)
+    found = _grouping(plan, tuple(lower), tuple(upper), args, owner, memo)
     if found is None:
         return False
     groups, cut_args, members = found

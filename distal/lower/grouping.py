@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction
 
-__all__ = ["Cut", "LaunchTasks", "TaskGroups", "configured_processors", "grouping_enabled", "partials_operand",
-           "plan_tasks", "task_groups"]
+__all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "configured_processors", "grouping_enabled",
+           "partials_operand", "plan_tasks", "processor_groups", "task_groups"]
 
 Point = tuple[int, ...]
 
@@ -139,6 +139,22 @@ def task_groups(lower: Sequence[int], upper: Sequence[int], owner: Callable[[Poi
                 cuts: Sequence[Cut]) -> TaskGroups | str:
     """The groups of the launch box [lower, upper) whose points ``owner`` binds to one processor, or why
     the launch runs one task per point (a reason in words)."""
+    groups = processor_groups(lower, upper, owner)
+    return groups if isinstance(groups, str) else check_cuts(groups, cuts)
+
+
+def check_cuts(groups: TaskGroups, cuts: Sequence[Cut]) -> TaskGroups | str:
+    """``groups``, where every operand's tiles in a group are one box it may hold; else why not."""
+    for n, cut in enumerate(cuts):
+        why = _not_a_box(groups, cut)
+        if why is not None:
+            return f"operand {n}: {why}"
+    return groups
+
+
+def processor_groups(lower: Sequence[int], upper: Sequence[int], owner: Callable[[Point], int]) -> TaskGroups | str:
+    """The points of the launch box [lower, upper) bound to each processor as equal boxes on a regular grid
+    (the operands not looked at: `check_cuts`), or why they are not."""
     lo, hi = tuple(lower), tuple(upper)
     by_proc: dict[int, list[Point]] = {}
     for p in itertools.product(*(range(a, b) for a, b in zip(lo, hi, strict=True))):
@@ -161,12 +177,7 @@ def task_groups(lower: Sequence[int], upper: Sequence[int], owner: Callable[[Poi
         firsts[tuple((f - a) // s for f, a, s in zip(first, lo, box, strict=True))] = proc
     assert shape is not None
     count = tuple((b - a) // s for a, b, s in zip(lo, hi, shape, strict=True))
-    groups = TaskGroups(lo, shape, count, tuple(firsts[q] for q in itertools.product(*(range(c) for c in count))))
-    for n, cut in enumerate(cuts):
-        why = _not_a_box(groups, cut)
-        if why is not None:
-            return f"operand {n}: {why}"
-    return groups
+    return TaskGroups(lo, shape, count, tuple(firsts[q] for q in itertools.product(*(range(c) for c in count))))
 
 
 def _not_a_box(groups: TaskGroups, cut: Cut) -> str | None:

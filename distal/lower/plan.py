@@ -256,6 +256,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     symbolic: tuple[tuple[str, str, int], ...] = ()  # (variable, sympy extent, bound value) with dt.Param
     reduction: Reduction | None = None  # how REDUCE_ADD launches into the output run (None: there are none)
+    # what running the plan works out once per launch and binding (plain data, e.g. distal.runtime's task groups)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def output(self) -> TensorInfo:
