@@ -132,7 +132,7 @@ def main() -> None:
     plans = _plans(args.walked)
 
     if args.ungrouped:  # the same plans again, one Legate task per launch point (DISTAL_GROUP_TASKS=0)
-        plans.update({f"{name}_ungrouped": plan for name, plan in list(plans.items())})
+        plans = {k: v for name, plan in plans.items() for k, v in ((name, plan), (f"{name}_ungrouped", plan))}
 
     def runner(name: str, plan: Any) -> Any:
         grouping = "0" if name.endswith("_ungrouped") else "1"

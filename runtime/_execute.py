@@ -679,9 +679,14 @@ def plan_target(plan: Plan) -> str:
 
 
 def _binding(plan: Plan, target: str) -> dict[tuple[int, ...], int]:
+    """`Machine.bind` of the plan's machine to the `target` processors, worked out once per plan (`Plan.memo`)."""
     if plan.machine is None:
         return {}
-    return plan.machine.bind(processor_count(target))
+    key = ("binding", target, processor_count(target))
+    found: dict[tuple[int, ...], int] | None = plan.memo.get(key)
+    if found is None:
+        found = plan.memo[key] = plan.machine.bind(key[2])
+    return found
 
 
 def _run_pinned(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
