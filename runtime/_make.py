@@ -107,9 +107,14 @@ def from_numpy(array: Any) -> Store:
     The data is copied into a store Legate owns: launches on a store that
     stays attached to a NumPy buffer each wait for completion, as after an
     inline mapping (LEGATE_NOTES.md behaviour 4; bench/launch_overhead.py
-    measures both), so the attachment lives only for the copy.
+    measures both), so the attachment lives only for the copy. A C-ordered
+    NumPy array is attached read-only as it is (the copy is done when this
+    returns); anything else is first converted into one.
     """
-    private = np.array(array, order="C", copy=True)
+    if isinstance(array, np.ndarray) and array.ndim > 0 and array.flags.c_contiguous:
+        private = array
+    else:
+        private = np.array(array, order="C", copy=True)
     _check_ndim(private.shape)
     advise_huge_pages()
     if private.nbytes > _ROOM_CHECKED_FROM:
@@ -122,7 +127,7 @@ def from_numpy(array: Any) -> Store:
     if private.size > 0:
         source = runtime.create_store_from_buffer(kind, private.shape, private, True)
         runtime.issue_copy(handle, source)
-        source.detach()  # waits for the copy; `private` may then be freed
+        source.detach()  # waits for the copy: `private` is not read after this
     return wrap(handle, private.dtype)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from distal.errors import ShapeError
 from distal.format.format import Format
-from distal.notation.storage import Storage
+from distal.notation.storage import HostStorage, Storage
 from distal.redist.formats import Layout, layout
 from distal.redist.mesh import Mesh
 from distal.redist.simulate import offsets
@@ -483,8 +483,10 @@ def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...])
 
     A `FormatStore` in ``fmt`` is used as it is; an object with a ``store``
     (a `Store` of the tensor's shape, as the lowering keeps outputs) is laid
-    out by launches (`from_store`); anything else places ``data()`` (a
-    callable giving the tensor's NumPy data).
+    out by launches (`from_store`); host data (`HostStorage`) is placed from
+    a read-only view of itself (placement copies it onto Legate once);
+    anything else places ``data()`` (a callable giving the tensor's NumPy
+    data).
     """
     kind = np.dtype(dtype)
     if isinstance(held, FormatStore) and held.format == fmt and held.dtype == kind and held.shape == shape:
@@ -492,7 +494,8 @@ def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...])
     inner = getattr(held, "store", None)
     if isinstance(inner, Store) and inner.dtype == kind and inner.shape == (shape or (1,)):
         return from_store(inner, fmt)
-    return place(np.asarray(data(), dtype=kind), fmt)
+    source = held.view() if isinstance(held, HostStorage) else data()
+    return place(np.asarray(source, dtype=kind), fmt)
 
 
 _COPY: list[int] = []

@@ -90,5 +90,11 @@ class HostStorage:
     def to_numpy(self) -> np.ndarray:
         return self._data.copy()
 
+    def view(self) -> np.ndarray:
+        """The data itself as a read-only view (no copy): for readers that copy it elsewhere, such as placement."""
+        view = self._data.view()
+        view.flags.writeable = False
+        return view
+
     def __repr__(self) -> str:
         return f"HostStorage(shape={self.shape}, dtype={self.dtype.name})"
