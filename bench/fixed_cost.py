@@ -117,6 +117,21 @@ def _profile_points(plan: Any, runs: int) -> dict[str, float]:
             "task_python_calls_per_point": task[0] / m, "task_profiled_us_per_point": task[1] / m * 1e6}
 
 
+def _alternating_rounds(runs: dict[str, Any], repeats: int) -> dict[str, list[float]]:
+    """Wall times of every run in `repeats` rounds after a warm-up round, as `_common.interleaved_rounds`, but
+    every other round in the reverse order: a plan's place in the round (measured: the run after another plan
+    is slower) weighs on each plan alike, grouped and ungrouped twins included."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for round_ in range(repeats + 1):
+        for name in (names if round_ % 2 else names[::-1]):
+            start = time.perf_counter()
+            runs[name]()
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=100)
@@ -146,7 +161,7 @@ def main() -> None:
     runs = {name: runner(name, p) for name, p in plans.items()}
     for run in runs.values():  # warm-up: kernels registered, stores made
         run()
-    samples = _common.interleaved_rounds(runs, args.rounds)
+    samples = _alternating_rounds(runs, args.rounds)
     figures: dict[str, Any] = {}
     for name, s in samples.items():
         os.environ[GROUPING] = "0" if name.endswith("_ungrouped") else "1"
