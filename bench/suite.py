@@ -553,8 +553,13 @@ def summarise_higher(samples: dict[str, list[float]], prints: dict[str, dict[str
 
 
 def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
-               progress: Callable[[str], None]) -> dict[str, Any]:
-    """Run `higher_plan` child by child (memory checked before each) and summarise it."""
+               progress: Callable[[str], None],
+               record: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run `higher_plan` child by child (memory checked before each) and summarise it.
+
+    `record` (if given) gets the summary so far after each child, so that a
+    long run stopped by a failing child keeps what it measured.
+    """
     samples: dict[str, list[float]] = {f"{k}:{s}": [] for k in sizes for s in SYSTEMS}
     prints: dict[str, dict[str, list[float]]] = {k: {} for k in sizes}
     children = []
@@ -574,6 +579,8 @@ def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
                          "peak_rss_mib": part["peak_rss_mib"]})
         progress(f"{label}: {part['seconds'][0]:.3f} s (peak RSS {part['peak_rss_mib']:.0f} MiB, "
                  f"estimated {job['need_mib']:.0f}; child {wall:.0f} s)")
+        if record is not None:
+            record({**summarise_higher(samples, prints), "children": list(children)})
     return {**summarise_higher(samples, prints), "children": children}
 
 
@@ -836,11 +843,17 @@ def interleaved_main(args: argparse.Namespace) -> int:
                 raise MemoryError(f"expected room for {name} at its calibration size, but found "
                                   f"{sizing[name]['available_mib']:.0f} MiB available; run on a quieter machine")
         count = len(higher_plan(chosen, repeats)) + 2  # and the calibration, and check's baseline
-        progress = Progress(count + len(jobs))
+        progress = Progress(count + len(jobs))  # children so far go to suite_interleaved_partial.json
         progress.step("calibration: " + ", ".join(f"{k} ({n}, {l}) wanted n={sizing[k]['wanted_n']}"
                                                   + (" (memory)" if sizing[k]["capped_by_memory"] else "")
                                                   for k, (n, l) in chosen.items()))
-        higher = run_higher(chosen, repeats, args.timeout, progress.step)
+        partial = f"suite_interleaved_partial{'_quick' if args.quick else ''}"
+
+        def record(so_far: dict[str, Any]) -> None:
+            write(partial, {"higher_sizes": {k: list(v) for k, v in chosen.items()},
+                            "higher": {**so_far, "sizing": sizing}, "repeats": repeats})
+
+        higher = run_higher(chosen, repeats, args.timeout, progress.step, record)
         results["higher_sizes"] = {k: list(v) for k, v in chosen.items()}
         results["higher"] = {**higher, "sizing": sizing, "method": HIGHER_METHOD.format(rounds=repeats)}
         import check

@@ -209,3 +209,20 @@ def test_distal_and_cupynumeric_children_compute_numpys_result(suite: ModuleType
         prints[system] = part["fingerprint"]
     assert suite.fingerprint_error(prints["distal"], prints["numpy"]) < 1e-12
     assert suite.fingerprint_error(prints["cupynumeric"], prints["numpy"]) < 1e-12
+
+
+def test_what_was_measured_is_recorded_after_each_child(suite: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    answer = fake_child(calls)
+
+    def fails_fifth(args: list[str], env: dict[str, str], timeout: float | None = None) -> object:
+        if len(calls) == 4:
+            raise RuntimeError("child failed")
+        return answer(args, env, timeout)  # type: ignore[operator]
+
+    monkeypatch.setattr(suite, "_child", fails_fifth)
+    kept: list[dict[str, object]] = []
+    with pytest.raises(RuntimeError, match="child failed"):
+        suite.run_higher({"ttv": (30, 0)}, 2, 60.0, lambda _: None, kept.append)
+    assert [len(k["children"]) for k in kept] == [1, 2, 3, 4]  # type: ignore[arg-type]
+    assert kept[-1]["all"]["ttv:distal"] and kept[-1]["ratios"]  # type: ignore[index]
