@@ -29,7 +29,7 @@ from distal.errors import (
     TypeNotationError,
 )
 from distal.format import Distribution, Format, Grid, Machine
-from distal.notation import Assignment, IndexVar, Sum, Tensor, index_vars, parse
+from distal.notation import Assignment, IndexVar, Sum, Tensor, TensorVar, index_vars, parse
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
@@ -72,6 +72,7 @@ __all__ = [
     "SynthesisError",
     "System",
     "Tensor",
+    "TensorVar",
     "TypeNotationError",
     "index_vars",
     "kernels",

@@ -159,11 +159,11 @@ def explain_main(argv: list[str]) -> int:
         fmt = dt.Format(formats[name], machine) if name in formats and machine is not None else None
         tensors[name] = dt.Tensor(name, shape, fmt, dtype=dtypes.get(name, every or "float64"))
     stmt = dt.parse(args.statement, **tensors)
-    out = stmt.lhs.tensor
+    out = tensors[stmt.lhs.tensor.name]
     if args.algorithm is not None and machine is not None:
         import distal.kernels as kernels
 
-        operands = [out, *[t for t in stmt.tensors() if t is not out]]
+        operands = [out, *[tensors[t.name] for t in stmt.tensors() if t.uid != out.var.uid]]
         sched = kernels.build(args.algorithm, machine, *operands)
     else:
         sched = out.schedule()

@@ -32,7 +32,7 @@ from distal.errors import RuntimeFailure
 from distal.leaf import GENERIC, Leaf, einsum_pattern
 from distal.notation.ast import Access, IndexVar
 from distal.notation.check import compute_dtype
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
@@ -48,8 +48,7 @@ def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) ->
     """Run `sched` with NumPy; the output tensor receives the result."""
     ex = _Executor(sched, dict(bindings or {}))
     ex.stmt(sched.stmt, {})
-    out = sched.output
-    out.set_array(ex.arrays[out])
+    sched.output.set_array(ex.arrays[sched.output_var])
 
 
 class _Executor(Walker):
@@ -57,15 +56,16 @@ class _Executor(Walker):
         self.sched = sched
         self.prov = sched.provenance
         self.ext = self.prov.extents(bindings)
-        self.arrays: dict[Tensor, np.ndarray] = {}
+        self.arrays: dict[TensorVar, np.ndarray] = {}
         for t in sched.source.tensors():
             shape = tuple(resolve(s, bindings) for s in t.shape)
-            if t is sched.output and not sched.source.accumulate:
+            held = sched.bindings.tensor(t)  # the data side: the user's tensor of this var
+            if t == sched.output_var and not sched.source.accumulate:
                 self.arrays[t] = np.zeros(shape, dtype=t.dtype)
-            elif t.storage is None:
+            elif held.storage is None:
                 self.arrays[t] = np.zeros(shape, dtype=t.dtype)
             else:
-                data = t.to_numpy()
+                data = held.to_numpy()
                 if data.shape != shape:
                     raise RuntimeFailure(f"expected data of shape {shape} for {t.name}, but found {data.shape}")
                 self.arrays[t] = data
@@ -75,7 +75,7 @@ class _Executor(Walker):
 
     # -- statements ------------------------------------------------------------
 
-    def workspace(self, w: Tensor) -> None:
+    def workspace(self, w: TensorVar) -> None:
         self.arrays[w][...] = 0
 
     def nest(self, chain: list[IndexVar], body: Assign, env: dict[IndexVar, int]) -> None:
@@ -184,7 +184,7 @@ class _Executor(Walker):
             ints[v] = int(x)
         return ints, ranges
 
-    def lookup(self, t: Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
+    def lookup(self, t: TensorVar) -> tuple[np.ndarray, tuple[int, ...]]:
         arr = self.arrays[t]
         return arr, (0,) * arr.ndim
 

@@ -109,8 +109,8 @@ def _place(t: Tensor, fmt: Format) -> str | None:
 
 def _algorithm_text(alg: Algorithm, operands: Sequence[Tensor]) -> str:
     out, *ins = operands
-    rhs = " * ".join(str(Access(t, ix)) for t, ix in zip(ins, alg.indices[1:]))
-    return f"{Access(out, alg.indices[0])} = {rhs}"
+    rhs = " * ".join(str(Access(t.var, ix)) for t, ix in zip(ins, alg.indices[1:]))
+    return f"{Access(out.var, alg.indices[0])} = {rhs}"
 
 
 def _same_up_to_renaming(alg: Algorithm, operands: Sequence[Tensor], stmt: Assignment) -> bool:
@@ -122,7 +122,7 @@ def _same_up_to_renaming(alg: Algorithm, operands: Sequence[Tensor], stmt: Assig
     back: dict[IndexVar, IndexVar] = {}
     for acc, t, want in zip(accesses, operands, alg.indices):
         assert isinstance(acc, Access)
-        if acc.tensor is not t or len(acc.indices) != len(want):
+        if acc.tensor.uid != t.var.uid or len(acc.indices) != len(want):
             return False
         for u, w in zip(acc.indices, want):
             if ren.setdefault(u, w) != w or back.setdefault(w, u) != u:
@@ -175,7 +175,7 @@ def _check_operands(alg: Algorithm, operands: Sequence[Tensor]) -> None:
             raise NotationError(f"expected the output {out.name} of {_algorithm_text(alg, operands)} "
                                 f"not to be an input too, but found it as an input")
         stmt = t.assignment
-        if stmt is not None and any(a.tensor is out for a in stmt.rhs.accesses()):
+        if stmt is not None and any(a.tensor.uid == out.var.uid for a in stmt.rhs.accesses()):
             raise NotationError(
                 f"expected {out.name} as the output of {alg.name} (operands go output first: "
                 f"{_algorithm_text(alg, operands)}), but found input {t.name} computed from it by "

@@ -52,11 +52,11 @@ class Algorithm:
     def statement(self, operands: Sequence[Tensor], accumulate: bool = False) -> None:
         """Set the output's statement: out(...) = product of the inputs (`+=` with `accumulate`)."""
         out, *ins = operands
-        rhs: Expr = Access(ins[0], self.indices[1])
+        rhs: Expr = Access(ins[0].var, self.indices[1])
         for t, idx in zip(ins[1:], self.indices[2:]):
-            rhs = rhs * Access(t, idx)
+            rhs = rhs * Access(t.var, idx)
         if accumulate:
-            out[self.indices[0]] = Accumulate(Access(out, self.indices[0]), rhs)
+            out[self.indices[0]] = Accumulate(Access(out.var, self.indices[0]), rhs)
         else:
             out[self.indices[0]] = rhs
 

@@ -78,15 +78,15 @@ def _store_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if shape else (1,)
 
 
-def placed_of(info: TensorInfo) -> FormatStore | None:
+def placed_of(plan: Plan, info: TensorInfo) -> FormatStore | None:
     """The device blocks of a tensor with a format, placed now if it was not yet (None without a format).
 
     A tensor made by `Tensor.from_array` before Legate ran, or given a
     format after it had data, is placed here, at its first use on Legate
     (the placement statement of its format, `_tensor_storage.place_store`).
     """
-    t = info.tensor
-    fmt = t.format
+    t = plan.tensor(info)
+    fmt = info.tensor.format  # the format the plan was scheduled with
     if fmt is None or fmt.order != len(info.shape) or fmt.params:
         return None  # a symbolic machine has no processors to place on
     held = t.storage
@@ -97,16 +97,16 @@ def placed_of(info: TensorInfo) -> FormatStore | None:
     return held
 
 
-def store_of(info: TensorInfo) -> Store:
+def store_of(plan: Plan, info: TensorInfo) -> Store:
     """The Legate store holding `info.tensor`'s whole data, made from its NumPy data if needed.
 
     A tensor with a format gives its blocks' global store (`FormatStore.store`,
     assembled by launches); plans use it only where their tiles are not
     the format's blocks (see `run_plan`).
     """
-    t = info.tensor
+    t = plan.tensor(info)
     held = t.storage
-    placed = placed_of(info)
+    placed = placed_of(plan, info)
     if placed is not None:
         return placed.store
     if isinstance(held, TensorStore) and held.shape == info.shape and held.store.dtype == info.dtype:
@@ -126,10 +126,10 @@ def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[i
     or fills it with zeros before the launches.
     """
     if not plan.zero_output:
-        placed = placed_of(info)
+        placed = placed_of(plan, info)
         if placed is not None:
             return gather(placed)  # a copy the plan updates; its blocks are laid out again after
-        return store_of(info)
+        return store_of(plan, info)
     tile = None
     n = plan.tensors.index(info)
     for _, launch in plan.launches():
@@ -183,7 +183,7 @@ def _own_stores(plan: Plan) -> list[Store]:
     """The stores the plan's tensors hold now (their storage's `Store` fields; no gather is made)."""
     out: list[Store] = []
     for info in plan.tensors:
-        storage = getattr(info.tensor, "storage", None)
+        storage: Any = plan.tensor(info).storage
         if storage is None or not hasattr(storage, "__dataclass_fields__"):
             continue
         out.extend(v for f in fields(storage) if isinstance(v := getattr(storage, f.name), Store))
@@ -195,7 +195,7 @@ def _check_memory(plan: Plan) -> None:
     one fence frees the stores nothing references any more, and the plan is checked again."""
     machine = ensure_started()
     staging = max((i.size * i.itemsize for i in plan.tensors
-                   if not i.output and not i.tensor.on_legate), default=0)
+                   if not i.output and not plan.tensor(i).on_legate), default=0)
     try:
         check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
     except DistalError:
@@ -223,7 +223,7 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
         if n in placed:
             stores.append(placed[n].held.blocks)  # read and written in place, block by block
         else:
-            stores.append(_output_store(plan, info, fresh) if info.output else store_of(info))
+            stores.append(_output_store(plan, info, fresh) if info.output else store_of(plan, info))
     binding: dict[tuple[int, ...], int] | None = None
     launch_stores = stores
     if red is not None:
@@ -288,7 +288,7 @@ def _placed_operands(plan: Plan, red: Reduction | None,
                 continue
             view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype, fresh))
         else:
-            held = placed_of(info)
+            held = placed_of(plan, info)
             if held is None:
                 continue
             view = placed_operand(plan, n, held.layout, functools.partial(_identity, held))
@@ -393,14 +393,15 @@ def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperan
     out = plan.output
     n = plan.tensors.index(out)
     fmt = out.tensor.format
+    held_by = plan.tensor(out)
     if n in placed:
         held = FormatStore(placed[n].held.blocks, placed[n].held.layout, out.dtype)
         replicate(held)
-        out.tensor.bind(held)
+        held_by.bind(held)
     elif fmt is not None and fmt.order == len(out.shape) and not fmt.params:
-        out.tensor.bind(from_store(stores[n], fmt))
+        held_by.bind(from_store(stores[n], fmt))
     else:
-        out.tensor.bind(TensorStore(stores[n], out.shape))
+        held_by.bind(TensorStore(stores[n], out.shape))
 
 
 # -- synthesized reductions ----------------------------------------------------------------

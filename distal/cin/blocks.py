@@ -25,12 +25,12 @@ from distal.cin.statements import Assign
 from distal.errors import RuntimeFailure
 from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import compute_dtype
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 from distal.notation.visit import ExprVisitor
 
 __all__ = ["Lookup", "add", "evaluate_points", "operand", "run_index_block", "store"]
 
-Lookup = Callable[[Tensor], tuple[Any, tuple[int, ...]]]
+Lookup = Callable[[TensorVar], tuple[Any, tuple[int, ...]]]
 
 
 def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: Lookup,

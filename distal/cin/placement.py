@@ -34,6 +34,7 @@ from distal.notation.ast import Access, IndexVar
 if TYPE_CHECKING:
     from distal.format.format import Format
     from distal.notation.tensor import Tensor
+    from distal.notation.variable import TensorVar
 
 __all__ = ["FixedForall", "placement", "placement_text"]
 
@@ -73,7 +74,7 @@ class _Names:
         return IndexVar(name)
 
 
-def placement(fmt: Format, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
+def placement(fmt: Format, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Relation, ...]]:
     """The placement statement of `tensor` in `fmt`: a statement and its `s.t.` relations.
 
     The statement is a loop nest of `Forall` and `FixedForall` around
@@ -92,6 +93,9 @@ def placement(fmt: Format, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
     ['divide(x, xo, xi, m.x)', 'distribute({xo}, Grid(2))', 'communicate(T, xo)']
     """
     fmt.check_tensor(tensor)
+    from distal.notation.tensor import Tensor
+
+    var = tensor.var if isinstance(tensor, Tensor) else tensor
     machine = fmt.machine
     top = fmt.levels[0]
     # Step 1: one variable per tensor dimension, named by level 0's X.
@@ -125,9 +129,9 @@ def placement(fmt: Format, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
         relations.append(Distribute(tuple(level_vars), grid, level))
         distributed.extend(level_vars)
     # Step 5: communicate the tensor under every distributed variable.
-    relations.append(Communicate((tensor,), distributed[-1]))
+    relations.append(Communicate((var,), distributed[-1]))
     # Steps 2 and 3: the machine variables outermost, then the tensor's inner variables in order.
-    access = Access(tensor, tensor_vars)
+    access = Access(var, tensor_vars)
     stmt: Stmt = Assign(access, access, accumulate=False)
     for v in reversed(current):
         stmt = Forall(v, stmt)
@@ -136,7 +140,7 @@ def placement(fmt: Format, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
     return stmt, tuple(relations)
 
 
-def placement_text(fmt: Format, tensor: Tensor) -> str:
+def placement_text(fmt: Format, tensor: Tensor | TensorVar) -> str:
     """The placement statement printed as in the paper, `stmt s.t. relations`, the access shown once.
 
     >>> import distal as dt

@@ -17,7 +17,7 @@ from distal.sizes import Param, Size, as_expr, resolve
 
 if TYPE_CHECKING:
     from distal.format.machine import Grid
-    from distal.notation.tensor import Tensor
+    from distal.notation.variable import TensorVar
 
 __all__ = [
     "Communicate",
@@ -391,7 +391,7 @@ class Precompute(Derivation):
     expr: Expr
     vars: tuple[IndexVar, ...]
     workspace_vars: tuple[IndexVar, ...]
-    workspace: Tensor
+    workspace: TensorVar
 
     @property
     def parents(self) -> tuple[IndexVar, ...]:
@@ -477,7 +477,7 @@ class Distribute(Relation):
 class Communicate(Relation):
     """`communicate(T, v)`: the data of T used under one iteration of v is fetched at v."""
 
-    tensors: tuple[Tensor, ...]
+    tensors: tuple[TensorVar, ...]
     var: IndexVar
 
     def __str__(self) -> str:

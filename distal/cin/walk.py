@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from distal.cin.statements import Assign, Forall, Sequence, Stmt, Where, assignments
 from distal.notation.ast import IndexVar
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 
 __all__ = ["Walker"]
 
@@ -58,6 +58,6 @@ class Walker:
         """Run the loops `chain` (outermost first) above `a`, with `env` fixed."""
         raise NotImplementedError
 
-    def workspace(self, w: Tensor) -> None:
+    def workspace(self, w: TensorVar) -> None:
         """Give workspace `w` fresh zeros."""
         raise NotImplementedError

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from distal.cin.relations import Relation
     from distal.cin.statements import Stmt
     from distal.notation.tensor import Tensor
+    from distal.notation.variable import TensorVar
 
 __all__ = ["Bounds", "Color", "Format"]
 
@@ -191,7 +192,7 @@ class Format:
         """The top-level distribution."""
         return self.levels[0]
 
-    def check_tensor(self, tensor: Tensor) -> None:
+    def check_tensor(self, tensor: Tensor | TensorVar) -> None:
         """Refuse a tensor whose order differs from |X| (called by `Tensor` when given this format)."""
         if tensor.order != self.order:
             raise FormatError(
@@ -400,7 +401,7 @@ class Format:
 
     # -- placement (paper 5.3) ---------------------------------------------------
 
-    def placement(self, tensor: Tensor) -> tuple[Stmt, tuple[Relation, ...]]:
+    def placement(self, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Relation, ...]]:
         """The concrete index notation statement that places `tensor` in this format (paper 5.3).
 
         See `distal.cin.placement.placement`.
@@ -409,7 +410,7 @@ class Format:
 
         return placement(self, tensor)
 
-    def placement_text(self, tensor: Tensor) -> str:
+    def placement_text(self, tensor: Tensor | TensorVar) -> str:
         """The placement statement printed: `∀xo ∀xi ∀y T(x,y) s.t. divide(...), ...`."""
         from distal.cin.placement import placement_text
 

@@ -45,6 +45,7 @@ from distal.lower.tiling import ROTATIONS, build_launches
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
+    from distal.notation.variable import TensorVar
     from distal.schedule.schedule import Schedule
 
 __all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo", "lower"]
@@ -102,7 +103,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     symbolic = _symbolic(sched, ext)
     infos = tuple(
         TensorInfo(t.name, tuple(resolve(s, binds) for s in t.shape), np.dtype(t.dtype),
-                   t is sched.output, t)
+                   t == sched.output_var, t)
         for t in sched.source.tensors()
     )
     _log("bind", "\n".join(
@@ -145,14 +146,15 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     tile_notes = [*tile_notes, *(str(p) for p in parallel)]
     body = TaskBody(sched.stmt, sched.provenance, ext, launch_vars, tuple(i.tensor for i in infos),
                     tuple(i.shape for i in infos), leaves, origins,
-                    name=f"distal_{sched.output.name}", parallel=parallel)
+                    name=f"distal_{sched.output_var.name}", parallel=parallel)
     _log("task_body", f"{body.name}: launch vars ({', '.join(map(str, launch_vars))}), "
                    f"leaves {[str(leaf) for _, leaf in leaves]}")
 
     group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes),
                   tuple(ext[v] for v in nest.dist))
     plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
-                nest.slots, nest.notes, symbolic)
+                nest.slots, nest.notes, symbolic, source=sched.source,
+                bindings=sched.bindings)
 
     # 5. reduction
     strategy = choose_reduction(plan, reduce_how)
@@ -176,16 +178,16 @@ def _communicated_at(sched: Schedule, nest: Nest, infos: tuple[TensorInfo, ...])
     the launches give (see docs/reference.md, communicate).
     """
     chain = root_chain(sched.stmt)
-    at: dict[int, int] = {}
+    at: dict[TensorVar, int] = {}
     for r in sched.relations_of(Communicate):
         for t in r.tensors:
             if r.var not in chain:
                 continue
             depth = chain.index(r.var)
             n = len(nest.dist) + sum(1 for s in nest.steps if chain.index(s) <= depth)
-            at[id(t)] = max(at.get(id(t), 0), n)
+            at[t] = max(at.get(t, 0), n)
     full = len(nest.dist) + len(nest.steps)
-    return tuple(at.get(id(i.tensor), full) for i in infos)
+    return tuple(at.get(i.tensor, full) for i in infos)
 
 
 def _symbolic(sched: Schedule, ext: Mapping[Any, int]) -> tuple[tuple[str, str, int], ...]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from distal.cin.relations import Interval
 from distal.cin.statements import Stmt, assignments, loop_vars
 from distal.notation.ast import Access, IndexVar
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 from distal.notation.visit import summed_vars
 from distal.schedule.provenance import Provenance
 
@@ -70,14 +70,14 @@ class Bounds:
                         changed = True
         return iv
 
-    def box(self, tensor: Tensor, shape: tuple[int, ...], accs: Iterable[Access],
+    def box(self, tensor: TensorVar, shape: tuple[int, ...], accs: Iterable[Access],
             iv: Mapping[IndexVar, Interval]) -> tuple[Interval, ...]:
         """The bounding box of `tensor` over the accesses `accs`, given variable intervals."""
         lo = [n for n in shape]
         hi = [0 for _ in shape]
         touched = False
         for a in accs:
-            if a.tensor is not tensor:
+            if a.tensor != tensor:
                 continue
             parts = [iv.get(v, (0, n)) for v, n in zip(a.indices, shape)]
             if any(p[0] >= p[1] for p in parts):

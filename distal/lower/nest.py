@@ -25,7 +25,7 @@ from distal.cin.relations import Communicate, Distribute
 from distal.cin.statements import Forall, Stmt, loop_vars
 from distal.format.machine import Grid, Machine
 from distal.notation.ast import IndexVar
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 
 __all__ = ["MAX_LAUNCH_DIMS", "STEP_LIMIT", "Nest", "find_nest"]
 
@@ -60,7 +60,7 @@ def root_chain(stmt: Stmt) -> list[IndexVar]:
 
 
 def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, int],
-              tensors: tuple[Tensor, ...], bindings: Mapping[str, int] | None = None) -> Nest:
+              tensors: tuple[TensorVar, ...], bindings: Mapping[str, int] | None = None) -> Nest:
     """The launch structure of `stmt` under `relations` (extents bound).
 
     A symbolic machine (`Grid(dt.Param("gx"))`) of a distribute or of a
@@ -104,7 +104,7 @@ def find_nest(stmt: Stmt, relations: tuple[object, ...], ext: Mapping[IndexVar, 
 
 
 def _machine(dists: list[Distribute], dist: tuple[IndexVar, ...], ext: Mapping[IndexVar, int],
-             tensors: tuple[Tensor, ...], binds: Mapping[str, int]) -> tuple[Machine | None, tuple[int, ...]]:
+             tensors: tuple[TensorVar, ...], binds: Mapping[str, int]) -> tuple[Machine | None, tuple[int, ...]]:
     """The abstract machine of the distributed loops and each loop's slot in a processor coordinate."""
     if not dist:
         return None, ()

@@ -30,7 +30,7 @@ def initial_data(plan: Plan) -> list[np.ndarray]:
     """The tensors' starting values: inputs' data, the output's (or zeros for `=`)."""
     arrays = []
     for info in plan.tensors:
-        t = info.tensor
+        t = plan.tensor(info)  # the data side of the var
         if info.output and plan.zero_output:
             arrays.append(np.zeros(info.shape, dtype=info.dtype))
             continue
@@ -97,4 +97,4 @@ def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> 
     if red is not None and partials is not None:
         _finish(plan, red, partials, arrays[red.tensor])
     out = plan.output
-    out.tensor.set_array(arrays[plan.tensors.index(out)])
+    plan.tensor(out).set_array(arrays[plan.tensors.index(out)])

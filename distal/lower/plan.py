@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distal.notation.ast import IndexVar
+from distal.notation.ast import Assignment, IndexVar
+from distal.notation.variable import Bindings
 
 if TYPE_CHECKING:
     from distal.format.machine import Machine
     from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
+    from distal.notation.variable import TensorVar
     from distal.reduction.ranking import ReductionPlan
 
 __all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo"]
@@ -70,13 +72,17 @@ class Proj:
 
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
-    """A tensor of the plan: its shape with parameters bound, and its role."""
+    """A tensor of the plan: its shape with parameters bound, and its role.
+
+    `tensor` is the statement's `TensorVar` (name, shape, dtype, format as
+    scheduled); its data is the plan's `bindings.tensor(info.tensor)`.
+    """
 
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     output: bool
-    tensor: Tensor = field(compare=False, repr=False)
+    tensor: TensorVar = field(compare=False, repr=False)
 
     @property
     def itemsize(self) -> int:
@@ -258,6 +264,13 @@ class Plan:
     reduction: Reduction | None = None  # how REDUCE_ADD launches into the output run (None: there are none)
     # what running the plan works out once per launch and binding (plain data, e.g. distal.runtime's task groups)
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    source: Assignment | None = field(default=None, compare=False, repr=False)  # the statement scheduled
+    # the data side: the user tensor of each var (strong references, so a plan runs after its tensors' names are gone)
+    bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
+
+    def tensor(self, info: TensorInfo) -> Tensor:
+        """The user's tensor holding the data of `info` (the executors read and write data only here)."""
+        return self.bindings.tensor(info.tensor)
 
     @property
     def output(self) -> TensorInfo:
@@ -311,7 +324,7 @@ class Plan:
             from distal.errors import DistalError
 
             raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
-        return self.output.tensor
+        return self.tensor(self.output)
 
     # -- reporting ---------------------------------------------------------------
 
@@ -345,7 +358,7 @@ class Plan:
     def __repr__(self) -> str:
         """Short: the statement, the launch count and where they run (str() describes every launch)."""
         out = self.output
-        source = out.tensor.assignment
+        source = self.source
         statement = str(source) if source is not None else self.statement.splitlines()[0]
         where = ""
         if self.machine is not None:

@@ -69,7 +69,7 @@ from distal.lower.parallel import ParallelLoop
 from distal.lower.steps import LETTERS, BlockValue, SliceStep, Step, View, ZeroStep, canonical, is_product
 from distal.notation.ast import Access, Expr, IndexVar, Literal
 from distal.notation.check import compute_dtype
-from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 from distal.notation.visit import product_factors, summed_vars
 from distal.schedule.provenance import Provenance
 
@@ -107,7 +107,7 @@ class TaskBody:
     prov: Provenance
     ext: Mapping[IndexVar, int]
     vars: tuple[IndexVar, ...]
-    tensors: tuple[Tensor, ...]
+    tensors: tuple[TensorVar, ...]
     shapes: tuple[tuple[int, ...], ...]
     leaves: tuple[tuple[frozenset[IndexVar], Leaf], ...]
     origins: dict[tuple[int, ...], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
@@ -123,7 +123,7 @@ class TaskBody:
     _leaf_by_block: dict[tuple[IndexVar, ...], Leaf | None] = field(default_factory=dict, repr=False)
     _letters: dict[tuple[int, tuple[IndexVar, ...]], dict[IndexVar, str]] = field(default_factory=dict, repr=False)
     _scalars: tuple[int, ...] = field(init=False, repr=False)
-    _slots: dict[Tensor, int] = field(init=False, repr=False)
+    _slots: dict[TensorVar, int] = field(init=False, repr=False)
     _workspaces: tuple[None, ...] = field(init=False, repr=False)
     _programs: dict[tuple[tuple[int, ...], tuple[Any, ...]], tuple[Step, ...]] = field(
         default_factory=dict, repr=False)
@@ -313,7 +313,7 @@ class _Run(Walker):
 
     # -- statements ------------------------------------------------------------
 
-    def workspace(self, w: Tensor) -> None:
+    def workspace(self, w: TensorVar) -> None:
         shape = w.concrete_shape()
         self.origin[self.slots[w]] = (0,) * len(shape)
         self.run_step(ZeroStep(self.slots[w], shape, w.dtype))
@@ -591,7 +591,7 @@ class _IndexStep(Step):
     __slots__ = ("a", "ext", "npts", "origin", "slots", "vals")
 
     def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: list[tuple[int, ...]],
-                 slots: Mapping[Tensor, int], ext: Mapping[IndexVar, int]) -> None:
+                 slots: Mapping[TensorVar, int], ext: Mapping[IndexVar, int]) -> None:
         self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
 
     def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:

@@ -158,14 +158,14 @@ class _Ops(ExprVisitor[int]):
 
 def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
     """Per index variable of the statement, an (operand tensor index, dimension) indexing it; ops per iteration."""
-    out = plan.output.tensor
-    stmt = out.assignment
+    out = plan.output
+    stmt = plan.source
     if stmt is None:
         raise ModelError(f"expected the plan's output {out.name} to keep its statement, but found none")
-    index = {id(t.tensor): n for n, t in enumerate(plan.tensors)}
+    index = {t.tensor.uid: n for n, t in enumerate(plan.tensors)}
     where: dict[Any, tuple[int, int]] = {}
     for acc in (stmt.lhs, *stmt.rhs.accesses()):
-        n = index.get(id(acc.tensor))
+        n = index.get(acc.tensor.uid)
         if n is None:
             continue
         for d, v in enumerate(acc.indices):

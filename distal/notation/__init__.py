@@ -16,6 +16,7 @@ from distal.notation.ast import (
 )
 from distal.notation.parse import parse
 from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar
 
 __all__ = [
     "Access",
@@ -30,6 +31,7 @@ __all__ = [
     "Sub",
     "Sum",
     "Tensor",
+    "TensorVar",
     "index_vars",
     "parse",
 ]

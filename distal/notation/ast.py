@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Union
 from distal.errors import NotationError
 
 if TYPE_CHECKING:
-    from distal.notation.tensor import Tensor
+    from distal.notation.variable import TensorVar
 
 __all__ = [
     "Access",
@@ -158,11 +158,11 @@ def _collect_vars(e: Expr, seen: dict[IndexVar, None]) -> None:
             _collect_vars(c, seen)
 
 
-@dataclass(frozen=True, slots=True, eq=True)
+@dataclass(frozen=True, slots=True, eq=True, weakref_slot=True)
 class Access(Expr):
-    """`T(i,j)`: a tensor indexed by index variables."""
+    """`T(i,j)`: a tensor variable (`TensorVar`, never the user's `Tensor`) indexed by index variables."""
 
-    tensor: Tensor
+    tensor: TensorVar
     indices: tuple[IndexVar, ...]
 
     def __post_init__(self) -> None:
@@ -353,12 +353,12 @@ class Assignment:
         """Free variables in output order, then summed variables by appearance."""
         return self.free_vars + self.reduction_vars
 
-    def tensors(self) -> tuple[Tensor, ...]:
-        """Every tensor, output first, each once."""
-        seen: dict[int, Tensor] = {id(self.lhs.tensor): self.lhs.tensor}
+    def tensors(self) -> tuple[TensorVar, ...]:
+        """Every tensor variable, output first, each once."""
+        seen: dict[TensorVar, None] = {self.lhs.tensor: None}
         for a in self.rhs.accesses():
-            seen.setdefault(id(a.tensor), a.tensor)
-        return tuple(seen.values())
+            seen.setdefault(a.tensor, None)
+        return tuple(seen)
 
     def __str__(self) -> str:
         return f"{self.lhs} {self.op} {self.rhs}"

@@ -57,14 +57,14 @@ def check_statement(stmt: Assignment) -> Assignment:
         raise NotationError(
             f"expected distinct index variables on the left, but found {stmt.lhs}", stmt
         )
-    names: dict[str, object] = {}
+    names: dict[str, int] = {}
     for access in (stmt.lhs, *stmt.rhs.accesses()):
         t = access.tensor
-        if names.setdefault(t.name, t) is not t:
+        if names.setdefault(t.name, t.uid) != t.uid:
             raise NotationError(
                 f"expected one tensor per name, but found two tensors named {t.name}", stmt
             )
-        if access is not stmt.lhs and t is out:
+        if access is not stmt.lhs and t.uid == out.uid:
             raise NotationError(
                 f"expected the output {out.name} only on the left, but found {access} "
                 "on the right (use += to accumulate into it)",

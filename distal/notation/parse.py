@@ -32,6 +32,7 @@ from distal.notation.ast import (
 )
 from distal.notation.check import check_statement
 from distal.notation.tensor import Tensor
+from distal.notation.variable import TensorVar, live_tensor
 
 __all__ = ["parse"]
 
@@ -69,7 +70,7 @@ def _tokenize(text: str) -> list[_Tok]:
 
 
 class _Parser:
-    def __init__(self, text: str, tensors: dict[str, Tensor]) -> None:
+    def __init__(self, text: str, tensors: dict[str, TensorVar]) -> None:
         self.text = text
         self.tensors = tensors
         self.toks = _tokenize(text)
@@ -192,10 +193,11 @@ class _Parser:
         raise self.fail("a tensor, a number, '-' or '('")
 
 
-def parse(text: str, **tensors: Tensor) -> Assignment:
-    """Parse the text form of a statement over the named tensors.
+def parse(text: str, **tensors: Tensor | TensorVar) -> Assignment:
+    """Parse the text form of a statement over the named tensors (user `Tensor`s or their `TensorVar`s).
 
-    The statement is also recorded on its output tensor, as the Python form does.
+    The statement is also recorded on its output tensor, as the Python form
+    does (given a var, on its tensor while that is alive).
 
     >>> import distal as dt
     >>> A, B, C = (dt.Tensor(n, (2, 2)) for n in "ABC")
@@ -205,16 +207,19 @@ def parse(text: str, **tensors: Tensor) -> Assignment:
     if not isinstance(text, str):
         raise NotationError(f"expected statement text, but found {type(text).__name__}")
     for name, t in tensors.items():
-        if not isinstance(t, Tensor):
+        if not isinstance(t, Tensor | TensorVar):
             raise NotationError(f"expected a Tensor for {name}, but found {type(t).__name__}")
         if t.name != name:
             raise NotationError(f"expected tensor {t.name} to be passed as {t.name}=, but found {name}=")
     try:
-        stmt = _Parser(text, dict(tensors)).statement()
+        stmt = _Parser(text, {n: t.var if isinstance(t, Tensor) else t for n, t in tensors.items()}).statement()
         check_statement(stmt)
     except DistalError:
         raise
     except RecursionError:
         raise ParseError("expression nested too deeply", text, 0) from None
-    stmt.lhs.tensor.assignment = stmt
+    out = next((t for t in tensors.values() if isinstance(t, Tensor) and t.var.uid == stmt.lhs.tensor.uid),
+               None) or live_tensor(stmt.lhs.tensor.uid)
+    if out is not None:
+        out.record(stmt)
     return stmt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from distal.errors import DtypeError, FormatError, NotationError, ShapeError
 from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
 from distal.notation.storage import HostStorage, Storage
+from distal.notation.variable import TensorVar, fresh_uid, register
 from distal.sizes import MachineDim, Param, Size
 
 if TYPE_CHECKING:
@@ -98,10 +100,13 @@ class Tensor:
         self._shape: tuple[Size, ...] = tuple(dims)
         self._dtype = dt
         self._casting = casting
-        self.format: Format | None = None
+        self._var = TensorVar(self._name, self._shape, dt, casting, None, fresh_uid())
         self.assignment: Assignment | None = None
+        # the user tensors of every var in `assignment` (strong: a plan of it keeps them alive)
+        self.operands: tuple[Tensor, ...] = ()
         self._storage: Storage | None = None
         self._interface: tuple[Storage, dict[str, Any]] | None = None  # (storage, Legate data interface) handed out
+        register(self)
         if format is not None:
             self.set_format(format)
 
@@ -127,7 +132,23 @@ class Tensor:
         """How a statement's right side is cast into this tensor, by NumPy's casting rules (read-only)."""
         return self._casting
 
+    @property
+    def var(self) -> TensorVar:
+        """The immutable variable the IR refers to: identity and current format (a new one after a format change)."""
+        return self._var
+
     # -- format ----------------------------------------------------------------
+
+    @property
+    def format(self) -> Format | None:
+        """The tensor's format (None: one undistributed array); change it with `set_format` or `redistribute`."""
+        return self._var.format
+
+    @format.setter
+    def format(self, fmt: Format | None) -> None:
+        if fmt is not self._var.format:
+            v = self._var
+            self._var = TensorVar(v.name, v.shape, v.dtype, v.casting, fmt, v.uid)
 
     def set_format(self, fmt: Any) -> None:
         """Give the tensor the format `fmt` (checked against its order); its data is not moved.
@@ -166,10 +187,14 @@ class Tensor:
         )
 
     def __getitem__(self, key: object) -> Access:
-        return Access(self, self._indices(key))
+        access = Access(self._var, self._indices(key))
+        # The access names only the var; this tensor stays alive while the access does (as
+        # `A[i] = Tensor.from_array("B", b)[i]` needs), so the statement can bind it.
+        weakref.finalize(access, _keep, self)
+        return access
 
     def __setitem__(self, key: object, value: object) -> None:
-        lhs = Access(self, self._indices(key))
+        lhs = Access(self._var, self._indices(key))
         if isinstance(value, Accumulate):
             if value.target != lhs:
                 raise NotationError(
@@ -178,7 +203,20 @@ class Tensor:
             stmt = Assignment(lhs, value.rhs, accumulate=True)
         else:
             stmt = Assignment(lhs, as_expr(value))
-        self.assignment = check_statement(stmt)
+        self.record(check_statement(stmt))
+
+    def record(self, stmt: Assignment) -> None:
+        """Make `stmt` (whose left side is this tensor) the statement computing this tensor.
+
+        Keeps the user tensors of its vars (`operands`, from the live
+        registry), so that a schedule or plan of it can reach their data.
+        """
+        from distal.notation.variable import Bindings
+
+        assert stmt.lhs.tensor.uid == self._var.uid, (stmt.lhs.tensor, self._var)
+        bound = Bindings.of_vars(v for v in stmt.tensors() if v.uid != self._var.uid)
+        self.operands = (self, *bound.values())
+        self.assignment = stmt
 
     def __hash__(self) -> int:
         return id(self)
@@ -204,7 +242,9 @@ class Tensor:
                 f"expected a statement computing {self.name} (e.g. {self.name}[i] = ...), "
                 "but found none"
             )
-        return Schedule.of(self.assignment)
+        from distal.notation.variable import Bindings
+
+        return Schedule.of(self.assignment, Bindings(self.operands))
 
     # -- data --------------------------------------------------------------------
 
@@ -398,6 +438,10 @@ class Tensor:
             self.bind(run_plan_steps(plan, held))
         self.format = format
         return plan
+
+
+def _keep(tensor: Tensor) -> None:
+    """Nothing: a finalizer's argument, alive until the access it watches is collected."""
 
 
 def _legate_running() -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from distal.format.machine import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Sum
 from distal.notation.check import extents
 from distal.notation.tensor import Tensor
+from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule import tree
 from distal.schedule.provenance import Provenance
@@ -60,7 +61,7 @@ PARALLEL_UNITS = ("cpu_thread", "cpu_vector", "gpu_block", "gpu_warp", "gpu_thre
 
 # Workspaces made by precompute, shared by replays of the same command so that
 # replaying a trace gives an equal schedule.
-_WORKSPACES: weakref.WeakValueDictionary[tuple[Any, ...], Tensor] = weakref.WeakValueDictionary()
+_WORKSPACES: weakref.WeakValueDictionary[tuple[Any, ...], TensorVar] = weakref.WeakValueDictionary()
 
 
 def _vars(value: object, what: str, ctx: object) -> tuple[IndexVar, ...]:
@@ -87,11 +88,23 @@ class Schedule:
     # what happened before scheduling (e.g. operands redistributed by kernels.build);
     # shown by explain(), not part of the schedule's identity
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # the data side: the user tensor of each var (by uid); not part of the schedule's identity
+    bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
 
     @classmethod
-    def of(cls, assignment: Assignment) -> Schedule:
-        """The default schedule: TACO's left-to-right loop order, no relations."""
-        return cls(assignment, concretize(assignment), (), Provenance.of(extents(assignment)))
+    def of(cls, assignment: Assignment, bindings: Bindings | None = None) -> Schedule:
+        """The default schedule: TACO's left-to-right loop order, no relations.
+
+        `bindings` gives the user tensor of each var of `assignment` (default:
+        the live tensors of its vars). The statement's vars are refreshed to
+        their tensors' current vars, so a format given after the statement
+        was written is the one scheduled; the schedule (and any plan of it)
+        then keeps those vars: a later format change needs a new schedule.
+        """
+        if bindings is None:
+            bindings = Bindings.of_vars(assignment.tensors())
+        assignment = _refresh(assignment, bindings)
+        return cls(assignment, concretize(assignment), (), Provenance.of(extents(assignment)), bindings=bindings)
 
     # -- printing --------------------------------------------------------------
 
@@ -105,6 +118,19 @@ class Schedule:
         """Short: the statement and the commands applied (str() shows the concrete index notation)."""
         commands = " · ".join(c.name for c in self.trace) or "default schedule"
         return f"<Schedule {self.source} | {commands}>"
+
+    def refreshed(self) -> Schedule:
+        """The same schedule over its tensors' current vars (itself when no tensor changed format).
+
+        `compile` lowers the refreshed schedule: a format given to a tensor
+        after the schedule was made is the one its plan uses (the plan then
+        keeps it: a later change needs another compile).
+        """
+        new = {v.uid: cur for v in self.tensors() if (cur := self.bindings.current(v)) != v}
+        if not new:
+            return self
+        return replace(self, source=_remap(self.source, new), stmt=_remap(self.stmt, new),
+                       relations=_remap(self.relations, new), trace=_remap(self.trace, new))
 
     def with_notes(self, *notes: str) -> Schedule:
         """The same schedule with notes for explain() (e.g. operands redistributed first)."""
@@ -124,17 +150,22 @@ class Schedule:
 
     @property
     def output(self) -> Tensor:
+        """The user's tensor the schedule computes (its var is `output_var`)."""
+        return self.bindings.tensor(self.source.lhs.tensor)
+
+    @property
+    def output_var(self) -> TensorVar:
         return self.source.lhs.tensor
 
-    def tensors(self) -> tuple[Tensor, ...]:
-        """The statement's tensors, output first, then workspaces."""
+    def tensors(self) -> tuple[TensorVar, ...]:
+        """The statement's tensor variables, output first, then workspaces."""
         out = list(self.source.tensors())
         for r in self.relations:
             if isinstance(r, Precompute):
                 out.append(r.workspace)
         return tuple(out)
 
-    def workspaces(self) -> tuple[Tensor, ...]:
+    def workspaces(self) -> tuple[TensorVar, ...]:
         return tuple(r.workspace for r in self.relations if isinstance(r, Precompute))
 
     def loop_vars(self) -> tuple[IndexVar, ...]:
@@ -210,11 +241,14 @@ class Schedule:
         kw = tuple((k, v) for k, v in kwargs.items() if v is not None)
         return replace(self, trace=(*self.trace, Command(name, args, kw)))
 
-    def _tensor(self, t: object, cmd: str) -> Tensor:
-        if not isinstance(t, Tensor) or t not in self.tensors():
+    def _tensor(self, t: object, cmd: str) -> TensorVar:
+        """The statement's var of `t` (a user Tensor or a TensorVar, matched by uid)."""
+        uid = t.var.uid if isinstance(t, Tensor) else t.uid if isinstance(t, TensorVar) else None
+        found = next((v for v in self.tensors() if v.uid == uid), None)
+        if found is None:
             names = ", ".join(x.name for x in self.tensors())
             raise self._error(f"{cmd}: expected a tensor of the statement ({names}), but found {t!r}")
-        return t
+        return found
 
     # -- divide, split, fuse, reorder -------------------------------------------
 
@@ -372,10 +406,11 @@ class Schedule:
         name = workspace or f"w{sum(1 for _ in self.relations_of(Precompute))}"
         if name in {t.name for t in self.tensors()}:
             raise self._error(f"precompute: expected a new workspace name, but {name} is taken")
-        key = (id(self.source), name, shape, self.output.dtype.str, str(expr))
+        dtype = self.output_var.dtype
+        key = (self.source, name, shape, dtype.str, str(expr))
         w = _WORKSPACES.get(key)
         if w is None:
-            w = Tensor(name, shape, dtype=self.output.dtype)
+            w = TensorVar(name, shape, dtype)
             _WORKSPACES[key] = w
         consumer_assign = Assign(assign.lhs, _substitute(assign.rhs, expr, Access(w, tuple(ordered))),
                                  assign.accumulate)
@@ -398,7 +433,7 @@ class Schedule:
         local: Seq[IndexVar] | None = None,
         machine: Machine | Grid | None = None,
         *,
-        onto: Tensor | None = None,
+        onto: Tensor | TensorVar | None = None,
         level: int = 0,
     ) -> Schedule:
         """Distribute loops over processors.
@@ -430,7 +465,7 @@ class Schedule:
                          level=level or None)
 
     def _distribution_grid(
-        self, ts: tuple[IndexVar, ...], machine: object, onto: Tensor | None, level: int
+        self, ts: tuple[IndexVar, ...], machine: object, onto: Tensor | TensorVar | None, level: int
     ) -> tuple[Grid, tuple[int, ...]]:
         if onto is not None:
             if machine is not None:
@@ -443,7 +478,7 @@ class Schedule:
             if not 0 <= level < m.levels:
                 raise self._error(f"distribute: expected a level below {m.levels}, but found {level}")
             dist = fmt.levels[level]
-            access = next(a for a in (self.source.lhs, *self.source.rhs.accesses()) if a.tensor is t)
+            access = next(a for a in (self.source.lhs, *self.source.rhs.accesses()) if a.tensor == t)
             dims = []
             for v in ts:
                 roots = self.provenance.roots(v)
@@ -485,7 +520,7 @@ class Schedule:
             raise self._error("distribute: expected distinct loop variables, but found a repeat")
         return self._with(self.stmt, Distribute(vs, grid, level, dims))
 
-    def communicate(self, tensors: Tensor | Seq[Tensor], var: IndexVar) -> Schedule:
+    def communicate(self, tensors: Tensor | TensorVar | Seq[Tensor | TensorVar], var: IndexVar) -> Schedule:
         """Fetch the data of `tensors` used under one iteration of loop `var` at that loop."""
         items = list(tensors) if isinstance(tensors, list | tuple) else [tensors]
         if not items:
@@ -589,7 +624,7 @@ class Schedule:
         from distal.lower import lower
 
         self._check_bindings(bindings)
-        plan = lower(self, bindings, rotation=rotation, reduction=reduction)
+        plan = lower(self.refreshed(), bindings, rotation=rotation, reduction=reduction)
         if self.notes:
             # what happened before scheduling (operands placed or redistributed,
             # the auto choice) is part of what explain() reports
@@ -610,7 +645,7 @@ class Schedule:
             elif isinstance(value, list | tuple):
                 for v in value:
                     walk(v)
-            elif isinstance(value, Tensor):
+            elif isinstance(value, Tensor | TensorVar):
                 walk(tuple(value.shape))
                 walk(getattr(value, "format", None))
             elif value is not None and hasattr(value, "__dataclass_fields__"):
@@ -655,6 +690,45 @@ class Schedule:
             self.compile(rotation=rotation, reduction=reduction, **bindings).run()
             return self.output
         raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
+
+
+def _remap(value: Any, new: Mapping[int, TensorVar]) -> Any:
+    """`value` (an IR node, relation, command or tuple of them) with every var of a uid in `new` replaced."""
+    if isinstance(value, TensorVar):
+        return new.get(value.uid, value)
+    if isinstance(value, tuple | list):
+        items = [_remap(v, new) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
+    if isinstance(value, Assignment | Expr | Stmt | Relation | Command):
+        node: Any = value
+        changes = {}
+        for f in fields(node):
+            old = getattr(node, f.name)
+            if f.init and (now := _remap(old, new)) is not old:
+                changes[f.name] = now
+        return replace(node, **changes) if changes else node
+    return value
+
+
+class _Refresh(ExprRewriter):
+    """Every access's var replaced by its tensor's current var."""
+
+    def __init__(self, bindings: Bindings) -> None:
+        self.bindings = bindings
+
+    def visit_access(self, e: Access) -> Expr:
+        v = self.bindings.current(e.tensor)
+        return e if v == e.tensor else Access(v, e.indices)
+
+
+def _refresh(a: Assignment, bindings: Bindings) -> Assignment:
+    """`a` with its vars refreshed to their tensors' current vars (`a` itself when none changed)."""
+    refresh = _Refresh(bindings)
+    lhs, rhs = refresh(a.lhs), refresh(a.rhs)
+    if lhs == a.lhs and rhs == a.rhs:
+        return a
+    assert isinstance(lhs, Access)
+    return Assignment(lhs, rhs, a.accumulate)
 
 
 def _contains(e: Expr, sub: Expr) -> bool:

@@ -42,10 +42,11 @@ class Drawn:
     assignment: Assignment
     output_init: np.ndarray
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    output: dt.Tensor = field(default=None)  # type: ignore[assignment]  # the user tensor the statement computes
 
     def reset(self) -> None:
         """Put the initial data back into the output tensor."""
-        self.assignment.lhs.tensor.set_array(self.output_init)
+        self.output.set_array(self.output_init)
 
 
 @st.composite
@@ -94,7 +95,7 @@ def statements(
     else:
         out[out_idx] = exprs[0]
     assert out.assignment is not None
-    return Drawn(out.assignment, init, inputs)
+    return Drawn(out.assignment, init, inputs, out)
 
 
 Term = tuple[float, list[Access], frozenset[IndexVar]]

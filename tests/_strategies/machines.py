@@ -79,7 +79,8 @@ def machine_schedules(draw: st.DrawFn, sched: dt.Schedule, max_steps: int = 5,
     machine = draw(st.sampled_from(machines))
     for tensor in sched.tensors():
         if tensor.order > 0 and tensor not in sched.workspaces():
-            tensor.format = draw(formats(tensor.order, machine))  # type: ignore[assignment]
+            sched.bindings.tensor(tensor).format = draw(formats(tensor.order, machine))
+    sched = sched.refreshed()  # the schedule over the formatted vars (distribute(onto=) reads them)
     s = sched
     locals_: list[IndexVar] = list(sched.loop_vars())
     for level, grid in enumerate(machine.grids):

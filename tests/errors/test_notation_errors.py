@@ -37,6 +37,11 @@ def _same_name() -> None:
     A[i] = B1[i] + B2[i]
 
 
+def _unbound_var() -> None:
+    A = dt.Tensor("A", (2,))
+    dt.parse("A(i) = X(i)", A=A, X=dt.TensorVar("X", (2,), np.dtype(np.float64)))
+
+
 def _not_var() -> None:
     B = dt.Tensor("B", (2, 2))
     B[i, 3]
@@ -120,6 +125,7 @@ CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
     ("output-read", _output_read, dt.NotationError, "expected the output A only on the left, but found A(i,k)"),
     ("lhs-repeat", _lhs_repeat, dt.NotationError, "expected distinct index variables on the left, but found A(i,i)"),
     ("same-name", _same_name, dt.NotationError, "expected one tensor per name, but found two tensors named B"),
+    ("unbound-var", _unbound_var, dt.NotationError, "expected a live tensor for X"),
     ("not-var", _not_var, dt.NotationError, "expected index variables to index B, but found 3"),
     ("scalar-indexed", _scalar_indexed, dt.NotationError, "expected 0 index variable(s) for a"),
     ("bad-name", _bad_name, dt.NotationError, "expected an identifier as tensor name, but found '2B'"),

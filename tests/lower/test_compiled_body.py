@@ -136,9 +136,9 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
 @given(data=st.data())
 def test_replayed_points_equal_walked_points_on_random_schedules(data: st.DataObject) -> None:
     drawn = data.draw(statements())
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings, _ = data.draw(schedules(out.schedule()))
     plan = sched.compile(**bindings)  # type: ignore[arg-type]
     walked, first, replayed = _run_twice_and_walked(plan, drawn)
     _same(walked, first)
@@ -151,7 +151,7 @@ def test_replayed_points_equal_walked_points_on_random_schedules(data: st.DataOb
 @given(data=st.data())
 def test_replayed_points_equal_walked_points_on_random_machines(data: st.DataObject) -> None:
     drawn = data.draw(statements(max_extent=9))
-    sched, bindings = data.draw(machine_schedules(drawn.assignment.lhs.tensor.schedule()))
+    sched, bindings = data.draw(machine_schedules(drawn.output.schedule()))
     plan = sched.compile(**bindings)
     walked, first, replayed = _run_twice_and_walked(plan, drawn)
     _same(walked, first)

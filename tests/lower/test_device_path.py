@@ -47,14 +47,14 @@ def test_the_stand_in_refuses_numpy_as_a_gpu_array_does() -> None:
 @given(data=st.data())
 def test_machine_schedules_on_device_tiles_equal_einsum(data: st.DataObject) -> None:
     drawn = data.draw(statements(max_extent=9))
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=GPU_MACHINES))
+    sched, bindings = data.draw(machine_schedules(out.schedule(), machines=GPU_MACHINES))
     drawn.reset()
     plan = sched.compile(**bindings)
     assert plan.machine is None or plan.machine.kind == "gpu"
     run_numpy(plan, device=to_device)
-    _close(stmt.lhs.tensor.to_numpy(), expected)
+    _close(out.to_numpy(), expected)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
@@ -62,12 +62,12 @@ def test_machine_schedules_on_device_tiles_equal_einsum(data: st.DataObject) -> 
 def test_general_schedules_on_device_tiles_equal_einsum(data: st.DataObject) -> None:
     """Fused, rotated and precomputed loops inside a task: index mode and workspaces on the device."""
     drawn = data.draw(statements())
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings, _ = data.draw(schedules(out.schedule()))
     drawn.reset()
     run_numpy(sched.compile(**bindings), device=to_device)
-    _close(stmt.lhs.tensor.to_numpy(), expected)
+    _close(out.to_numpy(), expected)
 
 
 def test_the_random_cases_use_the_device_namespace() -> None:
@@ -82,7 +82,7 @@ def test_the_random_cases_use_the_device_namespace() -> None:
     @given(data=st.data(), general=st.booleans())
     def draw(data: st.DataObject, general: bool) -> None:
         drawn = data.draw(statements() if general else statements(max_extent=9))
-        root = drawn.assignment.lhs.tensor.schedule()
+        root = drawn.output.schedule()
         if general:
             sched, bindings, _ = data.draw(schedules(root))
         else:

@@ -40,17 +40,17 @@ def _close(got: np.ndarray, expected: np.ndarray) -> None:
 @given(data=st.data())
 def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> None:
     drawn = data.draw(statements(max_extent=9))
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(),
+    sched, bindings = data.draw(machine_schedules(out.schedule(),
                                                   machines=_on_legates_processors(legate, MACHINES)))
     drawn.reset()
     sched.evaluate(backend="reference", **bindings)
-    reference = stmt.lhs.tensor.to_numpy()
+    reference = out.to_numpy()
     drawn.reset()
     plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
     plan.run()
-    got = stmt.lhs.tensor.to_numpy()
+    got = out.to_numpy()
     _close(got, expected)
     _close(got, reference)
 
@@ -59,12 +59,12 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
 @given(data=st.data())
 def test_general_schedules_on_legate(legate: object, data: st.DataObject) -> None:
     drawn = data.draw(statements())
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings, _ = data.draw(schedules(out.schedule()))
     drawn.reset()
     sched.evaluate(**bindings)
-    _close(stmt.lhs.tensor.to_numpy(), expected)
+    _close(out.to_numpy(), expected)
 
 
 SPECIAL = {"cube": dt.Machine(dt.Grid(2, 2, 2)), "hierarchical": dt.Machine(dt.Grid(2, 2), dt.Grid(2))}
@@ -76,14 +76,14 @@ SPECIAL = {"cube": dt.Machine(dt.Grid(2, 2, 2)), "hierarchical": dt.Machine(dt.G
 def test_cube_and_hierarchical_schedules_on_legate(legate: object, kind: str, data: st.DataObject) -> None:
     (machine,) = _on_legates_processors(legate, (SPECIAL[kind],))
     drawn = data.draw(statements(max_extent=7))
-    stmt = drawn.assignment
-    assume(len(stmt.lhs.tensor.schedule().loop_vars()) >= machine.grids[0].ndim)
+    stmt, out = drawn.assignment, drawn.output
+    assume(len(out.schedule().loop_vars()) >= machine.grids[0].ndim)
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=(machine,)))
+    sched, bindings = data.draw(machine_schedules(out.schedule(), machines=(machine,)))
     drawn.reset()
     plan = sched.compile(**bindings)
     plan.run()
-    _close(stmt.lhs.tensor.to_numpy(), expected)
+    _close(out.to_numpy(), expected)
 
 
 def test_the_random_schedules_cover_every_kind() -> None:
@@ -95,10 +95,11 @@ def test_the_random_schedules_cover_every_kind() -> None:
               suppress_health_check=list(HealthCheck))
     @given(data=st.data(), kind=st.sampled_from(["flat", *sorted(SPECIAL)]))
     def draw(data: st.DataObject, kind: str) -> None:
-        stmt = data.draw(statements(max_extent=9 if kind == "flat" else 7)).assignment
+        drawn = data.draw(statements(max_extent=9 if kind == "flat" else 7))
+        out = drawn.output
         machines = MACHINES if kind == "flat" else (SPECIAL[kind],)
-        assume(kind == "flat" or len(stmt.lhs.tensor.schedule().loop_vars()) >= machines[0].grids[0].ndim)
-        sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
+        assume(kind == "flat" or len(out.schedule().loop_vars()) >= machines[0].grids[0].ndim)
+        sched, bindings = data.draw(machine_schedules(out.schedule(), machines=machines))
         plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
         if kind != "flat":
             seen[kind] += plan.groups[0].distributed >= machines[0].grids[0].ndim and plan.machine == machines[0]

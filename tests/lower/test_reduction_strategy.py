@@ -284,15 +284,15 @@ HIERARCHICAL = (dt.Machine(dt.Grid(2), dt.Grid(2)), dt.Machine(dt.Grid(2, 1), dt
 def test_random_schedules_with_the_synthesized_reduction(legate: object, data: st.DataObject) -> None:
     """Any machine, flat ones too, with reduction="synthesized": Legate and NumPy equal numpy.einsum."""
     drawn = data.draw(statements(max_extent=9))
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
     machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
+    sched, bindings = data.draw(machine_schedules(out.schedule(), machines=machines))
     plan = lower(sched, bindings, reduction="synthesized", rotation=data.draw(st.sampled_from(["points", "boxes"])))
     for backend in ("legate", "numpy"):
         drawn.reset()
         plan.run(backend=backend)
-        got = stmt.lhs.tensor.to_numpy()
+        got = out.to_numpy()
         scale = max(1.0, float(np.abs(expected).max(initial=0)))
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * scale)
 
@@ -306,9 +306,10 @@ def test_the_random_schedules_lower_to_synthesized_programs() -> None:
               suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def draw(data: st.DataObject) -> None:
-        stmt = data.draw(statements(max_extent=9)).assignment
+        drawn = data.draw(statements(max_extent=9))
+        out = drawn.output
         machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
-        sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule(), machines=machines))
+        sched, bindings = data.draw(machine_schedules(out.schedule(), machines=machines))
         red = lower(sched, bindings, reduction="synthesized",
                     rotation=data.draw(st.sampled_from(["points", "boxes"]))).reduction
         seen["synthesized"] += red is not None and red.synthesized

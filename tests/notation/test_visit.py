@@ -90,7 +90,7 @@ def test_rewriter_identity_returns_the_same_object() -> None:
 def test_rewriter_changes_one_access() -> None:
     class Swap(ExprRewriter):
         def visit_access(self, e: Access) -> Expr:
-            return Access(d, e.indices) if e.tensor is c else e
+            return Access(d.var, e.indices) if e.tensor == c.var else e
 
     e = B[i, k] * c[k] + B[i, k]
     out = Swap()(e)
@@ -150,6 +150,6 @@ def test_operation_count_and_trace() -> None:
 
 def test_reduction_notation_places_sums_unchanged() -> None:
     a = Tensor("a", ())
-    stmt = Assignment(Access(a, ()), (c[k] + 1) * (d[k] + 1))
+    stmt = Assignment(Access(a.var, ()), (c[k] + 1) * (d[k] + 1))
     assert str(to_reduction_notation(stmt).rhs) == "sum(k, (c(k) + 1) * (d(k) + 1))"
     assert str(place_sum(B[i, k] + c[k] * d[k] / c[i], k)) == "sum(k, B(i,k)) + sum(k, c(k) * d(k)) / c(i)"

@@ -15,12 +15,12 @@ from tests._strategies import COMMANDS, einsum_oracle, schedules, statements
 @given(data=st.data())
 def test_reference_executor_equals_einsum(data: st.DataObject) -> None:
     drawn = data.draw(statements())
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings, _ = data.draw(schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings, _ = data.draw(schedules(out.schedule()))
     drawn.reset()
     sched.evaluate(backend="reference", **bindings)
-    got = stmt.lhs.tensor.to_numpy()
+    got = out.to_numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(expected).max(initial=0)))
 
 
@@ -33,8 +33,9 @@ def test_every_command_is_exercised_by_the_generator() -> None:
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(data=st.data())
     def draw(data: st.DataObject) -> None:
-        stmt = data.draw(statements()).assignment
-        applied.update(data.draw(schedules(stmt.lhs.tensor.schedule()))[2])
+        drawn = data.draw(statements())
+        out = drawn.output
+        applied.update(data.draw(schedules(out.schedule()))[2])
 
     draw()
     missing = [c for c in COMMANDS if applied[c] == 0]
