@@ -364,7 +364,7 @@ def run_case(seed: int, n: int) -> dict[str, Any]:
         if drawn.formats and rng.random() < 0.12:
             name = rng.choice(sorted(k for k in drawn.formats if k != "A") or ["A"])
             if name != "A":
-                tensor = next(a.tensor for a in stmt.rhs.accesses() if a.tensor.name == name)
+                tensor = next(t for t in drawn.out.operands if t.name == name)
                 target = _format(rng, tensor.order, drawn.machine, case)
                 case.note(f"{name}.redistribute(Format({str(target)!r}, machine))")
                 case.features.add("redistribute")

@@ -69,7 +69,7 @@ def test_placement_structure() -> None:
         Divide(x, xo, xi, m.x),
         Divide(y, yo, yi, m.y),
         Distribute((xo, yo, z), m.grid, 0),
-        Communicate((T2,), z),
+        Communicate((T2.var,), z),
     )
     leaf = fixed.body.children()[0].children()[0]
     assert isinstance(leaf, Assign) and str(leaf) == "T(x,y) = T(x,y)"

@@ -76,7 +76,7 @@ def run_fresh_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = Non
         if info.output and plan.zero_output:
             arrays.append(np.full(info.shape, np.nan if fresh else 0, dtype=info.dtype))
         else:
-            arrays.append(np.array(info.tensor.to_numpy(), dtype=info.dtype, copy=True))
+            arrays.append(np.array(plan.tensor(info).to_numpy(), dtype=info.dtype, copy=True))
     n = plan.tensors.index(plan.output)
     for number, (group, launch) in enumerate(plan.launches()):
         for point in launch.points():
@@ -100,7 +100,7 @@ def run_fresh_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = Non
                 group.kernel(point, *args)
             for view, buffer in folds:
                 view += buffer
-    plan.output.tensor.set_array(arrays[n])
+    plan.tensor(plan.output).set_array(arrays[n])
     return fresh
 
 
@@ -223,13 +223,13 @@ def test_run_fresh_refuses_a_position_outside_its_operands() -> None:
 @given(data=st.data(), device=st.booleans())
 def test_random_distributed_plans_with_a_fresh_output_equal_einsum(data: st.DataObject, device: bool) -> None:
     drawn = data.draw(statements(max_extent=9))
-    stmt = drawn.assignment
+    stmt, out = drawn.assignment, drawn.output
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
-    sched, bindings = data.draw(machine_schedules(stmt.lhs.tensor.schedule()))
+    sched, bindings = data.draw(machine_schedules(out.schedule()))
     drawn.reset()
     plan = sched.compile(**bindings)
     run_fresh_numpy(plan, to_device if device else None)
-    _close(stmt.lhs.tensor.to_numpy(), expected)
+    _close(out.to_numpy(), expected)
 
 
 def test_explain_says_which_tasks_write_their_fresh_tile_with_their_first_step() -> None:

@@ -104,7 +104,7 @@ def test_a_thread_pool_point_walks_every_time(monkeypatch: pytest.MonkeyPatch) -
 
 def _run_twice_and_walked(plan: Any, drawn: Any) -> tuple[np.ndarray, ...]:
     """The output of a run that walks every point, of a first run (walk and keep) and of a replaying run."""
-    out = plan.tensors[[i.output for i in plan.tensors].index(True)].tensor
+    out = plan.tensor(plan.output)
     results = []
     for g in plan.groups:
         g.kernel.keep_programs = False  # nothing is kept: every call walks

@@ -159,7 +159,7 @@ def test_explain_names_exactly_the_operands_the_run_gathers(legate: object, move
     plan, out, want = CASES[case]()
     said = _said_gathered(plan)
     assert said == {plan.tensors[n].name for n in gathered_tensors(plan)}
-    inputs = [info.tensor for info in plan.tensors if not info.output]
+    inputs = [plan.tensor(info) for info in plan.tensors if not info.output]
     moved["gather"].clear()
     moved["from_store"].clear()
     plan.run()

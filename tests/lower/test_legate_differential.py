@@ -91,7 +91,7 @@ def test_the_random_schedules_cover_every_kind() -> None:
     # that it passes alone and in any order).
     seen: collections.Counter[str] = collections.Counter()
 
-    @settings(max_examples=120, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=160, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(data=st.data(), kind=st.sampled_from(["flat", *sorted(SPECIAL)]))
     def draw(data: st.DataObject, kind: str) -> None:

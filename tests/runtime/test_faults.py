@@ -45,7 +45,7 @@ def summa(machine: rt.MachineInfo) -> Iterator[tuple[dt.Schedule, dt.Tensor, np.
 
 
 def _inputs_intact_and_next_plan_right(sched: dt.Schedule, A: dt.Tensor, b0: np.ndarray, c0: np.ndarray) -> None:
-    B, C = (t for t in sched.tensors() if t.name in "BC")
+    B, C = (sched.bindings.tensor(t) for t in sched.tensors() if t.name in "BC")
     np.testing.assert_array_equal(B.to_numpy(), b0)
     np.testing.assert_array_equal(C.to_numpy(), c0)
     sched.evaluate()
@@ -101,7 +101,7 @@ def test_an_interrupted_redistribution(summa: Any, monkeypatch: pytest.MonkeyPat
     sched, A, b0, c0 = summa
     from distal.runtime import _redistribute
 
-    B = next(t for t in sched.tensors() if t.name == "B")
+    B = next(sched.bindings.tensor(t) for t in sched.tensors() if t.name == "B")
     old = B.format
     real = _redistribute.run_program
     ran = []
