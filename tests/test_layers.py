@@ -262,6 +262,24 @@ def test_the_runtime_is_reached_only_through_its_public_names() -> None:
     assert private == []
 
 
+# Below the schedule the IR holds only `TensorVar`s (distal/notation/variable.py) and data is reached
+# through a plan's bindings: these layers never import the user's `Tensor` at run time.
+VAR_ONLY = ("distal.lower", "distal.reference", "distal.runtime", "distal.cin", "distal.model",
+            "distal.reduction", "distal.redist")
+
+
+def test_the_ir_layers_never_import_the_user_tensor() -> None:
+    known = modules(TREES)
+    found = [
+        f"{imp.importer}:{imp.line} imports {imp.imported}"
+        for name, (path, is_package) in known.items()
+        if name.startswith(VAR_ONLY)
+        for imp in imports_of(name, path, is_package, set(known))
+        if imp.imported == "distal.notation.tensor"
+    ]
+    assert found == []
+
+
 def dynamic_imports(trees: tuple[tuple[Path, str], ...]) -> list[str]:
     """Every `importlib.import_module(...)` (or `__import__`) of a string or f-string that starts with the package."""
     found = []

@@ -30,11 +30,11 @@ from distal.cin.relations import Communicate, Distribute, Divide, Relation
 from distal.cin.statements import Assign, Forall, Stmt
 from distal.format.distribution import BROADCAST
 from distal.notation.ast import Access, IndexVar
+from distal.notation.variable import TensorVar
 
 if TYPE_CHECKING:
     from distal.format.format import Format
     from distal.notation.tensor import Tensor
-    from distal.notation.variable import TensorVar
 
 __all__ = ["FixedForall", "placement", "placement_text"]
 
@@ -93,9 +93,7 @@ def placement(fmt: Format, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Rela
     ['divide(x, xo, xi, m.x)', 'distribute({xo}, Grid(2))', 'communicate(T, xo)']
     """
     fmt.check_tensor(tensor)
-    from distal.notation.tensor import Tensor
-
-    var = tensor.var if isinstance(tensor, Tensor) else tensor
+    var = tensor if isinstance(tensor, TensorVar) else tensor.var
     machine = fmt.machine
     top = fmt.levels[0]
     # Step 1: one variable per tensor dimension, named by level 0's X.
