@@ -188,9 +188,10 @@ class Tensor:
 
     def __getitem__(self, key: object) -> Access:
         access = Access(self._var, self._indices(key))
-        # The access names only the var; this tensor stays alive while the access does (as
-        # `A[i] = Tensor.from_array("B", b)[i]` needs), so the statement can bind it.
-        weakref.finalize(access, _keep, self)
+        # The access names only the var. Until a statement records it, this tensor stays alive
+        # while the access does (`A[i] = Tensor.from_array("B", b)[i]` drops B before A binds it);
+        # `record` then lets go (the statement's output holds its operands from there on).
+        _PENDING[id(access)] = weakref.finalize(access, _release, id(access), self)
         return access
 
     def __setitem__(self, key: object, value: object) -> None:
@@ -217,6 +218,10 @@ class Tensor:
         bound = Bindings.of_vars(v for v in stmt.tensors() if v.uid != self._var.uid)
         self.operands = (self, *bound.values())
         self.assignment = stmt
+        for access in stmt.rhs.accesses():
+            pending = _PENDING.pop(id(access), None)
+            if pending is not None:
+                pending.detach()
 
     def __hash__(self) -> int:
         return id(self)
@@ -440,8 +445,14 @@ class Tensor:
         return plan
 
 
-def _keep(tensor: Tensor) -> None:
-    """Nothing: a finalizer's argument, alive until the access it watches is collected."""
+# id of an access made by `Tensor.__getitem__` -> the finalizer keeping its tensor alive, until a
+# statement records the access or the access is collected
+_PENDING: dict[int, weakref.finalize] = {}
+
+
+def _release(key: int, tensor: Tensor) -> None:
+    """An access died before any statement recorded it: its tensor is no longer kept for it."""
+    _PENDING.pop(key, None)
 
 
 def _legate_running() -> bool:

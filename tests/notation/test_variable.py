@@ -156,3 +156,15 @@ def test_built_schedules_and_plans_hold_only_vars(data: st.DataObject) -> None:
         assert all(type(t.tensor) is dt.TensorVar for t in plan.tensors)
         for g in plan.groups:
             assert all(type(t) is dt.TensorVar for t in g.kernel.tensors)
+
+
+def test_recorded_statements_do_not_keep_dropped_tensors_alive() -> None:
+    import weakref
+
+    A, B = dt.Tensor("A", (2,)), dt.Tensor("B", (2,))
+    A[i] = B[i]
+    B[i] = A[i] * 2  # each statement reads the other's output
+    gone = weakref.ref(A), weakref.ref(B)
+    del A, B
+    gc.collect()
+    assert [r() for r in gone] == [None, None]
