@@ -54,6 +54,13 @@ class Tensor:
     on Legate; None until written), replaced only through `set_array`,
     `place`, `redistribute` and, by the runtime, `bind`.
 
+    Statements do not hold the tensor: `A[i, j]` is an `Access` of
+    `A.var`, the immutable `TensorVar` (name, shape, dtype, casting, format,
+    uid) that the IR refers to; another format gives another var. The
+    statement computing the tensor (`assignment`) is recorded with the user
+    tensors of its vars (`operands`), which schedules and plans carry as
+    their bindings.
+
     `dtype` is any of NumPy's numeric dtypes but bool. A statement computing
     the tensor computes as `numpy.einsum(..., out=tensor)` does: in NumPy's
     promoted type of its operands, literals and this tensor, cast into this
