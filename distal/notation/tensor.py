@@ -177,10 +177,10 @@ class Tensor:
 
     @property
     def order(self) -> int:
-        return len(self.shape)
+        return self._var.order
 
     def shape_text(self) -> str:
-        return "(" + ", ".join(str(s) for s in self.shape) + ("," if self.order == 1 else "") + ")"
+        return self._var.shape_text()
 
     def _indices(self, key: object) -> tuple[IndexVar, ...]:
         if key is None or key == ():
@@ -351,12 +351,8 @@ class Tensor:
         return iface
 
     def concrete_shape(self) -> tuple[int, ...]:
-        out = []
-        for s in self.shape:
-            if not isinstance(s, int):
-                raise ShapeError(f"tensor {self.name} has symbolic extent {s}; bind it first")
-            out.append(s)
-        return tuple(out)
+        """The integer extents; a `ShapeError` while one is a `dt.Param` (bind it first)."""
+        return self._var.concrete_shape()
 
     def set_array(self, array: Any) -> None:
         """Replace the tensor's data (shape and dtype must match)."""
