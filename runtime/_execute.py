@@ -140,9 +140,27 @@ def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[i
     shape = _store_shape(info.shape)
     if 0 in shape:
         return zeros(shape, info.dtype, tile=tile)
-    store = unwritten(shape, info.dtype)
+    previous = plan.tensor(info).storage
+    old = previous.store if isinstance(previous, TensorStore) else None
+    store = old if old is not None and reusable(old, shape, info.dtype) else unwritten(shape, info.dtype)
     fresh.append((store, tile))
     return store
+
+
+def reusable(store: Store, shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
+    """Whether a `=` output's previous store can take this run's result (the run overwrites it in full).
+
+    Running a plan again then writes memory the previous run already
+    touched: a new store lands in pool memory nothing has touched yet, and
+    faulting that in (as huge pages) stalled some runs 2-3x (docs/benchmarks.md,
+    TTM). Only a store of its own (not a view of another) of the same shape
+    and dtype; the statement never reads its `=` output, later readers of the
+    previous data were queued before this run's writes (Legate orders them),
+    and what distal hands out (to_numpy, cuPyNumeric, the data interface) is
+    a copy.
+    """
+    return (store.block_of is None and not getattr(store.handle, "transformed", False)
+            and tuple(store.shape) == tuple(shape) and store.dtype == np.dtype(dtype))
 
 
 def _key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand]) -> int:
@@ -286,7 +304,8 @@ def _placed_operands(plan: Plan, red: Reduction | None,
             lay = placement_layout(info)
             if lay is None:
                 continue
-            view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype, fresh))
+            previous = plan.tensor(info).storage
+            view = placed_operand(plan, n, lay, functools.partial(_fresh_blocks, lay, info.dtype, fresh, previous))
         else:
             held = placed_of(plan, info)
             if held is None:
@@ -301,15 +320,21 @@ def _identity(held: FormatStore) -> FormatStore:
     return held
 
 
-def _fresh_blocks(lay: Layout, dtype: np.dtype[Any], fresh: list[tuple[Store, tuple[int, ...] | None]]
-                  ) -> FormatStore:
-    """New blocks laid out by ``lay``, unwritten (appended to `fresh`: zeros, or the first launch writes them)."""
+def _fresh_blocks(lay: Layout, dtype: np.dtype[Any], fresh: list[tuple[Store, tuple[int, ...] | None]],
+                  previous: Any = None) -> FormatStore:
+    """Blocks laid out by ``lay`` for a `=` output, appended to `fresh` (zeros, or the first launch writes them).
+
+    The blocks of the output's previous data (`previous`, its storage before
+    this run) when they have this layout and dtype (`reusable`); new ones
+    otherwise.
+    """
     grid = block_grid(lay)
     size = max(math.prod(lay.tile), 1)
     shape, tile = (*grid, size), (*([1] * len(grid)), size)
     if 0 in shape:
         return FormatStore(zeros(shape, dtype, tile=tile), lay, dtype)
-    store = unwritten(shape, dtype)
+    old = previous.blocks if isinstance(previous, FormatStore) and previous.layout == lay else None
+    store = old if old is not None and reusable(old, shape, dtype) else unwritten(shape, dtype)
     fresh.append((store, tile))
     return FormatStore(store, lay, dtype)
 
