@@ -2,7 +2,11 @@
 
 It follows the plan's data exactly as Legate would: each point gets views of
 its tiles (`Operand.box`), a REDUCE_ADD operand gets a zero buffer that is
-added into the tensor after the point ran, and launches run in order. It
+added into the tensor after the point ran, and launches run in order. An
+`=` output whose first launch writes distinct tiles covering it starts
+unwritten (`unwritten`) and that launch's points run `run_fresh`, which
+zero-fills a tile only where its first step does not write it whole, as
+Legate's first launch does (`runtime._execute._first_launch_writes`). It
 tests the lowering without Legate.
 
 With a synthesized reduction (`Plan.reduction`), the buffer of a point is
@@ -26,13 +30,39 @@ from distal.lower.plan import Box, Plan, Privilege, Reduction
 __all__ = ["run_numpy"]
 
 
-def initial_data(plan: Plan) -> list[np.ndarray]:
-    """The tensors' starting values: inputs' data, the output's (or zeros for `=`)."""
+def unwritten(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """A new output array nothing has written (its first launch writes every element; tests fill it with NaN)."""
+    return np.empty(shape, dtype=dtype)
+
+
+def first_launch_fresh(plan: Plan) -> bool:
+    """Whether the plan's first launch writes its new `=` output whole: one writing operand of the output
+    whose points' boxes are distinct and cover it, in a launch whose task bodies have `run_fresh`."""
+    if not plan.zero_output:
+        return False
+    found = next(iter(plan.launches()), None)
+    if found is None:
+        return False
+    group, first = found
+    n = plan.tensors.index(plan.output)
+    ops = [op for op in first.operands if op.tensor == n]
+    if len(ops) != 1 or ops[0].privilege not in (Privilege.WRITE, Privilege.READ_WRITE):
+        return False
+    if getattr(group.kernel, "run_fresh", None) is None:
+        return False
+    shape = plan.output.shape
+    boxes = [ops[0].box(p, shape) for p in first.points()]
+    covered = sum(math.prod(hi - lo for lo, hi in b) for b in boxes)
+    return len(set(boxes)) == len(boxes) and covered == math.prod(shape)
+
+
+def initial_data(plan: Plan, fresh: bool = False) -> list[np.ndarray]:
+    """The tensors' starting values: inputs' data, the output's (zeros for `=`; unwritten when `fresh`)."""
     arrays = []
     for info in plan.tensors:
         t = plan.tensor(info)  # the data side of the var
         if info.output and plan.zero_output:
-            arrays.append(np.zeros(info.shape, dtype=info.dtype))
+            arrays.append(unwritten(info.shape, info.dtype) if fresh else np.zeros(info.shape, dtype=info.dtype))
             continue
         data = t.to_numpy()
         if data.shape != info.shape:
@@ -66,13 +96,15 @@ def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> 
     GPU task hands it CuPy views of its tiles: tests pass
     `distal.lower.device_standin.to_device` to run the kernels' GPU path.
     """
-    arrays = initial_data(plan)
+    fresh = first_launch_fresh(plan)
+    arrays = initial_data(plan, fresh)
+    out = plan.tensors.index(plan.output)
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
     partials = None
     if red is not None:
         assert plan.machine is not None
         partials = np.zeros((plan.machine.size, math.prod(red.row)), dtype=plan.tensors[red.tensor].dtype)
-    for group, launch in plan.launches():
+    for number, (group, launch) in enumerate(plan.launches()):
         for point in launch.points():
             tiles: list[Any] = []
             folds = []
@@ -91,10 +123,14 @@ def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> 
                     tiles.append(view.copy())  # a task must not change what it only reads
                 else:
                     tiles.append(view)
-            group.kernel(point, *(tiles if device is None else [device(t) for t in tiles]))
+            args = tiles if device is None else [device(t) for t in tiles]
+            if fresh and number == 0:  # the output's tile holds no data yet (`first_launch_fresh`)
+                position = next(p for p, op in enumerate(launch.operands) if op.tensor == out)
+                group.kernel.run_fresh(point, position, *args)
+            else:
+                group.kernel(point, *args)
             for view, buffer in folds:
                 view += buffer
     if red is not None and partials is not None:
         _finish(plan, red, partials, arrays[red.tensor])
-    out = plan.output
-    plan.tensor(out).set_array(arrays[plan.tensors.index(out)])
+    plan.tensor(plan.output).set_array(arrays[out])

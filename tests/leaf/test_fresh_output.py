@@ -4,15 +4,14 @@ The first launch of an `=` plan may get the output's tiles unwritten (on
 Legate: a new store, `runtime._execute._first_launch_writes`). A task body
 then writes the leaf's result straight into a tile its first step covers
 whole, and zero-fills the tile first only where a step covers part of it (or
-reads it, or runs on a thread pool). These tests run plans through a NumPy
-copy of that path whose fresh output starts as NaN (a task that added into
-a fresh tile without zeroing it would give NaN) and count the zero fills
-with a spy on `distal.lower.task_body.zero_fill`.
+reads it, or runs on a thread pool). The NumPy executor takes the same path
+(`numpy_exec.first_launch_fresh`); these tests make its fresh output start
+as NaN (a task that added into a fresh tile without zeroing it would give
+NaN) and count the zero fills with a spy on `distal.lower.task_body.zero_fill`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,9 +22,9 @@ from hypothesis import strategies as st
 
 import distal as dt
 from distal import kernels
-from distal.lower import task_body
+from distal.lower import numpy_exec, task_body
 from distal.lower.device_standin import to_device
-from distal.lower.plan import Plan, Privilege
+from distal.lower.plan import Plan
 from distal.lower.steps import SliceStep
 from tests._strategies import einsum_oracle, statements
 from tests._strategies.machines import machine_schedules
@@ -48,59 +47,17 @@ def fills(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, ...]]]:
     yield seen
 
 
-def _first_launch_fresh(plan: Plan) -> bool:
-    """Whether the plan's first launch may get the output unwritten (as `runtime._execute` decides): an `=`
-    plan whose first launch writes (not reduces into) distinct output boxes that cover the output."""
-    if not plan.zero_output:
-        return False
-    first = next((launch for _, launch in plan.launches()), None)
-    if first is None:
-        return False
-    n = plan.tensors.index(plan.output)
-    ops = [op for op in first.operands if op.tensor == n]
-    if len(ops) != 1 or ops[0].privilege not in (Privilege.WRITE, Privilege.READ_WRITE):
-        return False
-    shape = plan.output.shape
-    boxes = [ops[0].box(p, shape) for p in first.points()]
-    covered = sum(math.prod(hi - lo for lo, hi in b) for b in boxes)
-    return len(set(boxes)) == len(boxes) and covered == math.prod(shape)
+@pytest.fixture(autouse=True)
+def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New `=` outputs of the NumPy executor start as NaN: a task that added into one without zeroing it gives NaN."""
+    monkeypatch.setattr(numpy_exec, "unwritten", lambda shape, dtype: np.full(shape, np.nan, dtype=dtype))
 
 
 def run_fresh_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> bool:
-    """Run `plan` as `distal.lower.numpy_exec.run_numpy` does, except that where the first launch may get
-    the output unwritten, the output starts as NaN and that launch's points run `run_fresh`. Returns
-    whether it did."""
-    fresh = _first_launch_fresh(plan)
-    arrays = []
-    for info in plan.tensors:
-        if info.output and plan.zero_output:
-            arrays.append(np.full(info.shape, np.nan if fresh else 0, dtype=info.dtype))
-        else:
-            arrays.append(np.array(plan.tensor(info).to_numpy(), dtype=info.dtype, copy=True))
-    n = plan.tensors.index(plan.output)
-    for number, (group, launch) in enumerate(plan.launches()):
-        for point in launch.points():
-            tiles: list[Any] = []
-            folds = []
-            for op in launch.operands:
-                info = plan.tensors[op.tensor]
-                index: tuple[Any, ...] = (*(slice(lo, hi) for lo, hi in op.box(point, info.shape)), Ellipsis)
-                view = arrays[op.tensor][index]
-                if op.privilege is Privilege.REDUCE_ADD:
-                    buffer = np.zeros_like(view)
-                    folds.append((view, buffer))
-                    tiles.append(buffer)
-                else:
-                    tiles.append(view.copy() if op.privilege is Privilege.READ else view)
-            args = tiles if device is None else [device(t) for t in tiles]
-            if fresh and number == 0:
-                position = next(p for p, op in enumerate(launch.operands) if op.tensor == n)
-                group.kernel.run_fresh(point, position, *args)
-            else:
-                group.kernel(point, *args)
-            for view, buffer in folds:
-                view += buffer
-    plan.tensor(plan.output).set_array(arrays[n])
+    """Run `plan` with the NumPy executor (`run_numpy`); returns whether its first launch wrote the output
+    unwritten (`first_launch_fresh`: then the output started as NaN and that launch's points ran `run_fresh`)."""
+    fresh = numpy_exec.first_launch_fresh(plan)
+    numpy_exec.run_numpy(plan, device)
     return fresh
 
 
