@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ from distal.errors import DistalError, NotSupportedYet
 from ._registry import check_failures, release_transient
 from ._start import legate_runtime, work_done, work_pending
 
-__all__ = ["Store", "ensure_room", "fence", "legate_type", "live_bytes", "tile_of", "to_numpy", "wrap"]
+__all__ = ["Store", "dropped_bytes", "ensure_room", "fence", "legate_type", "live_bytes", "tile_of", "to_numpy",
+           "wrap"]
 
 _TYPES = {
     "bool": "bool_",
@@ -75,9 +77,42 @@ _kept_bytes = 0
 _GC_ALLOCATIONS = 100_000  # or once this many objects were allocated since the last collection
 
 # Bytes of every store distal made and still references, views (slices, tiles, promotions) excluded:
-# what other tensors hold when a plan is checked against Legate's memory (distal.lower.memory). An
-# entry goes when its `Store` is collected; Legate frees the memory at the next fence (_KEEP_ALIVE).
-_LIVE: dict[int, int] = {}
+# what other tensors hold when a plan is checked against Legate's memory (distal.lower.memory). Keyed
+# by the Legate storage (`_root_key`), counted once however many `Store`s wrap it. An entry goes when
+# its last `Store` is collected, but Legate frees the memory only at the next fence (_KEEP_ALIVE holds
+# the handle until then): its bytes move to `_dropped` and count until that fence. (Not counting them
+# let a tensor placed from host data next to the dropped staging store of the tensor placed before it
+# overrun Legate's memory: the mapper aborted the process.)
+_LIVE: dict[tuple[str, int], int] = {}
+_WRAPPERS: dict[tuple[str, int], int] = {}  # how many live `Store`s wrap each entry of _LIVE
+_dropped = 0
+# repr(LogicalStore) names its storage: "... storage: Storage(12) {kind: Region, level: 0, ...}"; a
+# view at offset 0 (a slice from 0, a partition's first child) is not `transformed` but has level > 0
+_STORAGE = re.compile(r"storage: Storage\((\d+)\) \{kind: \w+, level: (\d+)")
+
+
+def _root_key(store: Store) -> tuple[str, int] | None:
+    """The key of the storage `store` holds on its own; None for a view of another store's storage."""
+    if store.block_of is not None or getattr(store.handle, "transformed", True):
+        return None
+    found = _STORAGE.search(repr(store.handle))
+    if found is None:  # a Legate whose repr says nothing of the storage: count the store as its own
+        return ("object", id(store))
+    return None if found.group(2) != "0" else ("storage", int(found.group(1)))
+
+
+def _drop(key: tuple[str, int]) -> None:
+    """A store's wrapper was collected: at its storage's last wrapper, its bytes stay held (by
+    _KEEP_ALIVE's handle) until the next fence."""
+    global _dropped
+    left = _WRAPPERS.get(key, 0) - 1
+    if left > 0:
+        _WRAPPERS[key] = left
+        return
+    _WRAPPERS.pop(key, None)
+    nbytes = _LIVE.pop(key, None)
+    if nbytes is not None:
+        _dropped += nbytes
 
 
 @dataclass(eq=False)
@@ -101,9 +136,11 @@ class Store:
         _KEEP_ALIVE.append(self.handle)
         nbytes = math.prod(self.shape) * self.dtype.itemsize
         _kept_bytes += nbytes
-        if not getattr(self.handle, "transformed", True):  # a store of its own, not a view of one
-            _LIVE[id(self)] = nbytes
-            weakref.finalize(self, _LIVE.pop, id(self), None)
+        key = _root_key(self)
+        if key is not None:  # a store of its own, not a view of one
+            _LIVE[key] = nbytes
+            _WRAPPERS[key] = _WRAPPERS.get(key, 0) + 1
+            weakref.finalize(self, _drop, key)
 
     @property
     def ndim(self) -> int:
@@ -137,9 +174,15 @@ def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Stor
 
 
 def live_bytes(exclude: Iterable[Store] = ()) -> int:
-    """Bytes held by the stores distal made and still references (views not counted), but `exclude`."""
-    skip = {id(s) for s in exclude}
-    return sum(b for key, b in _LIVE.items() if key not in skip)
+    """Bytes held in Legate's memory by the stores distal made (views not counted), but `exclude`: those it
+    still references, and those dropped since the last fence (Legate frees them at the next one)."""
+    skip = {key for s in exclude if (key := _root_key(s)) is not None}
+    return sum(b for key, b in _LIVE.items() if key not in skip) + _dropped
+
+
+def dropped_bytes() -> int:
+    """Bytes of the stores dropped since the last fence: still held until the next one frees them."""
+    return _dropped
 
 
 def ensure_room(what: str, nbytes: int) -> None:
@@ -186,12 +229,13 @@ def fence() -> None:
 
     Stores nothing references any more are freed here, when no launch is queued.
     """
-    global _kept_bytes
+    global _kept_bytes, _dropped
     legate_runtime().issue_execution_fence(block=True)
     _KEEP_ALIVE.clear()
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
     collect_garbage()
+    _dropped = 0  # nothing is queued: Legate has freed the dropped stores' memory (those collected just now too)
     work_done()
     check_failures()
 
