@@ -5,7 +5,9 @@ renamed a, b, c, ... in order of first appearance (output first).
 
 Each leaf carries its implementation for an array namespace `xp` (NumPy on
 CPU tiles, CuPy on GPU tiles), shaped as the paper schedules the leaves
-(section 7.2.1) so that BLAS does the work:
+(section 7.2.1) so that BLAS does the work. Matrix products of float32 and
+float64 NumPy tiles run on `distal.tile_blas` (the CPU's AVX-512 kernels
+where NumPy's OpenBLAS does not use them; NumPy's BLAS otherwise):
 
 * GEMM: one `matmul`;
 * TTM (`abd,dc->abc`): the tile reshaped to (a*b, d), one `matmul`;
@@ -46,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from distal import tile_blas
 from distal.errors import ScheduleError
 from distal.notation.ast import Access, Expr, IndexVar
 from distal.notation.visit import product_factors
@@ -88,8 +91,8 @@ def _einsum(pattern: str, xp: Any, *operands: Any) -> Any:
     return xp.einsum(pattern, *operands, optimize=len(operands) > 2)
 
 
-def _matmul(pattern: str, xp: Any, *operands: Any) -> Any:
-    return xp.matmul(*operands)
+def _matmul(pattern: str, xp: Any, b: Any, c: Any) -> Any:
+    return tile_blas.matmul(b, c, xp)
 
 
 def _ttv(pattern: str, xp: Any, b: Any, c: Any) -> Any:
@@ -112,7 +115,7 @@ def _innerprod(pattern: str, xp: Any, b: Any, c: Any) -> Any:
 def _ttm(pattern: str, xp: Any, b: Any, c: Any) -> Any:
     """`abd,dc->abc`: one matrix product of the (a*b, d) tile with the (d, c) matrix."""
     a_, b_, d_ = b.shape
-    return xp.matmul(b.reshape(a_ * b_, d_), c).reshape(a_, b_, c.shape[1])
+    return tile_blas.matmul(b.reshape(a_ * b_, d_), c, xp).reshape(a_, b_, c.shape[1])
 
 
 def _mttkrp(pattern: str, xp: Any, b: Any, c: Any, d: Any) -> Any:
@@ -131,14 +134,14 @@ def _mttkrp(pattern: str, xp: Any, b: Any, c: Any, d: Any) -> Any:
         for lo in range(0, nc, step):
             hi = min(nc, lo + step)
             krp = (c[lo:hi].reshape(hi - lo, 1, nb) * d.reshape(1, nd, nb)).reshape((hi - lo) * nd, nb)
-            part = xp.matmul(b[:, lo:hi, :].reshape(na, (hi - lo) * nd), krp)
+            part = tile_blas.matmul(b[:, lo:hi, :].reshape(na, (hi - lo) * nd), krp, xp)
             out = part if out is None else out + part
         return out if out is not None else xp.zeros((na, nb), dtype=b.dtype)
     step = max(1, _BLOCK_ELEMENTS // max(1, nc * nb))
     parts = []
     for lo in range(0, na, step):
         hi = min(na, lo + step)
-        t = xp.matmul(b[lo:hi].reshape((hi - lo) * nc, nd), d).reshape(hi - lo, nc, nb)
+        t = tile_blas.matmul(b[lo:hi].reshape((hi - lo) * nc, nd), d, xp).reshape(hi - lo, nc, nb)
         parts.append(_sum_axis1(t * c.reshape(1, nc, nb)))
     if not parts:
         return xp.zeros((na, nb), dtype=b.dtype)
@@ -169,11 +172,14 @@ def _add(out: Any, value: Any, xp: Any) -> None:
 def _matmul_into(out: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
     """`out = b @ c` or `out += b @ c` (NumPy), cast into `out` as `out=` and `+=` do.
 
-    Straight into `out` when it is `=` of the product's dtype; otherwise by
+    One GEMM into `out` on `tile_blas` where it runs (`=` or `+=`, beta = 1),
+    else straight into `out` when it is `=` of the product's dtype; otherwise by
     blocks of rows through one small buffer (about `_BLOCK_ELEMENTS`), so
     an accumulating product makes no output-sized temporary and adds while
     the block is in cache (NumPy cannot ask BLAS for `C += A B`).
     """
+    if tile_blas.gemm(b, c, out=out, accumulate=accumulate) is not None:
+        return
     dtype = np.result_type(b, c)
     if not accumulate and dtype == out.dtype:
         np.matmul(b, c, out=out)
@@ -244,6 +250,9 @@ class Leaf:
     """Whether the pattern is one matrix product of the first operand's rows (all but its last axis)
     with the second operand (a matrix or a vector): then NumPy tiles are multiplied straight into the
     output tile."""
+    tile_products: bool = field(default=False, compare=False)
+    """Whether its matrix products of float32/float64 NumPy tiles run on `distal.tile_blas`
+    (explain() names that BLAS)."""
 
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
@@ -318,10 +327,12 @@ def register(leaf: Leaf) -> Leaf:
     return leaf
 
 
-GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True))  # BLAS for floats
+GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True, tile_products=True))
 TTV = register(Leaf("TTV", "abc,c->ab", _ttv, "matrix-vector matmul of the reshaped tile", matmul_into=True))
-TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", matmul_into=True))
-MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product"))
+TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", matmul_into=True,
+                     tile_products=True))
+MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product",
+                        tile_products=True))
 INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector matmul of the flattened tiles"))
 GENERIC = register(Leaf("GENERIC", None, _einsum, "numpy.einsum"))
 

@@ -4,7 +4,8 @@ With one rank, Legate runs Python tasks on its CPU processor threads inside
 this very process, so every processor calling a multi-threaded BLAS would
 oversubscribe the cores. From distal's first launch until the next blocking
 fence (`_start.work_queued`/`work_done`), every BLAS library loaded in the
-process (OpenBLAS, MKL, BLIS: threadpoolctl finds them) is limited to
+process (OpenBLAS, MKL, BLIS: threadpoolctl finds them; distal's own
+OpenBLAS for tiles, `distal.tile_blas`, is loaded first) is limited to
 `task_threads()` threads; at the fence each gets back the thread count it had.
 Both happen on the main thread: OpenBLAS ignores a thread count set from
 another thread (measured with Legate's task threads). The setting is
@@ -68,7 +69,11 @@ def blas_info() -> list[dict[str, Any]]:
 
 
 def prepare() -> None:
-    """Find the BLAS libraries loaded so far (when Legate starts)."""
+    """Load distal's own OpenBLAS for tiles where it is chosen (`distal.tile_blas`), then find every BLAS
+    library loaded so far (when Legate starts, on the main thread, before any task runs)."""
+    from distal import tile_blas
+
+    tile_blas.library()
     _blas_libraries(refresh=True)
 
 

@@ -23,9 +23,10 @@ one at module level):
 9. `distal.model`: the machine cost model;
 10. `distal.format`: formats, distributions, machines;
 11. `distal.leaf`: the leaf kernels' einsum patterns;
-12. `distal.notation`: tensor index notation;
-13. `distal.sizes`, `distal._text`: symbolic sizes, text helpers;
-14. `distal.errors`.
+12. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
+13. `distal.notation`: tensor index notation;
+14. `distal.sizes`, `distal._text`: symbolic sizes, text helpers;
+15. `distal.errors`.
 
 A function-level import of a higher layer is a lazy entry point: it is
 allowed only when listed (importer and imported module exactly) in
@@ -70,6 +71,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distal.model",),
     ("distal.format",),
     ("distal.leaf",),
+    ("distal.tile_blas",),
     ("distal.notation",),
     ("distal.sizes", "distal._text"),
     ("distal.errors",),

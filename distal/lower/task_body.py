@@ -248,6 +248,7 @@ class TaskBody:
     def describe(self, fresh: bool = False) -> str:
         """What the leaf of each assignment runs on the tiles, as text; with `fresh` (the launch gets a new
         `=` output, `run_fresh`), whether each task's one step writes its whole output tile."""
+        from distal import tile_blas
         from distal.leaf import einsum_pattern
 
         out = []
@@ -255,7 +256,8 @@ class TaskBody:
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if is_product(a.rhs) else None
             if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
-                how = f"the leaf's {leaf.how} (NumPy/BLAS; CuPy/cuBLAS on GPUs)"
+                blas = f"NumPy tiles: {tile_blas.short()}" if leaf.tile_products else "NumPy's BLAS"
+                how = f"the leaf's {leaf.how} ({blas}; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
                 how = f"numpy.einsum('{pattern}', optimize=True)"
             else:

@@ -4,7 +4,8 @@
 15 s on 2 cores). `calibrate()` measures what runs:
 
 - compute-bound leaves (GEMM, TTM, MTTKRP): the leaf kernel itself
-  (`distal.leaf`), on one BLAS thread as a Legate CPU processor runs it
+  (`distal.leaf`, its matrix products on `distal.tile_blas`, whose choice is
+  part of the cache key), on one BLAS thread as a Legate CPU processor runs it
   (`runtime/_blas.py`), at a few tile sizes, the fastest of a few calls
   (load from elsewhere only slows a kernel down), the curve made
   non-decreasing in size (`_monotone`); the model interpolates the rate
@@ -56,7 +57,7 @@ from distal.model.links import Link
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
            "model_of", "this_machine"]
 
-_VERSION = 7
+_VERSION = 8
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -83,7 +84,10 @@ def cache_path() -> Path:
 
 
 def _key() -> str:
-    return f"{socket.gethostname()}|{os.cpu_count()}|{np.__version__}|v{_VERSION}"
+    """What the cached figures hold for: host, cores, NumPy, the BLAS tiles' products run on, this file's version."""
+    from distal import tile_blas
+
+    return f"{socket.gethostname()}|{os.cpu_count()}|{np.__version__}|{tile_blas.short()}|v{_VERSION}"
 
 
 def _times(fn: Callable[[], Any], repeats: int) -> list[float]:
@@ -147,6 +151,9 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
     With `fixed_costs=False` (or when Legate cannot start) the fixed costs
     are `DEFAULT_FIXED_COSTS`; `fixed_costs_source` says which.
     """
+    from distal import tile_blas
+
+    tile_blas.library()  # loaded before the limit below, so that it is limited too
     try:
         from threadpoolctl import threadpool_limits
 

@@ -86,3 +86,16 @@ def test_task_threads_must_be_positive() -> None:
     with pytest.raises(DistalError, match="expected a positive number of BLAS threads per task or None, but found 0"):
         _blas.set_task_threads(0)
     assert _blas.task_threads() == 1
+
+
+def test_distals_own_openblas_is_limited_too(machine: rt.MachineInfo) -> None:
+    """Loaded when Legate starts (before any task), so the limit above covers it (distal/tile_blas.py)."""
+    from pathlib import Path
+
+    from distal import tile_blas
+
+    lib = tile_blas.library()
+    if lib is None:
+        pytest.skip(f"matrix products of tiles run on NumPy's BLAS here: {tile_blas.describe()}")
+    paths = {str(Path(x.filepath).resolve()) for x in _blas._blas_libraries(refresh=True)}
+    assert str(Path(lib.path).resolve()) in paths
