@@ -171,6 +171,8 @@ def legate_child(procs: int, sizes: list[int], repeats: int, higher: dict[str, t
 
 SWEEP = [256, 512, 1024, 2048, 4096]
 SWEEP_ALGORITHMS = [*MATMUL, "auto"]
+# the machine's BLAS limit on its 2 cores: one GEMM on distal's AVX-512 OpenBLAS (distal/tile_blas.py), 2 threads
+MACHINE_BLAS = "openblas_avx512_2_threads"
 CHILD_TIMEOUT = 900.0  # seconds one child may take before the runner calls it a hang
 
 
@@ -190,7 +192,7 @@ def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
     from check import numpy_threads
 
     import distal as dt
-    from distal import kernels
+    from distal import kernels, tile_blas
     from distal import runtime as rt
 
     rt.ensure_started()
@@ -214,6 +216,19 @@ def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
             float(cn.matmul(cb, cc)[0, 0])
 
         runs: dict[str, Any] = {"numpy": numpy_run, "cupynumeric": cupy_run}
+        blas = tile_blas.library()
+        if blas is not None:  # the machine's BLAS: distal's AVX-512 OpenBLAS, one GEMM on 2 threads
+
+            into = np.empty((n, n))
+
+            def blas_run(b: Any = b, c: Any = c, into: Any = into, lib: Any = blas) -> None:
+                lib.set_threads(2)
+                try:
+                    tile_blas.gemm(b, c, out=into)
+                finally:
+                    lib.set_threads(1)
+
+            runs[MACHINE_BLAS] = blas_run
         machines: dict[str, str] = {}
         outputs: dict[str, dt.Tensor] = {}
         for name in SWEEP_ALGORITHMS:
@@ -236,10 +251,13 @@ def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
         out["matmul"][str(n)] = {"seconds": secs, "all": samples, "machines": machines, "best": best,
                                  "max_error": errors,
                                  "vs_numpy": secs["numpy"] / secs[best],
-                                 "vs_cupynumeric": secs["cupynumeric"] / secs[best]}
+                                 "vs_cupynumeric": secs["cupynumeric"] / secs[best],
+                                 **({"vs_machine_blas": secs[MACHINE_BLAS] / secs[best]} if blas is not None else {}),
+                                 "tile_blas": tile_blas.describe()}
         # Drop this size's operands before the next one allocates: every store is
         # idle after the fence in each run, so deleting them here cannot deadlock.
-        del runs, outputs, cb, cc, b, c, expected, run, numpy_run, cupy_run
+        del runs, outputs, cb, cc, b, c, expected, run, numpy_run, cupy_run, blas
+        into = None
         rt.fence()
         gc.collect()
         rt.fence()
@@ -257,16 +275,19 @@ def plot_sweep(results: dict[str, Any], path: Path) -> Path:
     rows = results["matmul"]
     ns = sorted(int(n) for n in rows)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for who in ("numpy", "cupynumeric", *SWEEP_ALGORITHMS):
+    for who in ("numpy", "cupynumeric", MACHINE_BLAS, *SWEEP_ALGORITHMS):
+        if who not in rows[str(ns[0])]["seconds"]:
+            continue
         left.plot(ns, [rows[str(n)]["seconds"][who] for n in ns], marker="o", label=who,
-                  linewidth=2.5 if who in ("numpy", "cupynumeric") else 1)
+                  linewidth=2.5 if who in ("numpy", "cupynumeric", MACHINE_BLAS) else 1)
     left.set_xscale("log", base=2)
     left.set_yscale("log")
     left.set_xlabel("n")
     left.set_ylabel("seconds (median)")
     left.legend(fontsize=7)
-    for key in ("vs_numpy", "vs_cupynumeric"):
-        right.plot(ns, [rows[str(n)][key] for n in ns], marker="o", label=f"best distal {key.replace('_', ' ')}")
+    for key in ("vs_numpy", "vs_cupynumeric", "vs_machine_blas"):
+        if key in rows[str(ns[0])]:
+            right.plot(ns, [rows[str(n)][key] for n in ns], marker="o", label=f"best distal {key.replace('_', ' ')}")
     right.axhline(1.0, color="gray", linewidth=0.8)
     right.axhline(0.9, color="gray", linewidth=0.8, linestyle="--")  # the issue's target against NumPy from n = 1024
     right.set_xscale("log", base=2)
@@ -296,6 +317,17 @@ def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
 # that load from elsewhere on the machine affects the three systems alike.
 
 SYSTEMS = ("numpy", "distal", "cupynumeric")
+# NumPy with its OpenBLAS told to run the AVX-512 kernels distal's tiles run (distal/tile_blas.py): measured
+# too where distal chooses them, so that what the kernels give and what distal gives are told apart
+NUMPY_AVX512 = "numpy_avx512"
+
+
+def higher_systems() -> tuple[str, ...]:
+    """The systems of the higher-order measurement on this machine: SYSTEMS, and NUMPY_AVX512 where
+    distal's tiles run AVX-512 kernels NumPy's OpenBLAS does not pick by itself."""
+    from distal import tile_blas
+
+    return (*SYSTEMS, NUMPY_AVX512) if tile_blas.choice()[0] is not None else SYSTEMS
 # the sizes NumPy is timed at to choose the measured ones ((n, l) as in HIGHER), and what it should take there
 CALIBRATION = {"ttv": (300, 0), "innerprod": (300, 0), "ttm": (150, 900), "mttkrp": (200, 128)}
 QUICK_CALIBRATION = {"ttv": (40, 0), "innerprod": (40, 0), "ttm": (20, 90), "mttkrp": (24, 16)}
@@ -342,6 +374,8 @@ def child_memory(name: str, system: str, n: int, l: int) -> tuple[int, float]:
     temp = _mib((n, n, l)) if name == "mttkrp" else 0.0
     if system == "numpy":
         return 0, 1.05 * (sum(sizes) + 2 * out_mib + 2 * temp) + NUMPY_RUNTIME_MIB
+    if system == NUMPY_AVX512:
+        return child_memory(name, "numpy", n, l)
     if system == "cupynumeric":
         pool = sum(sizes) + 2 * out_mib + temp
         resident = 2 * sum(sizes) + 2 * out_mib + 2 * temp
@@ -423,7 +457,7 @@ def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: i
     start = time.perf_counter()
     run: Any
     result: Any = None
-    if system == "numpy":
+    if system in ("numpy", NUMPY_AVX512):
         arrays = [_operand(name, n, l, k) for k in range(count)]
 
         def run() -> Any:
@@ -517,7 +551,8 @@ def legate_env(sysmem: int) -> dict[str, str]:
     return {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
 
 
-def higher_plan(sizes: dict[str, tuple[int, int]], rounds: int) -> list[dict[str, Any]]:
+def higher_plan(sizes: dict[str, tuple[int, int]], rounds: int,
+                systems: tuple[str, ...] = SYSTEMS) -> list[dict[str, Any]]:
     """The children of the higher-order measurement, in the order they run.
 
     Kernel by kernel; within a kernel a warm-up-free sequence of `rounds`
@@ -528,7 +563,7 @@ def higher_plan(sizes: dict[str, tuple[int, int]], rounds: int) -> list[dict[str
     jobs = []
     for name, (n, l) in sizes.items():
         for r in range(rounds):
-            for system in round_order(SYSTEMS, r):
+            for system in round_order(systems, r):
                 sysmem, need = child_memory(name, system, n, l)
                 jobs.append({"kernel": name, "size": [n, l], "round": r, "system": system, "sysmem": sysmem,
                              "need_mib": need})
@@ -560,15 +595,17 @@ def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
     `record` (if given) gets the summary so far after each child, so that a
     long run stopped by a failing child keeps what it measured.
     """
-    samples: dict[str, list[float]] = {f"{k}:{s}": [] for k in sizes for s in SYSTEMS}
+    systems = higher_systems()
+    samples: dict[str, list[float]] = {f"{k}:{s}": [] for k in sizes for s in systems}
     prints: dict[str, dict[str, list[float]]] = {k: {} for k in sizes}
     children = []
-    for job in higher_plan(sizes, rounds):
+    for job in higher_plan(sizes, rounds, systems):
         name, system = job["kernel"], job["system"]
         n, l = job["size"]
         label = f"{name} ({n}, {l}) round {job['round'] + 1}/{rounds} {system}"
         check_host_memory(label, job["need_mib"])
-        env = numpy_env() if system == "numpy" else legate_env(job["sysmem"])
+        env = numpy_env() if system == "numpy" else \
+            {**numpy_env(), "OPENBLAS_CORETYPE": "SkylakeX"} if system == NUMPY_AVX512 else legate_env(job["sysmem"])
         start = time.perf_counter()
         part = _child(["--sample-child", system, "--kernels", name, "--shape", str(n), str(l)], env,
                       timeout=timeout)
@@ -711,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="interleaved rounds after the warm-up (default 5; 1 with --quick)")
     parser.add_argument("--target", type=float, default=None,
                         help=f"NumPy seconds the higher-order sizes aim at (default {TARGET_NUMPY_S}; 0.003 quick)")
-    parser.add_argument("--sample-child", choices=SYSTEMS, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sample-child", choices=(*SYSTEMS, NUMPY_AVX512), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--shape", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--check-child", action="store_true", help=argparse.SUPPRESS)
@@ -842,7 +879,7 @@ def interleaved_main(args: argparse.Namespace) -> int:
             if n == 0:
                 raise MemoryError(f"expected room for {name} at its calibration size, but found "
                                   f"{sizing[name]['available_mib']:.0f} MiB available; run on a quieter machine")
-        count = len(higher_plan(chosen, repeats)) + 2  # and the calibration, and check's baseline
+        count = len(higher_plan(chosen, repeats, higher_systems())) + 2  # and the calibration, and check's baseline
         progress = Progress(count + len(jobs))  # children so far go to suite_interleaved_partial.json
         progress.step("calibration: " + ", ".join(f"{k} ({n}, {l}) wanted n={sizing[k]['wanted_n']}"
                                                   + (" (memory)" if sizing[k]["capped_by_memory"] else "")
@@ -896,7 +933,8 @@ def interleaved_main(args: argparse.Namespace) -> int:
 
 
 HIGHER_METHOD = (
-    "one child process per system per round: numpy (no Legate, OPENBLAS_NUM_THREADS=2), distal and cupynumeric "
+    "one child process per system per round: numpy (no Legate, OPENBLAS_NUM_THREADS=2; numpy_avx512 the same "
+    "with OPENBLAS_CORETYPE=SkylakeX, where distal's tiles run those kernels), distal and cupynumeric "
     "(each LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem sized for it); each child makes its "
     "operands (the same seeded values), runs once to warm up and times one run; {rounds} rounds per kernel, the "
     "order of the systems rotated each round; medians of the {rounds} samples. Timed: numpy.einsum(optimize=True) "
