@@ -118,7 +118,7 @@ def test_each_round_runs_every_system_once_in_a_rotated_order(suite: ModuleType)
 
 def fake_child(calls: list[tuple[list[str], dict[str, str]]]) -> object:
     """A stand-in for `_child` that records its calls and answers as a sample child would."""
-    seconds = {"numpy": 0.2, "distal": 0.1, "cupynumeric": 0.4}
+    seconds = {"numpy": 0.2, "distal": 0.1, "cupynumeric": 0.4, "numpy_avx512": 0.15}
 
     def child(args: list[str], env: dict[str, str], timeout: float | None = None) -> dict[str, object]:
         calls.append((args, env))
@@ -134,6 +134,7 @@ def test_the_runner_runs_the_children_in_the_planned_order_and_records_its_json_
         suite: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
     monkeypatch.setattr(suite, "_child", fake_child(calls))
+    monkeypatch.setattr(suite, "higher_systems", lambda: suite.SYSTEMS)
     steps: list[str] = []
     out = suite.run_higher({"mttkrp": (30, 8)}, 3, 60.0, steps.append)
     systems = [a[a.index("--sample-child") + 1] for a, _ in calls]
@@ -211,6 +212,20 @@ def test_distal_and_cupynumeric_children_compute_numpys_result(suite: ModuleType
     assert suite.fingerprint_error(prints["cupynumeric"], prints["numpy"]) < 1e-12
 
 
+def test_numpy_with_the_avx512_kernels_runs_where_distals_tiles_use_them(
+        suite: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.setattr(suite, "_child", fake_child(calls))
+    monkeypatch.setattr(suite, "higher_systems", lambda: (*suite.SYSTEMS, suite.NUMPY_AVX512))
+    out = suite.run_higher({"ttm": (30, 8)}, 2, 60.0, lambda _: None)
+    envs = {args[args.index("--sample-child") + 1]: env for args, env in calls}
+    assert set(envs) == {"numpy", "distal", "cupynumeric", "numpy_avx512"} and len(calls) == 8
+    assert envs["numpy_avx512"]["OPENBLAS_CORETYPE"] == "SkylakeX" and "LEGATE_CONFIG" not in envs["numpy_avx512"]
+    assert "OPENBLAS_CORETYPE" not in envs["numpy"]
+    assert out["ratios"]["ttm_vs_numpy_avx512"] == pytest.approx(1.5, rel=0.02)
+    assert suite.child_memory("ttm", "numpy_avx512", 30, 8) == suite.child_memory("ttm", "numpy", 30, 8)
+
+
 def test_what_was_measured_is_recorded_after_each_child(suite: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
     answer = fake_child(calls)
@@ -221,6 +236,7 @@ def test_what_was_measured_is_recorded_after_each_child(suite: ModuleType, monke
         return answer(args, env, timeout)  # type: ignore[operator]
 
     monkeypatch.setattr(suite, "_child", fails_fifth)
+    monkeypatch.setattr(suite, "higher_systems", lambda: suite.SYSTEMS)
     kept: list[dict[str, object]] = []
     with pytest.raises(RuntimeError, match="child failed"):
         suite.run_higher({"ttv": (30, 0)}, 2, 60.0, lambda _: None, kept.append)
