@@ -109,7 +109,7 @@ def _innerprod(pattern: str, xp: Any, b: Any, c: Any) -> Any:
     0.14-0.43 s of a 60M-element product; `dot` and 2-D `matmul` release
     it), so the tasks of the other processors could not start meanwhile.
     """
-    return xp.dot(b.reshape(-1), c.reshape(-1))
+    return tile_blas.dot(b.reshape(-1), c.reshape(-1), xp)
 
 
 def _ttm(pattern: str, xp: Any, b: Any, c: Any) -> Any:
@@ -251,8 +251,8 @@ class Leaf:
     with the second operand (a matrix or a vector): then NumPy tiles are multiplied straight into the
     output tile."""
     tile_products: bool = field(default=False, compare=False)
-    """Whether its matrix products of float32/float64 NumPy tiles run on `distal.tile_blas`
-    (explain() names that BLAS)."""
+    """Whether its matrix products (INNERPROD: its dot) of float32/float64 NumPy tiles run on
+    `distal.tile_blas` (explain() names that BLAS)."""
 
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
@@ -333,7 +333,8 @@ TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", m
                      tile_products=True))
 MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product",
                         tile_products=True))
-INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector matmul of the flattened tiles"))
+INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector dot of the flattened tiles",
+                           tile_products=True))
 GENERIC = register(Leaf("GENERIC", None, _einsum, "numpy.einsum"))
 
 

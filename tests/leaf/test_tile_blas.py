@@ -11,6 +11,7 @@ import itertools
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -172,3 +173,44 @@ def test_a_core_type_asked_for_but_not_run_is_said() -> None:
     lines = out.splitlines()
     assert lines[0].startswith("warned: DISTAL_TILE_BLAS=NoSuchCore was not honoured: NumPy's BLAS (OpenBLAS ran ")
     assert lines[1].startswith("True NumPy's BLAS (OpenBLAS ran ") and "where NoSuchCore was asked for" in lines[1]
+
+
+def _counting(fn: Any, calls: list[int]) -> Any:
+    def spy(*args: Any) -> Any:
+        calls.append(1)
+        return fn(*args)
+    return spy
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dots_match_numpy_and_fall_back_where_blas_cannot(blas: tile_blas.TileBlas, dtype: type) -> None:
+    rng = np.random.default_rng(4)
+    x, y = rng.random(3 * tile_blas._MIN_DOT).astype(dtype), rng.random(3 * tile_blas._MIN_DOT).astype(dtype)
+    for a, b in ((x, y), (x[::3], y[1::3]), (x[: tile_blas._MIN_DOT], y[-tile_blas._MIN_DOT:])):
+        got = tile_blas.dot(a, b)
+        assert type(got) is np.dtype(dtype).type
+        assert np.isclose(got, np.dot(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5 if dtype is np.float32
+                          else 1e-12)
+    calls: list[int] = []
+    real = blas.dot[np.dtype(dtype)]
+    try:
+        blas.dot[np.dtype(dtype)] = _counting(real, calls)
+        tile_blas.dot(x, y)
+        assert calls == [1]
+        for a, b in ((x[::-1], y[::-1]), (x[:100], y[:100]), (x.astype(np.int64), y.astype(np.int64)),
+                     (x, y.astype(np.float16))):
+            assert np.isclose(tile_blas.dot(a, b), np.dot(a, b), rtol=1e-3)
+        assert calls == [1]  # negative strides, short, integer, mixed: NumPy's dot
+    finally:
+        blas.dot[np.dtype(dtype)] = real
+
+
+def test_innerprod_runs_its_dot_on_it(blas: tile_blas.TileBlas, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = blas.dot[np.dtype(np.float64)]
+    monkeypatch.setitem(blas.dot, np.dtype(np.float64), _counting(real, calls))
+    rng = np.random.default_rng(5)
+    b, c = rng.random((40, 50, 60)), rng.random((40, 50, 60))
+    out = np.full((), np.nan)
+    leaf.INNERPROD.compute_into(out, b, c)
+    assert np.isclose(out, np.einsum("abc,abc->", b, c)) and calls == [1]
