@@ -61,10 +61,10 @@ from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
-from ._store import Store, legate_type, tile_of, wrap
-from ._tensor_storage import FormatStore, as_factor_grid, device_grid, from_factor_grid
+from ._store import Store, ensure_room, legate_type, tile_of, wrap
+from ._tensor_storage import FormatStore, as_factor_grid, block_grid, device_grid, from_factor_grid
 
-__all__ = ["StepRecord", "redistribute", "run_plan_steps", "run_program"]
+__all__ = ["StepRecord", "check_room", "made_bytes", "redistribute", "run_plan_steps", "run_program"]
 
 _lock = threading.Lock()
 _kernels: dict[tuple[Any, ...], int] = {}
@@ -375,17 +375,76 @@ def _repad(plan: FormatProgram, stage: Repad, store: Store) -> Store:
     return out
 
 
+def _regrid_bytes(lay: Layout, size: int, to_factors: bool, itemsize: int) -> int:
+    """Bytes of the store `as_factor_grid` / `from_factor_grid` makes for blocks of ``size`` elements (0: a view)."""
+    factors, machine = device_grid(lay.mesh, lay), block_grid(lay)
+    if factors == machine:
+        return 0
+    return math.prod(factors if to_factors else machine) * size * itemsize
+
+
+def made_bytes(plan: FormatProgram, held: FormatStore) -> list[tuple[str, int]]:
+    """The stores `run_plan_steps` makes on ``held``, in order: (what, bytes) each.
+
+    None is freed before the next fence (`_store._KEEP_ALIVE`), so the run
+    needs them all next to the tensor's blocks.
+    """
+    own, src, mesh, item = held.layout, plan.source, plan.mesh, held.dtype.itemsize
+    grid = math.prod(device_grid(mesh))
+    out: list[tuple[str, int]] = []
+    if (regrid := _regrid_bytes(own, held.blocks.shape[-1], True, item)):
+        out.append(("the blocks on the factor grid", regrid))
+    if src.fixed or not _same(own, src, _unpartitioned(own)):
+        out.append(("expand" if src.fixed else "pad", grid * math.prod(src.tile) * item))
+    for stage in plan.stages:
+        if isinstance(stage, Program):
+            for step, dst in zip(stage.steps, stage.types[1:]):
+                if not isinstance(step, Relabel):
+                    out.append((str(step), grid * max(dst.local_size, 1) * item))
+        else:
+            out.append((str(stage), grid * max(stage.after.local_size, 1) * item))
+    target = _target_layout(plan)
+    size = max(math.prod(plan.target.tile), 1)
+    if target.fixed or not _same(plan.target, target, _unpartitioned(target)):
+        size = math.prod(target.tile)
+        out.append(("restrict" if target.fixed else "crop", math.prod(device_grid(mesh, target)) * size * item))
+    if (regrid := _regrid_bytes(target, size, False, item)):
+        out.append(("the blocks on the machine grid", regrid))
+    return out
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def check_room(plan: FormatProgram, held: FormatStore, name: str | None = None) -> None:
+    """Raise `OutOfMemory` before anything is queued when the stores `run_plan_steps` makes on ``held``
+    (`made_bytes`) cannot fit in Legate's memory next to the live stores (one fence first frees
+    what nothing references)."""
+    made = made_bytes(plan, held)
+    total = sum(b for _, b in made)
+    if not total:
+        return
+    steps = ", ".join(f"{what} {_mib(b)}" for what, b in made)
+    tensor = f"{name}{list(held.shape)}" if name else f"a tensor of shape {list(held.shape)}"
+    ensure_room(f"redistributing {tensor} {held.dtype} from {plan.source.format} to {plan.target.format} "
+                f"(its new stores {_mib(total)}: {steps})", total)
+
+
 def run_plan_steps(plan: FormatProgram, held: FormatStore,
-                   trace: list[StepRecord] | None = None) -> FormatStore:
+                   trace: list[StepRecord] | None = None, name: str | None = None) -> FormatStore:
     """Run ``plan`` on data held in its source format; the data in its target format.
 
-    Checks that no store along the way has blocks larger than ``plan.height``.
+    Checks that no store along the way has blocks larger than ``plan.height``,
+    and, before anything is queued, that the stores it makes fit in Legate's
+    memory (`check_room`; ``name`` names the tensor in its `OutOfMemory`).
     """
     if held.format != plan.source.format or held.shape != plan.source.shape:
         raise FormatError(
             f"expected data in format {plan.source.format} of shape {plan.source.shape}, "
             f"but found {held.format} of shape {held.shape}"
         )
+    check_room(plan, held, name)
     record = trace if trace is not None else []
     store = _enter(plan, held)
     if plan.source.fixed or not _same(held.layout, plan.source, _unpartitioned(held.layout)):  # _enter launched

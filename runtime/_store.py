@@ -74,6 +74,7 @@ _KEEP_ALIVE: list[Any] = []
 _KEEP_ALIVE_LIMIT = 512  # to_numpy fences (and frees) once this many are held,
 _KEEP_ALIVE_BYTES = 1 << 30  # or once they hold this many bytes
 _kept_bytes = 0
+_READ_CHECKED_FROM = 1 << 20  # smaller reads cannot matter next to the 16 MiB overhead every check adds
 _GC_ALLOCATIONS = 100_000  # or once this many objects were allocated since the last collection
 
 # Bytes of every store distal made and still references, views (slices, tiles, promotions) excluded:
@@ -206,6 +207,12 @@ def to_numpy(store: Store) -> np.ndarray:
     Also raises, as `RuntimeFailure`, any kernel failure recorded so far.
     """
     runtime = legate_runtime()
+    nbytes = math.prod(store.shape) * store.dtype.itemsize
+    if nbytes > _READ_CHECKED_FROM:
+        # the copy into the attached host buffer goes through an instance of Legate's own memory
+        # (measured: reading 64 MB of blocks back aborted the process where 32 MB were left)
+        ensure_room(f"reading a {store.dtype} store of shape {list(store.shape)} back to the host (Legate copies "
+                    "it through its own memory)", nbytes)
     result = np.empty(store.shape, dtype=store.dtype)
     if result.size > 0:
         target = runtime.create_store_from_buffer(

@@ -45,6 +45,7 @@ from ._make import from_numpy, zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, ensure_room, legate_type, tile_of, to_numpy, wrap
+from ._target import target_scope
 
 __all__ = [
     "FormatStore",
@@ -314,7 +315,23 @@ def _kernel_tile(lay: Layout) -> tuple[int, ...]:
     return lay.tile or (1,)
 
 
-def place_store(store: Store, fmt: Format) -> FormatStore:
+def _shared_boxes(lay: Layout, itemsize: int) -> int:
+    """Bytes of the boxes of the global tensor that more than one device reads when ``lay`` is placed.
+
+    Legate maps each box a task reads to one instance covering it; a box read by several devices
+    (a broadcast machine dimension) is in general not an instance the global store already has (a
+    copy onto Legate splits it among the processors), so it is made, next to the store and the
+    blocks (measured: placing 64 MB by ``xyz -> *`` on 2 processors made a third 64 MB instance).
+    """
+    seen: dict[Box, int] = {}
+    for device in lay.holders():
+        box = holder_box(lay, device)
+        if all(lo < hi for lo, hi in box):
+            seen[box] = seen.get(box, 0) + 1
+    return sum(math.prod(hi - lo for lo, hi in box) * itemsize for box, n in seen.items() if n > 1)
+
+
+def place_store(store: Store, fmt: Format, staged: bool = False) -> FormatStore:
     """The placement statement of ``fmt`` (paper section 5.3) run on ``store``, the global tensor.
 
     One launch per holding device, pinned to the CPU `Machine.bind` gives
@@ -327,8 +344,10 @@ def place_store(store: Store, fmt: Format) -> FormatStore:
     lay = layout(fmt, shape)
     grid = block_grid(lay)
     size = math.prod(lay.tile)
-    ensure_room(f"the blocks of a tensor of shape {list(shape)} placed by {fmt}",
-                math.prod(grid) * max(size, 1) * store.dtype.itemsize)
+    ensure_room(f"the blocks of a tensor of shape {list(shape)} placed by {fmt}"
+                + (" (and the boxes of it the devices read, each one instance, as the format copies them)"
+                   if (shared := 0 if staged else _shared_boxes(lay, store.dtype.itemsize)) else ""),
+                math.prod(grid) * max(size, 1) * store.dtype.itemsize + shared)
     blocks = zeros((*grid, max(size, 1)), store.dtype, tile=(*([1] * len(grid)), max(size, 1)))
     if 0 in shape:
         return FormatStore(blocks, lay, store.dtype)
@@ -357,14 +376,19 @@ def place(array: Any, fmt: Format) -> FormatStore:
     found = legate_input(array)
     if found is None:
         data = np.asarray(array)
-        store, shape = from_numpy(data.reshape(data.shape or (1,))), data.shape
+        # copied in by one processor, the store is one instance that every device's box is read from
+        # (copied in by two, a box spanning both halves, e.g. a broadcast one, was made again)
+        with target_scope("cpu", slice(0, 1)):
+            store, shape = from_numpy(data.reshape(data.shape or (1,))), data.shape
+        staged = True
     else:
         store, shape = found
+        staged = False
     if len(shape) != fmt.order:
         raise ShapeError(
             f"expected a {fmt.order}-dimensional array for format '{fmt}', but found shape {shape}"
         )
-    return place_store(store, fmt)
+    return place_store(store, fmt, staged)
 
 
 def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:

@@ -443,7 +443,7 @@ class Tensor:
             from distal.runtime import adopt, run_plan_steps
 
             held = adopt(self._storage, self.to_numpy, old, self.dtype, self.concrete_shape())
-            self.bind(run_plan_steps(plan, held))
+            self.bind(run_plan_steps(plan, held, name=self.name))
         self.format = format
         return plan
 
