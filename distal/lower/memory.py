@@ -25,15 +25,20 @@ share it; `--sysmem`, or distal's default of half the available memory):
 
 The limit is the system memory Legate was started with, less what the stores
 of other live tensors hold (`in_use`: every store distal made and still
-references that is not one of the plan's own tensors; `distal.runtime`
-counts them, and fences once to free what nothing references before it
-refuses). Memory held outside distal (cuPyNumeric arrays, Legate's own
-instances not yet collected) is not known and not subtracted; GPU framebuffers are not
-checked (their size is not known before a task runs), nor are
-redistributions (`Tensor.redistribute`). Host-side copies
+references that is not one of the plan's own tensors, and every store
+dropped since the last fence, which Legate frees only at the next one;
+`distal.runtime` counts them, and fences once to free what nothing
+references before it refuses). Memory held outside distal (cuPyNumeric
+arrays) is not known and not subtracted; GPU framebuffers are not checked
+(their size is not known before a task runs). The steps outside a plan are
+checked by `check_store_memory` before they queue anything: placing a
+tensor (its staging store and blocks), a redistribution (`Tensor.redistribute`:
+every store its steps make, `distal.runtime`'s `made_bytes`), and reading a
+store back (Legate copies it through its own memory). Host-side copies
 (`Tensor.from_array`, an input without data made as zeros) are checked by
 `check_host_allocation` against the memory the operating system reports
-available.
+available. Fragmentation of Legate's pool is not modelled beyond the
+overhead below.
 """
 
 from __future__ import annotations
