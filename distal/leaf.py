@@ -250,9 +250,9 @@ class Leaf:
     """Whether the pattern is one matrix product of the first operand's rows (all but its last axis)
     with the second operand (a matrix or a vector): then NumPy tiles are multiplied straight into the
     output tile."""
-    tile_products: bool = field(default=False, compare=False)
-    """Whether its matrix products (INNERPROD: its dot) of float32/float64 NumPy tiles run on
-    `distal.tile_blas` (explain() names that BLAS)."""
+    tile_products: str = field(default="", compare=False)
+    """Which of `distal.tile_blas`'s routines its float32/float64 NumPy tiles' products run on: "gemm"
+    (matrix products), "dot" (INNERPROD's dot), or "" (none; explain() names that BLAS)."""
 
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
@@ -327,14 +327,14 @@ def register(leaf: Leaf) -> Leaf:
     return leaf
 
 
-GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True, tile_products=True))
+GEMM = register(Leaf("GEMM", "ac,cb->ab", _matmul, "matmul", matmul_into=True, tile_products="gemm"))
 TTV = register(Leaf("TTV", "abc,c->ab", _ttv, "matrix-vector matmul of the reshaped tile", matmul_into=True))
 TTM = register(Leaf("TTM", "abd,dc->abc", _ttm, "matmul of the reshaped tile", matmul_into=True,
-                     tile_products=True))
+                     tile_products="gemm"))
 MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against blocks of the Khatri-Rao product",
-                        tile_products=True))
+                        tile_products="gemm"))
 INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector dot of the flattened tiles",
-                           tile_products=True))
+                           tile_products="dot"))
 GENERIC = register(Leaf("GENERIC", None, _einsum, "numpy.einsum"))
 
 

@@ -255,11 +255,15 @@ def describe() -> str:
     return f"{lib} ({_why[0]})"
 
 
-def short() -> str:
-    """What matrix products of NumPy tiles run on, in a few words: "OpenBLAS SkylakeX kernels (distal's)" or
-    "NumPy's BLAS"."""
+def short(routine: str = "gemm") -> str:
+    """What `gemm` (matrix products) or `dot` of NumPy tiles run on, in a few words, with the size below
+    which NumPy runs them, e.g. "OpenBLAS SkylakeX kernels (distal's) from 32768 multiply-adds, NumPy's
+    BLAS below", or "NumPy's BLAS"."""
     lib = library()
-    return f"OpenBLAS {lib.core} kernels (distal's)" if lib is not None else "NumPy's BLAS"
+    if lib is None:
+        return "NumPy's BLAS"
+    least = f"{_MIN_WORK} multiply-adds" if routine == "gemm" else f"{_MIN_DOT} elements"
+    return f"OpenBLAS {lib.core} kernels (distal's) from {least}, NumPy's BLAS below"
 
 
 def reset() -> None:

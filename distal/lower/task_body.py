@@ -256,7 +256,7 @@ class TaskBody:
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if is_product(a.rhs) else None
             if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
-                blas = f"NumPy tiles: {tile_blas.short()}" if leaf.tile_products else "NumPy's BLAS"
+                blas = f"NumPy tiles: {tile_blas.short(leaf.tile_products)}" if leaf.tile_products else "NumPy's BLAS"
                 how = f"the leaf's {leaf.how} ({blas}; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
                 how = f"numpy.einsum('{pattern}', optimize=True)"

@@ -51,7 +51,8 @@ def test_this_machine_gets_avx512_kernels_exactly_when_numpy_does_not_use_its_av
         assert lib is None and tile_blas.short() == "NumPy's BLAS"
     else:
         assert lib is not None and lib.core.lower() == core.lower()
-        assert tile_blas.short() == f"OpenBLAS {lib.core} kernels (distal's)"
+        assert tile_blas.short() == f"OpenBLAS {lib.core} kernels (distal's) from 32768 multiply-adds, NumPy's BLAS below"
+        assert tile_blas.short("dot") == f"OpenBLAS {lib.core} kernels (distal's) from 65536 elements, NumPy's BLAS below"
         assert lib.path not in {str(x) for x in np.__path__}
 
 
@@ -152,6 +153,10 @@ def test_explain_names_the_blas_of_matrix_products() -> None:
     A[i, j] = B[i, k] * C[k, j]
     text = A.schedule().substitute([i, j, k], dt.leaf.GEMM).compile().explain()
     assert f"GEMM the leaf's matmul (NumPy tiles: {tile_blas.short()}; CuPy/cuBLAS on GPUs)" in text
+    a, X, Y = dt.Tensor("a", ()), dt.Tensor("X", (4, 4, 4)), dt.Tensor("Y", (4, 4, 4))
+    a[()] = X[i, j, k] * Y[i, j, k]
+    text = a.schedule().substitute([i, j, k], dt.leaf.INNERPROD).compile().explain()
+    assert f"INNERPROD the leaf's vector-vector dot of the flattened tiles (NumPy tiles: {tile_blas.short('dot')}" in text
 
 
 def test_numpy_can_be_asked_for_by_name() -> None:
