@@ -233,10 +233,12 @@ def partials_operand(plan: Plan, red: Reduction) -> Operand:
 
 @dataclass(frozen=True, slots=True)
 class LaunchTasks:
-    """How many Legate tasks a launch runs, and why that many."""
+    """How many Legate tasks a launch runs, and why that many; ``per_processor``: (real processor, its tasks)
+    for each processor that runs some (what `distal.model.predict` charges the runtime's cost per task to)."""
 
     tasks: int
     why: str
+    per_processor: tuple[tuple[int, int], ...] = ()
 
 
 def plan_tasks(plan: Plan, processors: int, enabled: bool | None = None) -> list[LaunchTasks]:
@@ -278,33 +280,44 @@ def plan_tasks(plan: Plan, processors: int, enabled: bool | None = None) -> list
 
 def _launch_tasks(plan: Plan, group: Group, launch: Launch, cuts: list[Cut], binding: dict[tuple[int, ...], int],
                   on: bool) -> LaunchTasks:
-    if launch.pinned:
-        return LaunchTasks(1, "one point, pinned to its processor")
-    if launch.volume == 1:
-        return LaunchTasks(1, "one point")
-
     def owner(p: Point) -> int:
         return binding.get(plan.processor_of(group, p), 0)
 
+    def per_point(why: str) -> LaunchTasks:
+        counts: dict[int, int] = {}
+        for p in launch.points():
+            counts[owner(p)] = counts.get(owner(p), 0) + 1
+        return LaunchTasks(launch.volume, why, tuple(sorted(counts.items())))
+
+    if launch.pinned:
+        return per_point("one point, pinned to its processor")
+    if launch.volume == 1:
+        return per_point("one point")
     if plan.machine is None:
-        return LaunchTasks(launch.volume, "one task per point (no machine)")
+        return per_point("one task per point (no machine)")
     if plan.machine.params:
-        return LaunchTasks(launch.volume, "one task per point (a symbolic machine is not bound to processors)")
+        return per_point("one task per point (a symbolic machine is not bound to processors)")
     if group.covers_domain(launch):
         if not on:
-            return LaunchTasks(launch.volume, f"one task per point (grouping off: {ENV}=0)")
+            return per_point(f"one task per point (grouping off: {ENV}=0)")
         found = task_groups(launch.lower, launch.upper, owner, cuts)
         if isinstance(found, str):
-            return LaunchTasks(launch.volume, f"one task per point: {found}")
-        return LaunchTasks(found.tasks, f"the {math.prod(found.shape)} points of each processor run as one task")
+            return per_point(f"one task per point: {found}")
+        counts: dict[int, int] = {}
+        for proc in found.processors:
+            counts[proc] = counts.get(proc, 0) + 1
+        return LaunchTasks(found.tasks, f"the {math.prod(found.shape)} points of each processor run as one task",
+                           tuple(sorted(counts.items())))
     by_proc: dict[int, list[Point]] = {}
     for p in launch.points():
         by_proc.setdefault(owner(p), []).append(p)
     tasks, grouped, reasons = 0, 0, []
+    per_proc: dict[int, int] = {}
     for proc, points in by_proc.items():
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         tasks += len(points)
+        per_proc[proc] = len(points)
         if not on or len(points) == 1:
             continue
         if math.prod(b - a for a, b in zip(lower, upper, strict=True)) != len(points):
@@ -315,14 +328,16 @@ def _launch_tasks(plan: Plan, group: Group, launch: Launch, cuts: list[Cut], bin
             reasons.append(found)
         else:
             tasks += 1 - len(points)
+            per_proc[proc] = 1
             grouped += 1
+    counted = tuple(sorted(per_proc.items()))
     if not on:
-        return LaunchTasks(tasks, f"part of the domain: one task per point (grouping off: {ENV}=0)")
+        return LaunchTasks(tasks, f"part of the domain: one task per point (grouping off: {ENV}=0)", counted)
     if not reasons:
-        return LaunchTasks(tasks, "part of the domain: the points of each processor run as one task")
+        return LaunchTasks(tasks, "part of the domain: the points of each processor run as one task", counted)
     why = f"; {reasons[0]}" if reasons else ""
     return LaunchTasks(tasks, f"part of the domain: {grouped} of {len(by_proc)} processors run their points as "
-                              f"one task{why}")
+                              f"one task{why}", counted)
 
 
 def _constant(proc: int) -> Callable[[Point], int]:

@@ -11,10 +11,15 @@ and step the model adds:
   (`ProcessorModel.rate`), or the bytes of its tiles at the memory bandwidth
   when that is slower (a roofline; bandwidth-bound leaf kinds, TTV and
   innerprod on this machine, take the bytes alone), plus the runtime's cost
-  per task point (with `serial_tasks`, a node's points one after the other,
-  counted with the runtime's costs below); processors that share fewer cores
-  run proportionally slower, every processor the plan runs points on
+  per Legate task it runs (with `serial_tasks`, a node's tasks one after the
+  other, counted with the runtime's costs below); processors that share fewer
+  cores run proportionally slower, every processor the plan runs points on
   counting as busy (launches on disjoint processors run at the same time);
+- tasks: the points of a launch bound to one real processor run as one Legate
+  task where `distal.lower.grouping` groups them (`plan_tasks`, the decision
+  the runtime takes, on the same binding; ``DISTAL_GROUP_TASKS=0``: one task
+  per point), so the runtime's cost per task is paid per task group there and
+  per point elsewhere; the leaves' FLOPs and bytes are still counted per point;
 - communication before the step: the bytes of its tiles it does not hold,
   split by where they are held (by an abstract processor on the same real
   processor: free; on the same node: the node's `intra` link; elsewhere: the
@@ -61,7 +66,8 @@ class Prediction:
     the slowest processor's compute and communication over the steps;
     `exposed_comm_seconds` is what overlap did not hide. `processors` holds,
     per real processor, compute seconds, bytes received inside and between
-    nodes, bytes reduced, points run and peak bytes. `idle` counts real
+    nodes, bytes reduced, points run, Legate tasks run (`tasks`: the points
+    grouped as the runtime groups them) and peak bytes. `idle` counts real
     processors that run no launch point.
     """
 
@@ -80,6 +86,8 @@ class Prediction:
     per_processor: tuple[dict[str, Any], ...] = field(repr=False)
     step_times: tuple[dict[str, float], ...] = field(repr=False)
     memory_source: str = ""  # where `memory_bytes` comes from (empty: the model's processor)
+    points: int = 0  # launch points over all launches
+    tasks: int = 0  # Legate tasks they run as (`distal.lower.grouping.plan_tasks`)
 
     @property
     def fits(self) -> bool:
@@ -101,13 +109,14 @@ class Prediction:
         return (f"predicted {_fmt(self.seconds)} on {self.model} ({self.processors_total} processors{idle}): "
                 f"compute {_fmt(self.compute_seconds)}, communication {_fmt(self.comm_seconds)} "
                 f"({_fmt(self.exposed_comm_seconds)} not hidden), runtime {_fmt(self.launch_seconds)} over "
-                f"{self.steps} step(s); peak memory {_mib(self.peak_bytes)} of {_mib(self.memory_bytes)} per "
-                f"processor ({source}; {fit})")
+                f"{self.steps} step(s) of {self.points} point(s) in {self.tasks} Legate task(s); peak memory "
+                f"{_mib(self.peak_bytes)} of {_mib(self.memory_bytes)} per processor ({source}; {fit})")
 
     def describe(self) -> str:
         lines = [self.summary()]
         for row in self.per_processor[:16]:
-            lines.append(f"  processor {row['processor']} (node {row['node']}): {row['points']} point(s), "
+            lines.append(f"  processor {row['processor']} (node {row['node']}): {row['points']} point(s) in "
+                         f"{row['tasks']} Legate task(s), "
                          f"compute {_fmt(row['compute_seconds'])}, receives {_mib(row['intra_bytes'])} inside "
                          f"the node and {_mib(row['inter_bytes'])} from other nodes, reduces "
                          f"{_mib(row['reduced_bytes'])}, peak {_mib(row['peak_bytes'])}")
@@ -120,7 +129,7 @@ class Prediction:
                 "comm_seconds": self.comm_seconds, "exposed_comm_seconds": self.exposed_comm_seconds,
                 "launch_seconds": self.launch_seconds, "steps": self.steps, "flops": self.flops,
                 "peak_bytes": self.peak_bytes, "memory_bytes": self.memory_bytes, "fits": self.fits,
-                "processors": self.processors_total, "idle": self.idle}
+                "processors": self.processors_total, "idle": self.idle, "points": self.points, "tasks": self.tasks}
 
 
 def _fmt(s: float) -> str:
@@ -184,13 +193,23 @@ def _meet(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
 
 
 def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str, Any] | None = None) -> list[str]:
-    """The lines `plan.explain()` ends with: the predicted time and its parts."""
+    """The lines `plan.explain()` ends with: the predicted time and its parts.
+
+    On this machine's model the plan is timed on the real processors Legate is configured with (the run that
+    happens: its points bound to them, grouped into the tasks explain() counts); on another model, on one
+    processor per point of the plan's machine.
+    """
     if model is None:
         from distal.model.calibrate import this_machine
 
         model = this_machine()
     source = ""
+    processors: int | None = None
     if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
+        from distal.lower.grouping import configured_processors
+
+        kind = plan.machine.kind if plan.machine is not None else "cpu"
+        processors = int(data["real_processors"]) if data is not None else configured_processors(kind)
         from distal.model.sysmem import configured_memory
 
         conf = configured_memory()
@@ -200,7 +219,7 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
         else:
             source = "the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem"
     try:
-        got = predict(plan, model, None, data)
+        got = predict(plan, model, processors, data)
     except ModelError as exc:
         return [f"  predicted time: none ({exc.message})"]
     if source:
@@ -222,6 +241,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     That is what plans of hundreds of nodes use (bench/weak_scaling.py).
     """
     from distal.lower.explain import _Owners, stats
+    from distal.lower.grouping import plan_tasks
     from distal.lower.plan import Privilege
 
     if not isinstance(model, MachineModel):
@@ -267,6 +287,13 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     step_rows: list[dict[str, float]] = []
     flops_total = 0.0
     launches = list(plan.launches())
+    # the Legate tasks each real processor runs per launch: the runtime's decision (points bound to one processor
+    # grouped into one task where `distal.lower.grouping` allows it), on the binding used here
+    launch_tasks = [dict(t.per_processor) for t in plan_tasks(plan, real)]
+    tasks_total: dict[int, int] = defaultdict(int)
+    for counts in launch_tasks:
+        for r, n_ in counts.items():
+            tasks_total[r] += n_
     # first pass: per launch and abstract processor, where its remote tiles are (same real processor, same node,
     # another node), and the tiles it reduces; the amounts then come from `stats`
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
@@ -345,7 +372,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     busy: dict[int, int] = defaultdict(int)
     for r in {r for raw, *_rest in per_launch for r in raw}:
         busy[model.node_of(r)] += 1
-    for kind, (raw, *_rest) in zip(kinds, per_launch):
+    for kind, (raw, *_rest), counts in zip(kinds, per_launch, launch_tasks, strict=True):
         comp: dict[int, float] = {}
         for r, (f, moved, npoints) in raw.items():
             # the leaf's rate is the one of a call of this launch's size (one call per point)
@@ -357,9 +384,9 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         if model.cores is not None:  # more busy processors than cores: the leaves share the cores
             for r in comp:
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
-        if not model.serial_tasks:  # each processor pays for its own points (serial: the runtime term below)
-            for r, (_f, _m, npoints) in raw.items():
-                comp[r] += npoints * model.task_seconds
+        if not model.serial_tasks:  # each processor pays for its own tasks (serial: the runtime term below)
+            for r in raw:
+                comp[r] += counts.get(r, 0) * model.task_seconds
         for r, t in comp.items():
             comp_total[r] += t
         comps.append(comp)
@@ -455,10 +482,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
     runtime = model.plan_seconds + model.launch_seconds * len(launches)
     if model.serial_tasks:  # a node's task bodies run one after the other, over all its launches
-        node_points: dict[int, int] = defaultdict(int)
-        for r, n_ in points_total.items():
-            node_points[model.node_of(r)] += n_
-        runtime += max(node_points.values(), default=0) * model.task_seconds
+        node_tasks: dict[int, int] = defaultdict(int)
+        for r, n_ in tasks_total.items():
+            node_tasks[model.node_of(r)] += n_
+        runtime += max(node_tasks.values(), default=0) * model.task_seconds
     total += runtime
     # memory
     peak_real: dict[int, int] = defaultdict(int)
@@ -467,12 +494,14 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     per = []
     for r in range(real):
         per.append({"processor": r, "node": model.node_of(r), "points": points_total.get(r, 0),
+                    "tasks": tasks_total.get(r, 0),
                     "compute_seconds": comp_total.get(r, 0.0), "intra_bytes": intra_total.get(r, 0.0),
                     "inter_bytes": inter_total.get(r, 0.0), "reduced_bytes": red_total.get(r, 0.0),
                     "peak_bytes": peak_real.get(r, 0)})
     used = sum(1 for r in range(real) if points_total.get(r, 0))
     return Prediction(model.name, used, real, total, comp_sum, comm_sum, exposed, runtime, len(launches),
-                      flops_total, max(peak_real.values(), default=0), proc.memory, tuple(per), tuple(step_rows))
+                      flops_total, max(peak_real.values(), default=0), proc.memory, tuple(per), tuple(step_rows),
+                      points=sum(points_total.values()), tasks=sum(tasks_total.values()))
 
 
 @dataclass
