@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distal import tile_blas
 from distal.cin.relations import Communicate, Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
@@ -96,6 +97,8 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     reduce_how = reduction or os.environ.get("DISTAL_REDUCTION", "auto")
     if reduce_how not in STRATEGIES:
         raise DistalError(f"expected a reduction strategy in {STRATEGIES}, but found {reduce_how!r}")
+    if any(r.leaf.tile_products for r in sched.relations_of(Substitute)):
+        tile_blas.library()  # chosen (DISTAL_TILE_BLAS checked) before anything runs, not in a task
     _log("schedule", sched)
 
     # 1. bind

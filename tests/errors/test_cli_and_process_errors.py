@@ -57,3 +57,18 @@ def test_blas_threads_per_task_must_be_positive() -> None:
     with pytest.raises(dt.DistalError, match=r"expected a positive number of BLAS threads per task or None, "
                                              r"but found -1"):
         _blas.set_task_threads(-1)
+
+
+def test_a_bad_tile_blas_setting_is_refused_when_the_plan_is_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distal import tile_blas
+
+    monkeypatch.setenv("DISTAL_TILE_BLAS", "Skylake X")
+    monkeypatch.setattr(tile_blas, "_loaded", [])  # not chosen yet in this process
+    monkeypatch.setattr(tile_blas, "_why", [])
+    i, j, k = dt.index_vars("i j k")
+    A, B, C = (dt.Tensor(n, (4, 4)) for n in "ABC")
+    A[i, j] = B[i, k] * C[k, j]
+    with pytest.raises(dt.DistalError) as info:
+        A.schedule().substitute([i, j, k], dt.leaf.GEMM).compile()
+    assert str(info.value) == ("expected DISTAL_TILE_BLAS to be auto, numpy or an OpenBLAS core type such as "
+                               "SkylakeX, but found 'Skylake X'")
