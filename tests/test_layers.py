@@ -96,6 +96,9 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
     ("distal.model.predict", "distal.lower.explain"): "the model predicts a schedule's time from its plan",
     ("distal.model.predict", "distal.lower.plan"): "the model predicts a schedule's time from its plan",
+    ("distal.model.predict", "distal.lower.grouping"): (
+        "the model charges the runtime's cost per task to the Legate tasks the runtime groups a plan's points into"
+    ),
     ("distal.model.calibrate", "distal"): "calibration runs real kernels through the facade",
     ("distal.model.calibrate", "distal.kernels"): "calibration runs the algorithm library's kernels",
 }
