@@ -22,8 +22,10 @@
   launches and 1 to 8 points (`plan.run()` and reading the output back;
   the fastest of 25 runs, as for the leaves: the model is of a quiet machine);
   a least-squares fit gives the cost per plan run, per launch and per task
-  point. Task bodies are Python and Legate runs them under one interpreter
-  lock per process, so a node pays the per-point cost once per point of a
+  (the child runs every point as its own task, `DISTAL_GROUP_TASKS=0`; the
+  model charges the per-task cost per Legate task that runs, grouped or
+  not). Task bodies are Python and Legate runs them under one interpreter
+  lock per process, so a node pays the per-task cost once per task of a
   launch, whichever processor runs it (`MachineModel.serial_tasks`). When
   Legate cannot start, the figures of bench/fixed_cost.py on this kind of
   machine are used instead and the cache says so.
@@ -57,7 +59,7 @@ from distal.model.links import Link
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
            "model_of", "this_machine"]
 
-_VERSION = 8
+_VERSION = 9
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -191,6 +193,10 @@ def measure_fixed_costs(timeout: float = 60.0) -> dict[str, float] | None:
     """
     env = dict(os.environ)
     env["LEGATE_CONFIG"] = "--cpus 1 --gpus 0 --omps 0 --utility 1 --sysmem 256"
+    # every point its own Legate task, so that the fit's per-point term is the cost of one task (the model
+    # charges it per task that runs: distal.lower.grouping.plan_tasks); points grouped into one task still
+    # cost about 40 us each (measured at load 3, against 93 us as tasks), which the model does not charge
+    env["DISTAL_GROUP_TASKS"] = "0"
     try:
         proc = subprocess.run([sys.executable, "-m", "distal.model.calibrate", "--fixed-costs-child"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
