@@ -23,6 +23,7 @@ from distal.lower.grouping import ENV, plan_tasks
 from distal.lower.plan import Plan
 from distal.model import LEAF_KINDS, Link, MachineModel, ProcessorModel
 from distal.model.calibrate import model_of
+from tests._strategies.plans import copy_plan
 from tests.model.test_rates import THIS_LIKE
 
 FREE = Link("free", 1e30, 0.0)
@@ -36,15 +37,7 @@ def _fixed(serial: bool) -> MachineModel:
                         plan_seconds=5e-4, serial_tasks=serial)
 
 
-def _copy(n: int = 8, points: int = 4) -> tuple[Plan, dt.Tensor, np.ndarray]:
-    i, io, ii = dt.index_vars("i io ii")
-    m = dt.Machine(dt.Grid(points))
-    fmt = dt.Format("x -> x", m)
-    data = np.arange(float(n)) + 1
-    a = dt.Tensor("a", (n,), format=fmt)
-    b = dt.Tensor.from_array("b", data, fmt)
-    a[i] = b[i]
-    return a.schedule().distribute([i], [io], [ii], m).communicate([a, b], io).compile(), a, data
+_copy = copy_plan
 
 
 def _matmul(name: str, grid: tuple[int, ...], n: int = 12) -> tuple[Plan, dt.Tensor, np.ndarray]:

@@ -23,6 +23,7 @@ from distal.lower.grouping import ENV, plan_tasks
 from distal.lower.task_body import TaskBody
 from distal.runtime import _execute, _launch
 from distal.runtime._registry import kernel
+from tests._strategies.plans import copy_plan
 
 pytestmark = pytest.mark.legate
 
@@ -48,15 +49,7 @@ def _two_cpus() -> None:
         pytest.skip("the counts below are for Legate with 2 CPU processors")
 
 
-def _copy(n: int, points: int) -> tuple[Any, dt.Tensor, np.ndarray]:
-    i, io, ii = dt.index_vars("i io ii")
-    m = dt.Machine(dt.Grid(points))
-    fmt = dt.Format("x -> x", m)
-    data = np.arange(float(n)) + 1
-    a = dt.Tensor("a", (n,), format=fmt)
-    b = dt.Tensor.from_array("b", data, fmt)
-    a[i] = b[i]
-    return a.schedule().distribute([i], [io], [ii], m).communicate([a, b], io).compile(), a, data
+_copy = copy_plan
 
 
 def _matmul(name: str, machine: dt.Machine, n: int, rotation: str = "boxes") -> tuple[Any, dt.Tensor, np.ndarray]:
