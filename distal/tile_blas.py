@@ -50,7 +50,7 @@ import numpy as np
 
 from distal.errors import DistalError
 
-__all__ = ["TileBlas", "choice", "describe", "dot", "gemm", "library", "matmul", "reset", "short"]
+__all__ = ["TileBlas", "choice", "describe", "dot", "gemm", "library", "matmul", "short"]
 
 # OpenBLAS core types whose kernels use AVX-512 (names as openblas_get_corename prints them, lower case)
 _AVX512_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids", "zen4", "zen5"})
@@ -67,11 +67,10 @@ _I64, _PTR = ctypes.c_int64, ctypes.c_void_p
 
 @dataclass(frozen=True)
 class TileBlas:
-    """distal's own OpenBLAS instance: its file, the core type it runs, and its GEMM entry points by dtype."""
+    """distal's own OpenBLAS instance: its file, the core type it runs, its GEMM and dot entry points by dtype."""
 
     path: str
     core: str
-    config: str
     gemm: dict[Any, Any]
     dot: dict[Any, Any]
     set_threads: Any
@@ -187,8 +186,6 @@ def _load(core: str) -> TileBlas | str:
             os.environ["OPENBLAS_CORETYPE"] = saved
     corename = lib.scipy_openblas_get_corename64_
     corename.restype = ctypes.c_char_p
-    config = lib.scipy_openblas_get_config64_
-    config.restype = ctypes.c_char_p
     got = corename().decode()
     if got.lower() != core.lower():
         return f"NumPy's BLAS (OpenBLAS ran {got} kernels where {core} was asked for)"
@@ -212,7 +209,7 @@ def _load(core: str) -> TileBlas | str:
     threads = _numpy_blas_info().get("num_threads")
     if isinstance(threads, int) and threads >= 1:
         set_threads(threads)  # as many threads as NumPy's BLAS runs now (1 where a limit holds)
-    _instances[path] = TileBlas(path, got, config().decode(), gemm, dot, set_threads)
+    _instances[path] = TileBlas(path, got, gemm, dot, set_threads)
     return _instances[path]
 
 
@@ -257,20 +254,13 @@ def describe() -> str:
 
 def short(routine: str = "gemm") -> str:
     """What `gemm` (matrix products) or `dot` of NumPy tiles run on, in a few words, with the size below
-    which NumPy runs them, e.g. "OpenBLAS SkylakeX kernels (distal's) from 32768 multiply-adds, NumPy's
-    BLAS below", or "NumPy's BLAS"."""
+    which NumPy runs them, e.g. "OpenBLAS SkylakeX kernels (distal's) for float32/float64 from 32768
+    multiply-adds, NumPy's BLAS otherwise", or "NumPy's BLAS"."""
     lib = library()
     if lib is None:
         return "NumPy's BLAS"
     least = f"{_MIN_WORK} multiply-adds" if routine == "gemm" else f"{_MIN_DOT} elements"
-    return f"OpenBLAS {lib.core} kernels (distal's) from {least}, NumPy's BLAS below"
-
-
-def reset() -> None:
-    """Forget the choice (tests): the next `library()` chooses again; a loaded instance stays loaded."""
-    with _lock:
-        _loaded.clear()
-        _why.clear()
+    return f"OpenBLAS {lib.core} kernels (distal's) for float32/float64 from {least}, NumPy's BLAS otherwise"
 
 
 def _layout(x: np.ndarray) -> tuple[int, int] | None:

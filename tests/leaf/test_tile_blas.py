@@ -51,8 +51,10 @@ def test_this_machine_gets_avx512_kernels_exactly_when_numpy_does_not_use_its_av
         assert lib is None and tile_blas.short() == "NumPy's BLAS"
     else:
         assert lib is not None and lib.core.lower() == core.lower()
-        assert tile_blas.short() == f"OpenBLAS {lib.core} kernels (distal's) from 32768 multiply-adds, NumPy's BLAS below"
-        assert tile_blas.short("dot") == f"OpenBLAS {lib.core} kernels (distal's) from 65536 elements, NumPy's BLAS below"
+        assert tile_blas.short() == (f"OpenBLAS {lib.core} kernels (distal's) for float32/float64 from 32768 multiply-adds, "
+                                      "NumPy's BLAS otherwise")
+        assert tile_blas.short("dot") == (f"OpenBLAS {lib.core} kernels (distal's) for float32/float64 from 65536 elements, "
+                                           "NumPy's BLAS otherwise")
         assert lib.path not in {str(x) for x in np.__path__}
 
 
