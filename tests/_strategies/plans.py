@@ -19,3 +19,14 @@ def copy_plan(n: int = 8, points: int = 4) -> tuple[Any, dt.Tensor, np.ndarray]:
     b = dt.Tensor.from_array("b", data, fmt)
     a[i] = b[i]
     return a.schedule().distribute([i], [io], [ii], m).communicate([a, b], io).compile(), a, data
+
+
+# The end of a subprocess script that drove Legate to the edge of its memory: a small plan still runs
+# (prints "usable True"); needs `np` and `dt` imported by the script.
+STILL_USABLE = """
+i = dt.index_vars("i")[0]
+x, y = dt.Tensor.from_array("x", np.arange(6.0)), dt.Tensor("y", (6,))
+y[i] = x[i] * 2
+y.schedule().evaluate()
+print("usable", (y.to_numpy() == np.arange(6.0) * 2).all())
+"""
