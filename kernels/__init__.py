@@ -23,8 +23,10 @@ from distal.schedule import Schedule
 
 from ._algorithms import ALGORITHMS, Algorithm
 from ._auto import Candidate, candidates
+from ._search import auto_schedule
 
-__all__ = ["ALGORITHMS", "Algorithm", "Candidate", "build", "candidates", "describe", "machine", "names"]
+__all__ = ["ALGORITHMS", "Algorithm", "Candidate", "auto_schedule", "build", "candidates", "describe", "machine",
+           "names"]
 
 
 def names() -> list[str]:

@@ -93,6 +93,10 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("distal", "distal.kernels"): "the facade's dt.kernels, loaded on first use (it builds on the facade)",
     ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",
     ("distal.schedule.schedule", "distal.reference"): "Schedule.evaluate(): the reference evaluator of the schedule",
+    ("distal.schedule.schedule", "distal.kernels"): (
+        "Schedule.auto(): the schedule search lives with the algorithm library, whose algorithms are among its "
+        "candidates, and compiles and predicts every candidate"
+    ),
     ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
     ("distal.model.predict", "distal.lower.explain"): "the model predicts a schedule's time from its plan",
     ("distal.model.predict", "distal.lower.plan"): "the model predicts a schedule's time from its plan",

@@ -612,6 +612,22 @@ class Schedule:
         out = self._with(self.stmt, Substitute(vs, kernel))
         return out._traced("substitute", list(vs), kernel)
 
+    # -- choosing a schedule -------------------------------------------------------
+
+    def auto(self, machine: Machine | Grid | None = None, *, memory: int | None = None,
+             model: Any = None) -> Schedule:
+        """The schedule of this statement that distal's time model predicts fastest (`distal.kernels.search`).
+
+        Called on a statement's default schedule; returns an ordinary
+        Schedule (printable, replayable, and yours to change) over `machine`
+        (default: every processor the running Legate has), giving tensors
+        without a format the formats it chose. explain() of its plan lists
+        the candidates with their predicted time, bytes moved and peak memory.
+        """
+        from distal.kernels import auto_schedule
+
+        return auto_schedule(self, machine, memory=memory, model=model)
+
     # -- running -----------------------------------------------------------------
 
     def compile(self, *, rotation: str | None = None, reduction: str | None = None, **bindings: int) -> Plan:
