@@ -35,6 +35,7 @@ __all__ = [
     "Coord",
     "Grid",
     "Machine",
+    "MachineAxisError",
     "ProcessorKind",
     "processor_kind",
 ]
@@ -235,6 +236,28 @@ class Grid:
         return f"Grid({args})"
 
 
+class MachineAxisError(MachineError, AttributeError):
+    """`m.z` on a machine without an axis z: a `MachineError`, and an `AttributeError` so that
+    `hasattr(m, "z")` and `getattr(m, "z", default)` keep working.
+
+    >>> Machine(Grid(2, 2)).z
+    Traceback (most recent call last):
+    ...
+    distal.format.machine.MachineAxisError: expected one of the axes x, y of Machine(Grid(2, 2)), but found 'z'
+    """
+
+    def __init__(self, machine: Machine, axis: str) -> None:
+        names = machine.grids[0].names
+        which = f"the axis {names[0]}" if len(names) == 1 else f"one of the axes {', '.join(names)}"
+        message = f"expected {which} of {machine!r}, but found {axis!r}"
+        inner = [level for level, g in enumerate(machine.grids) if level > 0 and axis in g.names]
+        if inner:
+            message += f"; {axis} is an axis of level {inner[0]}: write m.dim({axis!r}, {inner[0]})"
+        super().__init__(message)
+        self.name = axis
+        self.obj = machine
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Machine:
     """A machine: one grid per level of its hierarchy (nodes first, then processors in a node).
@@ -403,7 +426,7 @@ class Machine:
             raise AttributeError(name) from None
         if name in grids[0].names:
             return self.dim(name)
-        raise AttributeError(f"machine has no dimension {name!r}; its dimensions are {grids[0].names}")
+        raise MachineAxisError(self, name)
 
     def __repr__(self) -> str:
         return f"Machine({', '.join(repr(g) for g in self.grids)})"
