@@ -400,9 +400,27 @@ class Tensor:
         check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
         return np.zeros(self.concrete_shape(), dtype=self.dtype)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = self.to_numpy()
-        return data if dtype is None else data.astype(dtype)
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's array protocol (NumPy 2 semantics): `np.asarray(t)` is a new array of the tensor's data.
+
+        The data belongs to distal (on Legate, or held for its plans), so an
+        array is always a copy: `copy=None` (the default) and `copy=True` give
+        one, in `dtype` when given; `copy=False` (never copy) raises
+        `ValueError`, as NumPy 2 asks of objects that cannot share memory.
+
+        >>> import numpy as np
+        >>> t = Tensor.from_array("t", np.arange(3.0))
+        >>> np.asarray(t, dtype=np.int32)
+        array([0, 1, 2], dtype=int32)
+        """
+        if copy is False:
+            raise ValueError(
+                f"expected copy=None or copy=True to make an array of {self.name} (a distal tensor cannot share "
+                f"its memory with NumPy), but found copy=False; np.asarray({self.name}) or "
+                f"{self.name}.to_numpy() gives a copy"
+            )
+        data = self.to_numpy()  # already a new array that the caller owns
+        return data if dtype is None else data.astype(dtype, copy=False)
 
     # -- redistribution ------------------------------------------------------------
 
