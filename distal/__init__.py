@@ -30,6 +30,7 @@ from distal.errors import (
 )
 from distal.format import Distribution, Format, Grid, Machine
 from distal.notation import Assignment, IndexVar, Sum, Tensor, TensorVar, index_vars, parse
+from distal.notation.functions import abs, conj, exp, sqrt  # dt.sqrt(B[i, j]): unary functions (Call nodes)
 from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
@@ -74,6 +75,9 @@ __all__ = [
     "Tensor",
     "TensorVar",
     "TypeNotationError",
+    "abs",
+    "conj",
+    "exp",
     "index_vars",
     "kernels",
     "leaf",
@@ -81,6 +85,7 @@ __all__ = [
     "plan_reduction",
     "reduction",
     "runtime",
+    "sqrt",
     "synthesize",
 ]
 

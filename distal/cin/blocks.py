@@ -23,12 +23,12 @@ import numpy as np
 
 from distal.cin.statements import Assign
 from distal.errors import RuntimeFailure
-from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
-from distal.notation.check import compute_dtype
+from distal.notation.ast import FUNCTIONS, Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.check import compute_dtype, operand_dtype
 from distal.notation.variable import TensorVar
 from distal.notation.visit import ExprVisitor
 
-__all__ = ["Lookup", "add", "evaluate_points", "operand", "run_index_block", "store"]
+__all__ = ["Lookup", "add", "apply", "evaluate_points", "operand", "run_index_block", "store"]
 
 Lookup = Callable[[TensorVar], tuple[Any, tuple[int, ...]]]
 
@@ -44,6 +44,7 @@ def run_index_block(a: Assign, vals: Mapping[IndexVar, Any], npts: int, lookup: 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = xp.asarray(evaluate_points(a.rhs, vals, [], lookup, ext, xp, dtype))
     out, origin = lookup(a.lhs.tensor)
+    value = _real_for(out, value, xp)
     idx = tuple(_device(xp, np.broadcast_to(np.asarray(_value_of(vals, v)) - o, (npts,)))
                 for v, o in zip(a.lhs.indices, origin))
     value = xp.broadcast_to(value.reshape(-1) if value.ndim else value, (npts,))
@@ -70,8 +71,11 @@ def store(out: Any, value: Any, accumulate: bool, xp: Any = np) -> None:
 
     The statement's casting rule was checked when it was built, so the cast
     is unchecked here (a `casting="unsafe"` output truncates as NumPy's
-    astype does).
+    astype does; a complex value into a real output keeps its real part, as
+    astype does, without NumPy's warning: a real right side computed in a
+    complex dtype, `abs(X(i)) * B(i)`, has zero imaginary parts).
     """
+    value = _real_for(out, value, xp)
     if accumulate:
         add(out, value, xp)
     else:
@@ -80,12 +84,31 @@ def store(out: Any, value: Any, accumulate: bool, xp: Any = np) -> None:
 
 def add(out: Any, value: Any, xp: Any = np) -> None:
     """`out += value` computed in the promotion of both dtypes, then cast into `out` (NumPy's `+=`)."""
+    value = _real_for(out, value, xp)
     if xp is np:
         np.add(out, value, out=out, casting="unsafe")
     elif value.dtype == out.dtype:
         out += value
     else:
         out[...] = out + value
+
+
+def _real_for(out: Any, value: Any, xp: Any) -> Any:
+    """`value`'s real part when it is complex and `out` (an array or a dtype) is not: what a cast keeps."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind == "c" and getattr(out, "dtype", out).kind != "c":
+        return xp.real(value)
+    return value
+
+
+def apply(xp: Any, e: Call, value: Any) -> Any:
+    """The function of `e` on its operand's `value` (computed in the statement's dtype): the value cast to the
+    operand's own dtype first (`operand_dtype`), then NumPy's (or CuPy's) ufunc of that name."""
+    dtype = operand_dtype(e)
+    value = _real_for(dtype, xp.asarray(value), xp)  # a real operand in a complex statement: zero imaginary parts
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    return getattr(xp, FUNCTIONS[e.func])(value)
 
 
 def _sum(x: Any, axis: int | None, xp: Any) -> Any:
@@ -150,6 +173,9 @@ class _Points(ExprVisitor[Any]):
         b = b.reshape(b.shape + (1,) * (depth + 1 - b.ndim)) if b.ndim else b.reshape((1,) * (depth + 1))
         b = xp.broadcast_to(b, (*b.shape[:-1], self.ext[e.var]))
         return _sum(b, -1, xp)
+
+    def visit_call(self, e: Call) -> Any:
+        return apply(self.xp, e, self(e.operand))
 
     def _operands(self, e: BinaryOp) -> tuple[Any, Any]:
         return _align(self(e.a), self.depth), _align(self(e.b), self.depth)

@@ -179,6 +179,7 @@ _NAMESPACE = types.SimpleNamespace(
     einsum=_counted("einsum", np.einsum),
     transpose=_counted("transpose", np.transpose),
     broadcast_to=_counted("broadcast_to", np.broadcast_to),
+    **{name: _counted(name, getattr(np, name)) for name in ("absolute", "conjugate", "exp", "sqrt", "real")},
     add=types.SimpleNamespace(at=_add_at),
     calls=_CALLS,
 )

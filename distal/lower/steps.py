@@ -244,6 +244,14 @@ class Broadcast(ExprVisitor[tuple[Any, str]]):
         x, y, axes = self._operands(e)
         return x / y, axes
 
+    def visit_call(self, e: Expr) -> tuple[Any, str]:
+        from distal.cin.blocks import apply  # a unary function (distal.notation.ast.Call): sqrt, abs, ...
+        from distal.notation.ast import Call
+
+        assert isinstance(e, Call), e
+        x, ax = self(e.operand)
+        return apply(self.xp, e, x), ax
+
 
 def _diagonal(xp: Any, arr: Any, axes: str) -> tuple[Any, str]:
     unique = "".join(dict.fromkeys(axes))

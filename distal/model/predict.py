@@ -164,6 +164,9 @@ class _Ops(ExprVisitor[int]):
     def visit_sum(self, e: Sum) -> int:
         return self(e.body)
 
+    def visit_call(self, e: Any) -> int:  # a unary function (distal.notation.ast.Call): one operation
+        return 1 + self(e.operand)
+
 
 def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
     """Per index variable of the statement, an (operand tensor index, dimension) indexing it; ops per iteration."""

@@ -4,7 +4,8 @@ Expressions are frozen dataclasses; `str()` prints the text form
 (`B(i,k) * C(k,j)`) and `distal.parse` reads it back into an equal object.
 One data structure serves TACO's dialects: einsum notation (variables only on
 the right are summed implicitly) and reduction notation (explicit `Sum` nodes,
-printed `sum(k, ...)`).
+printed `sum(k, ...)`). The unary functions `FUNCTIONS` (`Call` nodes,
+printed `sqrt(B(i,j))`) apply NumPy's ufunc of that name element-wise.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
 
 __all__ = [
+    "FUNCTIONS",
     "Access",
     "Accumulate",
     "Add",
     "Assignment",
     "BinaryOp",
+    "Call",
     "Div",
     "Expr",
     "IndexVar",
@@ -124,6 +127,9 @@ class Expr:
 
     def __neg__(self) -> Expr:
         return Neg(self)
+
+    def __abs__(self) -> Expr:
+        return Call("abs", self)
 
     # Precedence for printing: 1 = additive, 2 = multiplicative, 3 = unary, 4 = atom.
     @property
@@ -248,6 +254,47 @@ class Neg(Expr):
         if self.operand.precedence < 3:
             inner = f"({inner})"
         return f"-{inner}"
+
+
+# The unary functions of the notation, each NumPy's ufunc of the second name
+# (CuPy has the same names): the result dtype is NumPy's type resolution of
+# that ufunc (abs of complex is real, sqrt and exp of integers are floating).
+FUNCTIONS: dict[str, str] = {"abs": "absolute", "conj": "conjugate", "exp": "exp", "sqrt": "sqrt"}
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """`sqrt(e)`: a unary function of `FUNCTIONS` applied to every element of `e`.
+
+    An einsum variable summed implicitly is summed outside the function
+    (`a = sqrt(B(i))` sums `sqrt(B(i))` over i); an explicit `sum` inside it
+    (`sqrt(sum(i, B(i)))`) is computed whole before the function applies.
+
+    >>> from distal.notation import Tensor
+    >>> i, j = index_vars("i j")
+    >>> X = Tensor("X", (2, 2), dtype="complex128")
+    >>> print(X[i, j] * Call("conj", X[i, j]))
+    X(i,j) * conj(X(i,j))
+    """
+
+    func: str
+    operand: Expr
+
+    def __post_init__(self) -> None:
+        if self.func not in FUNCTIONS:
+            raise NotationError(f"expected a function of {', '.join(sorted(FUNCTIONS))}, but found {self.func!r}")
+        if not isinstance(self.operand, Expr):
+            raise NotationError(f"expected an expression as the operand of {self.func}, but found {self.operand!r}")
+
+    @property
+    def precedence(self) -> int:
+        return 4
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"{self.func}({self.operand})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,17 @@ a signed integer output, which NumPy computes in float64). An output made with
 `casting="unsafe"` takes such right sides as NumPy's astype does, in
 statements without sums only: a sum's partial results would each be cast,
 and the result would depend on the schedule.
+
+A unary function (`sqrt(e)`, a `Call`) has the dtype NumPy's ufunc resolves
+for `e`'s dtype (`numpy.sqrt` of int8 is float16, `numpy.absolute` of
+complex128 is float64). Its operand is evaluated like the rest of the right
+side, then cast to the operand's own dtype (`result_dtype(e)`) before the
+function applies, so that `sqrt` of a real operand stays real (NaN for a
+negative element) in a complex statement. The compute dtype is therefore
+also at least every function operand's dtype: `A(i) = abs(X(i))` with a
+complex X and a real A converts nothing to real before `abs`; the imaginary
+parts of such a statement's real right side are zero, and `store` keeps the
+real part.
 """
 
 from __future__ import annotations
@@ -23,11 +34,25 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DtypeError, NotationError
-from distal.notation.ast import Access, Add, Assignment, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import (
+    FUNCTIONS,
+    Access,
+    Add,
+    Assignment,
+    Call,
+    Div,
+    Expr,
+    IndexVar,
+    Literal,
+    Mul,
+    Neg,
+    Sub,
+    Sum,
+)
 from distal.notation.visit import ExprVisitor, summed_vars
 from distal.sizes import Size
 
-__all__ = ["check_statement", "compute_dtype", "extents", "result_dtype"]
+__all__ = ["check_statement", "compute_dtype", "extents", "operand_dtype", "result_dtype"]
 
 
 def extents(stmt: Assignment) -> dict[IndexVar, Size]:
@@ -82,8 +107,14 @@ def result_dtype(e: Expr) -> np.dtype:
 
 
 def compute_dtype(lhs: Access, rhs: Expr) -> np.dtype:
-    """The dtype `lhs = rhs` computes in: the right side's promoted with the output's (einsum's `out=`)."""
+    """The dtype `lhs = rhs` computes in: the right side's promoted with the output's (einsum's `out=`) and
+    with every function operand's (so that no operand of `abs` is made real before it applies)."""
     return _compute_dtype(lhs.tensor.dtype, _signature(rhs))
+
+
+def operand_dtype(e: Call) -> np.dtype:
+    """The dtype a function's operand is cast to before the function applies: the operand's own (NumPy's)."""
+    return _result_dtype(_signature(e.operand))
 
 
 Signature = tuple[Any, ...]
@@ -117,13 +148,26 @@ class _Signature(ExprVisitor[Signature]):
     def visit_div(self, e: Div) -> Signature:
         return ("binary", np.true_divide, self(e.a), self(e.b))
 
+    def visit_call(self, e: Call) -> Signature:
+        return ("call", getattr(np, FUNCTIONS[e.func]), self(e.operand))
+
 
 _signature = _Signature()
 
 
 @functools.lru_cache(maxsize=1024)
 def _compute_dtype(out: np.dtype, rhs: Signature) -> np.dtype:
-    return np.result_type(_result_dtype(rhs), out)
+    return np.result_type(_result_dtype(rhs), out, *(_result_dtype(s) for s in _call_operands(rhs)))
+
+
+def _call_operands(sig: Signature) -> list[Signature]:
+    """The signatures of every function operand in `sig`, nested ones included."""
+    kind = sig[0]
+    if kind in ("access", "literal"):
+        return []
+    if kind == "call":
+        return [sig[2], *_call_operands(sig[2])]
+    return [s for part in sig[1:] if isinstance(part, tuple) for s in _call_operands(part)]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -143,6 +187,11 @@ def _sample(sig: Signature) -> Any:
         return -_sample(sig[1])
     if kind == "sum":
         return _sample(sig[1])  # einsum's sums keep the type (np.sum would widen small integers)
+    if kind == "call":
+        try:
+            return sig[1](_sample(sig[2]))
+        except TypeError as exc:
+            raise DtypeError(f"expected an operand NumPy's {sig[1].__name__} takes, but found {exc}") from None
     assert kind == "binary", sig
     ufunc, a, b = sig[1], _sample(sig[2]), _sample(sig[3])
     try:

@@ -7,7 +7,11 @@ Grammar (operators associate to the left; `-` also unary):
     expr   := term { ("+" | "-") term }
     term   := unary { ("*" | "/") unary }
     unary  := "-" unary | atom
-    atom   := NUMBER | access | "(" expr ")" | "sum" "(" NAME "," expr ")"
+    atom   := NUMBER | access | "(" expr ")" | "sum" "(" NAME "," expr ")" | FUNC "(" expr ")"
+    FUNC   := "abs" | "conj" | "exp" | "sqrt"
+
+`sum` and the function names are read as such unless a tensor of that name
+is given (then they are that tensor's accesses).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 
 from distal.errors import DistalError, NotationError, ParseError
 from distal.notation.ast import (
+    FUNCTIONS,
     Access,
     Add,
     Assignment,
+    Call,
     Div,
     Expr,
     IndexVar,
@@ -184,6 +190,11 @@ class _Parser:
                 body = self.expr()
                 self.expect(")")
                 return Sum(var, body)
+            if tok.text in FUNCTIONS and tok.text not in self.tensors:
+                self.expect("(")
+                operand = self.expr()
+                self.expect(")")
+                return Call(tok.text, operand)
             return self.access(tok)
         if tok.kind == "op" and tok.text == "(":
             self.take()

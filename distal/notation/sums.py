@@ -10,15 +10,21 @@ is pushed into each side of `+` and `-` that mentions `v`, into the one
 factor of `*` that mentions `v` (or placed at the `*` when both do, or when
 that factor is a pure product, where the two are equal), and
 into the numerator of `/` (never into a denominator: `x / sum(v, y)` differs
-from `sum(v, x / y)`).
+from `sum(v, x / y)`), and never into a function (`sqrt(B(i))` summed over
+`i` is `sum(i, sqrt(B(i)))`: the function is a factor, like an access).
+
+An explicit `sum` below the root (in a denominator, in a function's operand,
+in one term of `+`) is no loop of the concrete notation: it is computed whole
+where it stands, and scheduling commands cannot name its variable
+(`summed_inside` says where such a variable is summed, for their errors).
 """
 
 from __future__ import annotations
 
-from distal.notation.ast import Access, Assignment, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sum
+from distal.notation.ast import Access, Assignment, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sum
 from distal.notation.visit import ExprRewriter, ExprVisitor, summed_vars
 
-__all__ = ["place_sum", "to_reduction_notation"]
+__all__ = ["place_sum", "summed_inside", "to_reduction_notation"]
 
 
 def _mentions(e: Expr, v: IndexVar) -> bool:
@@ -26,7 +32,11 @@ def _mentions(e: Expr, v: IndexVar) -> bool:
 
 
 class _Pure(ExprVisitor[bool]):
-    """A product of accesses, literals, negations and sums of such: no + - /."""
+    """A product of accesses, function calls, literals, negations and sums of such: no + - / outside a call.
+
+    A call counts as one factor: a sum over a variable of it is placed around the whole call
+    (`sum(v, f(x)) * y == sum(v, f(x) * y)` for any `f` when `y` does not mention `v`).
+    """
 
     def visit_access(self, e: Access) -> bool:
         return True
@@ -42,6 +52,9 @@ class _Pure(ExprVisitor[bool]):
 
     def visit_sum(self, e: Sum) -> bool:
         return self(e.body)
+
+    def visit_call(self, e: Call) -> bool:
+        return True
 
     def _impure(self, e: BinaryOp) -> bool:
         return False
@@ -63,6 +76,9 @@ class _PlaceSum(ExprRewriter):
 
     def visit_access(self, e: Access) -> Expr:
         return Sum(self.v, e)
+
+    def visit_call(self, e: Call) -> Expr:
+        return Sum(self.v, e)  # never inside the function: sqrt(sum(v, x)) is not sum(v, sqrt(x))
 
     def visit_mul(self, e: Mul) -> Expr:
         in_a, in_b = _mentions(e.a, self.v), _mentions(e.b, self.v)
@@ -96,6 +112,25 @@ def to_reduction_notation(stmt: Assignment) -> Assignment:
         if v not in explicit:
             rhs = place_sum(rhs, v)
     return Assignment(stmt.lhs, rhs, stmt.accumulate)
+
+
+def summed_inside(e: Expr, v: IndexVar) -> Expr | None:
+    """The smallest part of `e` that an explicit `sum(v, ...)` below its root makes non-linear in `v`: the
+    function call or the division whose operand or denominator holds the sum, else the sum itself; None
+    when `e` holds no `sum(v, ...)` below its root sums."""
+    _, body = root_sums(e)
+
+    def find(node: Expr, around: Expr | None) -> Expr | None:
+        if isinstance(node, Sum) and node.var == v:
+            return around or node
+        for n, child in enumerate(node.children()):
+            inner = node if isinstance(node, Call) or (isinstance(node, Div) and n == 1) else around
+            found = find(child, inner)
+            if found is not None:
+                return found
+        return None
+
+    return find(body, None)
 
 
 def root_sums(e: Expr) -> tuple[tuple[IndexVar, ...], Expr]:

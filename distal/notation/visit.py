@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 
 __all__ = ["NODES", "ExprRewriter", "ExprVisitor", "product_factors", "summed_vars"]
 
@@ -37,6 +37,7 @@ NODES: dict[type[Expr], str] = {
     Mul: "visit_mul",
     Div: "visit_div",
     Sum: "visit_sum",
+    Call: "visit_call",
 }
 
 
@@ -86,6 +87,10 @@ class ExprRewriter(ExprVisitor[Expr]):
     def visit_sum(self, e: Sum) -> Expr:
         body = self(e.body)
         return e if body is e.body else Sum(e.var, body)
+
+    def visit_call(self, e: Call) -> Expr:
+        operand = self(e.operand)
+        return e if operand is e.operand else Call(e.func, operand)
 
 
 def product_factors(e: Expr) -> tuple[Expr, ...]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from distal.format.machine import Grid, Machine
 from distal.leaf import Leaf
-from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.tensor import Tensor
 from distal.notation.variable import TensorVar
 from distal.notation.visit import ExprVisitor
@@ -82,6 +82,9 @@ class _Python(ExprVisitor[str]):
 
     def visit_sum(self, e: Sum) -> str:
         return f"dt.Sum({e.var.name}, {self(e.body)})"
+
+    def visit_call(self, e: Call) -> str:
+        return f"dt.{e.func}({self(e.operand)})"
 
 
 _expr = _Python()

@@ -16,7 +16,7 @@ import pytest
 from distal.cin.blocks import evaluate_points
 from distal.model.predict import _Ops
 from distal.notation import IndexVar, Tensor
-from distal.notation.ast import Access, Add, Assignment, BinaryOp, Div, Expr, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import Access, Add, Assignment, BinaryOp, Call, Div, Expr, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import result_dtype
 from distal.notation.sums import _pure, place_sum, to_reduction_notation
 from distal.notation.visit import NODES, ExprRewriter, ExprVisitor, product_factors, summed_vars
@@ -64,7 +64,7 @@ class _Count(ExprVisitor[int]):
 def test_visitor_dispatches_every_known_node() -> None:
     e = Sum(k, -(B[i, k] * c[k]) + c[k] / 2 - d[k])
     assert _Count()(e) == 11
-    assert set(NODES) == {Access, Literal, Neg, Add, Sub, Mul, Div, Sum}
+    assert set(NODES) == {Access, Literal, Neg, Add, Sub, Mul, Div, Sum, Call}
 
 
 def test_visitor_refuses_an_unknown_binary_op() -> None:
