@@ -21,10 +21,12 @@ where it stands, and scheduling commands cannot name its variable
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from distal.notation.ast import Access, Assignment, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sum
 from distal.notation.visit import ExprRewriter, ExprVisitor, summed_vars
 
-__all__ = ["place_sum", "summed_inside", "to_reduction_notation"]
+__all__ = ["place_sum", "root_sums", "summed_inside", "summed_note", "to_reduction_notation"]
 
 
 def _mentions(e: Expr, v: IndexVar) -> bool:
@@ -115,10 +117,16 @@ def to_reduction_notation(stmt: Assignment) -> Assignment:
 
 
 def summed_inside(e: Expr, v: IndexVar) -> Expr | None:
-    """The smallest part of `e` that an explicit `sum(v, ...)` below its root makes non-linear in `v`: the
-    function call or the division whose operand or denominator holds the sum, else the sum itself; None
-    when `e` holds no `sum(v, ...)` below its root sums."""
-    _, body = root_sums(e)
+    """Where an explicit `sum(v, ...)` in `e` is computed whole: the innermost function call or division
+    whose operand or denominator holds it, else the sum itself; None when `e` has no `sum(v, ...)`.
+
+    >>> from distal.notation import Tensor
+    >>> from distal.notation.ast import index_vars
+    >>> i, j = index_vars("i j")
+    >>> B = Tensor("B", (2, 3))
+    >>> print(summed_inside(Call("sqrt", Sum(j, B[i, j])) + 1, j))
+    sqrt(sum(j, B(i,j)))
+    """
 
     def find(node: Expr, around: Expr | None) -> Expr | None:
         if isinstance(node, Sum) and node.var == v:
@@ -130,7 +138,23 @@ def summed_inside(e: Expr, v: IndexVar) -> Expr | None:
                 return found
         return None
 
-    return find(body, None)
+    return find(e, None)
+
+
+def summed_note(v: IndexVar, rhs: Iterable[Expr]) -> str:
+    """Why `v`, no loop of a concrete statement whose right sides are `rhs`, cannot be scheduled: the words
+    a scheduling command adds to its error when `v` is summed by an explicit sum below the root ("" if not)."""
+    for e in rhs:
+        found = summed_inside(e, v)
+        if isinstance(found, Call):
+            return (f"; {v} is summed inside {found.func}: {found} is computed whole where it stands "
+                    f"(a sum inside a function is never computed in pieces)")
+        if isinstance(found, Div):
+            return (f"; {v} is summed inside the divisor of {found}, which is computed whole where it stands "
+                    f"(a sum in a divisor is never computed in pieces)")
+        if found is not None:
+            return f"; {v} is summed by {found}, which is computed whole where it stands"
+    return ""
 
 
 def root_sums(e: Expr) -> tuple[tuple[IndexVar, ...], Expr]:

@@ -195,8 +195,11 @@ class Schedule:
             raise self._error(f"{cmd}: expected an index variable, but found {var!r}")
         path = tree.forall_path(self.stmt, var)
         if path is None:
+            from distal.notation.sums import summed_note  # a sum inside sqrt(...) or a divisor: never split
+
             loops = ", ".join(v.name for v in self.loop_vars())
-            raise self._error(f"{cmd}: expected {var} to be a loop variable (loops: {loops}), but it is not")
+            note = summed_note(var, (a.rhs for a in assignments(self.stmt)))
+            raise self._error(f"{cmd}: expected {var} to be a loop variable (loops: {loops}), but it is not{note}")
         if transform:
             # Loops are transformed before they are annotated: an annotation
             # names its loop, which a transformation would replace.
@@ -406,7 +409,9 @@ class Schedule:
         name = workspace or f"w{sum(1 for _ in self.relations_of(Precompute))}"
         if name in {t.name for t in self.tensors()}:
             raise self._error(f"precompute: expected a new workspace name, but {name} is taken")
-        dtype = self.output_var.dtype
+        from distal.notation.check import result_dtype  # abs(X(i)) of a complex X: its workspace stays complex
+
+        dtype = np.result_type(self.output_var.dtype, result_dtype(expr))
         key = (self.source, name, shape, dtype.str, str(expr))
         w = _WORKSPACES.get(key)
         if w is None:
