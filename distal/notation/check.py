@@ -243,6 +243,28 @@ def _check_sums(stmt: Assignment) -> None:
                 walk(c, bound)
 
     walk(stmt.rhs, frozenset())
+    _check_shadowing(stmt)
+
+
+def _check_shadowing(stmt: Assignment) -> None:
+    """Refuse an implicit sum of `v` that would hold an explicit `sum(v, ...)` (`sqrt(sum(j, B(i,j)) + B(i,j))`
+    sums the call over j, and the inner sum would rebind the loop's j)."""
+    from distal.notation.sums import to_reduction_notation
+
+    def walk(e: Expr, bound: dict[IndexVar, Expr]) -> None:
+        if isinstance(e, Sum):
+            if e.var in bound:
+                raise NotationError(
+                    f"expected {e.var} to be summed either implicitly or by sum({e.var}, ...), but found both: "
+                    f"the implicit sum over {e.var} of {bound[e.var]} would hold {e}; give the explicit sum "
+                    f"another variable",
+                    stmt,
+                )
+            bound = {**bound, e.var: e.body}
+        for c in e.children():
+            walk(c, bound)
+
+    walk(to_reduction_notation(stmt).rhs, {})
 
 
 def _reduces(stmt: Assignment) -> bool:

@@ -24,13 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from distal.notation.ast import Access, Assignment, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sum
-from distal.notation.visit import ExprRewriter, ExprVisitor, summed_vars
+from distal.notation.visit import ExprRewriter, ExprVisitor
 
 __all__ = ["place_sum", "root_sums", "summed_inside", "summed_note", "to_reduction_notation"]
 
 
 def _mentions(e: Expr, v: IndexVar) -> bool:
-    return v in e.index_vars()
+    """Whether `v` occurs in `e` outside every `sum(v, ...)` (a free occurrence)."""
+    if isinstance(e, Access):
+        return v in e.indices
+    if isinstance(e, Sum) and e.var == v:
+        return False
+    return any(_mentions(c, v) for c in e.children())
 
 
 class _Pure(ExprVisitor[bool]):
@@ -106,12 +111,12 @@ def place_sum(e: Expr, v: IndexVar) -> Expr:
 def to_reduction_notation(stmt: Assignment) -> Assignment:
     """The statement with every implicit summation made an explicit `Sum`.
 
-    Sums already explicit stay where they are.
+    Sums already explicit stay where they are; a variable that an explicit sum binds and that also
+    occurs outside it (`sum(j, B(i,j)) + B(i,j)`) is summed implicitly where it occurs outside.
     """
-    explicit = set(summed_vars(stmt.rhs))
     rhs = stmt.rhs
     for v in stmt.reduction_vars:
-        if v not in explicit:
+        if _mentions(rhs, v):
             rhs = place_sum(rhs, v)
     return Assignment(stmt.lhs, rhs, stmt.accumulate)
 

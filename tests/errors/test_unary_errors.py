@@ -56,6 +56,11 @@ def _distribute_inside_a_divisor() -> None:
     A.schedule().distribute([j], [jo], [ji], dt.Machine(dt.Grid(2)))
 
 
+def _summed_both_ways() -> None:
+    A, B = dt.Tensor("A", (2,)), dt.Tensor("B", (2, 3))
+    dt.parse("A(i) = sqrt(sum(j, B(i,j)) + B(i,j))", A=A, B=B)
+
+
 CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
     ("unknown-function", _unknown_function, dt.NotationError,
      "expected a function of abs, conj, exp, sqrt, but found 'log'"),
@@ -67,6 +72,9 @@ CASES: list[tuple[str, Callable[[], None], type[Exception], str]] = [
      "expected a right side castable to int64 (the dtype of A) under casting='same_kind', but found float64"),
     ("abs-of-complex-into-integers", _abs_of_complex_into_integers, dt.DtypeError,
      "expected a right side castable to int32 (the dtype of A) under casting='same_kind', but found float32"),
+    ("summed-both-ways", _summed_both_ways, dt.NotationError,
+     "expected j to be summed either implicitly or by sum(j, ...), but found both: the implicit sum over j of "
+     "sqrt(sum(j, B(i,j)) + B(i,j)) would hold sum(j, B(i,j)); give the explicit sum another variable"),
     ("parse-no-parenthesis", _parse_no_parenthesis, dt.ParseError, "expected '(', but found 'B'"),
     ("parse-unclosed", _parse_unclosed, dt.ParseError, "expected ')', but found end of text"),
     ("split-inside-sqrt", _split_inside_sqrt, dt.ScheduleError,

@@ -262,6 +262,19 @@ def test_einsum_sums_stay_outside_the_function() -> None:
     assert str(A.schedule()) == "∀i A(i) = sqrt(sum(j, B(i,j)))"  # explicit: computed whole, not a loop
 
 
+def test_a_variable_summed_explicitly_and_implicitly() -> None:
+    """Outside its explicit sum a variable is summed implicitly; an implicit sum may not hold the explicit one."""
+    values = _case_data(2)
+    B, A = dt.Tensor.from_array("B", values["B"]), dt.Tensor("A", (7,))
+    dt.parse("A(i) = sqrt(sum(j, B(i,j))) + B(i,j)", A=A, B=B)
+    assert str(A.schedule()) == "∀i A(i) = sqrt(sum(j, B(i,j))) + sum(j, B(i,j))"
+    for run in EXECUTORS.values():
+        run(A.schedule().distribute([i], [io], [ii], _machine2()))
+        _close(A.to_numpy(), np.sqrt(values["B"].sum(1)) + values["B"].sum(1))
+    with pytest.raises(dt.NotationError, match="expected j to be summed either implicitly or by sum"):
+        dt.parse("A(i) = sqrt(sum(j, B(i,j))) * B(i,j)", A=A, B=B)
+
+
 def _case_data(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {"B": rng.uniform(0.5, 2.0, (7, 5)), "c": rng.standard_normal(7), "d": rng.uniform(-1, 1, 5),
