@@ -16,7 +16,10 @@
   on tiles larger than the caches: each leaf is timed by its bytes at its
   own rate (`bandwidth_bound`, `streaming`), and the median of the two is
   the memory bandwidth of the model's roofline;
-- element-wise work (`GENERIC`): `a * 2 + b` on a 256x256 tile;
+- element-wise work (`GENERIC`): `a * 2 + b` on a 256x256 tile for its FLOP
+  rate, and the generic leaf's element-wise product on tiles larger than the
+  caches for the rate its bytes stream at (`streaming["GENERIC"]`: copies,
+  transposes and additions are bound by it);
 - the runtime's fixed costs: a child process starts Legate on one CPU
   processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
   launches and 1 to 8 points (`plan.run()` and reading the output back;
@@ -59,7 +62,7 @@ from distal.model.links import Link
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
            "model_of", "this_machine"]
 
-_VERSION = 9
+_VERSION = 10
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -138,13 +141,17 @@ def _curves(rng: np.random.Generator) -> dict[str, list[tuple[float, float]]]:
 
 
 def _streaming(rng: np.random.Generator) -> dict[str, float]:
-    """Bytes per second TTV and innerprod stream on tiles larger than the caches (128 MiB each)."""
+    """Bytes per second TTV, innerprod and an element-wise generic leaf stream on tiles larger than the caches."""
     n = 256
     b, c = rng.random((n, n, n)), rng.random((n, n, n))
     v = rng.random(n)
     ttv = (b.nbytes + v.nbytes + n * n * 8) / _fastest_of(lambda: leaf.TTV.compute(b, v), 3)
     inner = (b.nbytes + c.nbytes) / _fastest_of(lambda: leaf.INNERPROD.compute(b, c), 3)
-    return {"TTV": ttv, "INNERPROD": inner}
+    # element-wise work on tiles larger than the caches (two 32 MiB operands and the result): a generic leaf's
+    # bytes go at this rate when its FLOPs are few (transposes, copies, additions: the data-movement plans)
+    x, y = b[:64], c[:64]
+    generic = 3 * x.nbytes / _fastest_of(lambda: leaf.GENERIC.compute(x, y, pattern="abc,abc->abc"), 3)
+    return {"TTV": ttv, "INNERPROD": inner, "GENERIC": generic}
 
 
 def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
@@ -173,10 +180,10 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
     finally:
         if limit is not None:
             limit.unregister()
-    bandwidth = statistics.median(streams.values())
+    bandwidth = statistics.median(streams[k] for k in BANDWIDTH_BOUND)
     flops: dict[str, float] = {k: max(r for _, r in pts) for k, pts in curves.items()}
     # bandwidth-bound leaves: their nominal FLOP/s at the streaming rate (2 FLOPs per 8-byte element)
-    flops.update({k: bw / 4 for k, bw in streams.items()})
+    flops.update({k: bw / 4 for k, bw in streams.items() if k in BANDWIDTH_BOUND})
     flops["GENERIC"] = generic
     assert set(flops) == set(LEAF_KINDS)
     costs: dict[str, float] | None = measure_fixed_costs() if fixed_costs else None

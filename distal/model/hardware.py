@@ -1,20 +1,49 @@
-"""Machine models as data: processors, their rates and memory, the links between them.
+"""Machine models as data: processors, their memory and rates, the levels of links between them.
 
-A `MachineModel` describes the real machine a plan runs on: nodes of
-`per_node` processors of one kind (`ProcessorModel`: achieved FLOP/s per leaf
-kind, memory bandwidth and capacity), one `Link` between the processors of a
-node and one link out of each node (its port to the network, shared by the
-node's processors), the runtime's cost per launch and per task, and how much
-communication the runtime hides behind computation (`overlap`).
+A `MachineModel` describes the real machine a plan runs on, as the paper's
+section 7 runs DISTAL: one processor per GPU or per CPU socket, each with its
+own memory (`ProcessorModel`), grouped into nodes of `per_node` processors.
+Inside a node processors may form groups with their own link (`levels`,
+innermost first: the two V100s of one POWER9 socket share NVLink); `intra`
+joins the outermost groups of a node (the X-bus between its sockets), and
+`inter` is the node's port to the network (InfiniBand), shared by its
+processors. A copy between two processors uses the link of the innermost
+level that holds both, through one port of the sender and one of the
+receiver (`distance`, `link_at`, `port`); `distal.model.transfers` times the
+copies of a launch on those ports.
 
-Presets:
+How a tile that many processors read reaches them (`broadcast`) and how
+contributions to one tile are summed (`fold`) follow the runtime:
 
-- `lassen_gpu()`, `lassen_cpu()`: a node of the Lassen supercomputer (paper
-  section 7: IBM AC922, 4 V100 GPUs and 2 POWER9 sockets, NVLink 2.0 inside the
-  node, dual-rail InfiniBand EDR between nodes). GPU runs use the 4 V100s, CPU
-  runs one abstract processor per socket ("we model each CPU socket as an
-  abstract DISTAL processor", 7.1.1).
-- `dgx_a100()`: a DGX A100-like node: 8 A100 40 GB on an NVSwitch, 8 HDR ports.
+- `broadcast="nearest"`: Legion copies each reader's tile from a valid
+  instance that the mapper ranks first; Legate's mapper ranks the valid
+  instances by the bandwidth of their memory to the destination
+  (`BaseMapper::legate_select_sources`), and an instance filled for an
+  earlier reader is valid for later ones, so each holder serves the nearest
+  waiting reader and the holders double every round;
+- `broadcast="tree"`: a collective instance (Legate asks Legion for one when
+  every point reads the whole store or a promoted one, `check_collective_regions`):
+  Legion broadcasts along a tree of radix `radix` (LEGION_COLLECTIVE_RADIX, 8)
+  across nodes and a spanning tree inside a node;
+- `broadcast="owner"`: every reader copies from the holder (the upper bound);
+- `fold="fold"`: every contribution is folded into the holder's instance
+  (Legion's reduction copies; the "hammer" reduction of its collective
+  views); `fold="tree"`: Legion's collective reduction, a tree of radix
+  `radix`.
+
+The runtime's costs: `plan_seconds` per run, `launch_seconds` per launch
+plus `launch_point_seconds` per point of the launch (the issuing runtime
+handles every point: the cost of a launch grows with its points),
+`task_seconds` per Legate task a processor runs.
+
+Presets (constants and their public sources: docs/scaling.md, "The machines"):
+
+- `lassen_gpu()`: a Lassen node's 4 V100 16 GB as 4 processors, two per POWER9
+  socket joined by NVLink 2.0, the sockets by the X-bus, the node's dual-rail
+  EDR InfiniBand out (of which Legion reaches 18 GB/s from GPU memory, paper 7.1.2);
+- `lassen_cpu()`: its 2 POWER9 sockets as 2 processors ("we model each CPU
+  socket as an abstract DISTAL processor", 7.1.1), X-bus inside, EDR out;
+- `dgx_a100()`: a DGX A100-like node: 8 A100 40 GB on NVSwitch, 8 HDR ports;
 - `this_machine()`: the host distal runs on, its rates measured by a short
   calibration (`distal.model.calibrate`) and cached.
 """
@@ -29,12 +58,22 @@ from types import MappingProxyType
 
 from distal.errors import DistalError
 from distal.format.machine import KINDS
-from distal.model.links import EDR_LASSEN, HDR_DGX_A100, NVLINK2_LASSEN, NVSWITCH_A100, XBUS_POWER9, Link
+from distal.model.links import (
+    EDR_LASSEN,
+    HDR_DGX_A100,
+    NVLINK2_LASSEN,
+    NVSWITCH_A100,
+    XBUS_POWER9,
+    Link,
+)
 
 __all__ = [
+    "BROADCASTS",
+    "FOLDS",
     "LEAF_KINDS",
     "MachineModel",
     "ModelError",
+    "NodeLevel",
     "ProcessorModel",
     "dgx_a100",
     "lassen_cpu",
@@ -44,6 +83,11 @@ __all__ = [
 
 #: The leaf kinds a processor has a rate for (`distal.leaf` names).
 LEAF_KINDS = ("GEMM", "TTV", "TTM", "MTTKRP", "INNERPROD", "GENERIC")
+
+#: How a tile read by several processors reaches them (see the module docstring).
+BROADCASTS = ("nearest", "tree", "owner")
+#: How contributions to one tile are summed into it.
+FOLDS = ("fold", "tree")
 
 GiB = 1 << 30
 
@@ -60,7 +104,9 @@ class ProcessorModel:
     and the bytes of its tiles at the memory bandwidth (a roofline). Leaf
     kinds in `bandwidth_bound` (TTV, innerprod: one or two FLOPs per element
     read) take the bytes of their tiles at the memory bandwidth alone, or at
-    their own measured streaming rate (`streaming`, bytes/s) when given.
+    their own measured streaming rate (`streaming`, bytes/s) when given; the
+    other kinds' roofline takes their bytes at their streaming rate too when
+    they have one (this machine's element-wise generic leaf).
     `curves` gives, per leaf kind, FLOP/s measured at a few sizes as
     (FLOPs of one leaf call, FLOP/s) pairs: the rate of a call is
     interpolated between them in log FLOPs, and held at the ends (BLAS runs
@@ -129,25 +175,61 @@ class ProcessorModel:
         """One leaf call's time: bytes at the bandwidth for a bandwidth-bound kind, else the roofline."""
         if leaf in self.bandwidth_bound:
             return nbytes / self.streaming.get(leaf, self.bandwidth)
-        return max(flops / self.rate(leaf, flops), nbytes / self.bandwidth)
+        return max(flops / self.rate(leaf, flops), nbytes / self.streaming.get(leaf, self.bandwidth))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLevel:
+    """Groups of `size` units of the level below (processors for the innermost) inside a node, joined by `link`.
+
+    >>> str(NodeLevel("socket", 2, NVLINK2_LASSEN))
+    'socket of 2: nvlink2(75 GB/s, 2 us)'
+    """
+
+    name: str
+    size: int
+    link: Link
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ModelError(f"expected an identifier as the name of a level, but found {self.name!r}")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
+            raise ModelError(f"expected a positive group size for level {self.name}, but found {self.size!r}")
+        if not isinstance(self.link, Link):
+            raise ModelError(f"expected a Link for level {self.name}, but found {self.link!r}")
+
+    def __str__(self) -> str:
+        return f"{self.name} of {self.size}: {self.link}"
 
 
 @dataclass(frozen=True)
 class MachineModel:
-    """A real machine: nodes of `per_node` processors, their links and the runtime's costs.
+    """A real machine: nodes of `per_node` processors, the levels of links between them, the runtime's costs.
 
-    `intra` joins the processors of one node (each has a port); `inter` is a
-    node's port to the network, shared by its processors. `launch_seconds` is
-    paid once per launch (the runtime issuing it), `task_seconds` per launch
-    point a processor runs. `overlap` in [0, 1] is the share of a step's
-    communication hidden behind the previous step's computation. `cores`,
-    when set, is how many cores the processors of a node share (this machine:
-    more Legate CPU processors than cores run slower). `plan_seconds` is paid
-    once per run of a plan (issuing it, reading its output back). With
-    `serial_tasks` the per-point cost is paid one point after the other by
-    the whole node (Python task bodies under one interpreter lock per
-    process, as Legate runs them): the plan's time includes the node's
-    points over all launches times `task_seconds`.
+    `levels` (innermost first) group a node's processors; `intra` joins the
+    outermost groups of a node (its processors when there are no levels);
+    `inter` is a node's port to the network, shared by its processors (the
+    network beyond the ports is taken as non-blocking). `broadcast` and
+    `fold` say how the runtime delivers a tile read by several processors and
+    sums contributions to one tile (module docstring), `radix` the fan-out of
+    the runtime's collective trees. `launch_seconds` is paid once per launch
+    and `launch_point_seconds` per point of it (the runtime issuing it),
+    `task_seconds` per Legate task a processor runs. `overlap` in [0, 1] is
+    the share of a step's communication hidden behind the previous step's
+    computation. `cores`, when set, is how many cores the processors of a
+    node share (this machine: more Legate CPU processors than cores run
+    slower). `plan_seconds` is paid once per run of a plan (issuing it,
+    reading its output back). With `serial_tasks` the per-task cost is paid
+    one task after the other by the whole node (Python task bodies under one
+    interpreter lock per process, as Legate runs them).
+
+    >>> m = lassen_gpu()
+    >>> [m.distance(0, q) for q in range(6)]  # same GPU, same socket, same node, other node
+    [0, 1, 2, 2, 3, 3]
+    >>> m.link_at(1).name, m.link_at(2).name, m.link_at(3).name
+    ('nvlink2', 'xbus', 'edr_fb')
+    >>> m.port(1, 1), m.port(1, 2), m.port(1, 3)  # GPU 1's own NVLink, its socket's X-bus, its node's port
+    ((1, 1), (2, 0), (3, 0))
     """
 
     name: str
@@ -162,48 +244,120 @@ class MachineModel:
     notes: tuple[str, ...] = field(default=())
     plan_seconds: float = 0.0
     serial_tasks: bool = False
+    levels: tuple[NodeLevel, ...] = ()
+    broadcast: str = "nearest"
+    fold: str = "fold"
+    radix: int = 8
+    launch_point_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:
             raise ModelError(f"expected a positive number of processors per node, but found {self.per_node!r}")
         if not 0.0 <= self.overlap <= 1.0:
             raise ModelError(f"expected an overlap in [0, 1], but found {self.overlap!r}")
-        if self.launch_seconds < 0 or self.task_seconds < 0 or self.plan_seconds < 0:
+        if min(self.launch_seconds, self.task_seconds, self.plan_seconds, self.launch_point_seconds) < 0:
             raise ModelError(f"expected non-negative runtime costs, but found launch {self.launch_seconds!r}, "
-                             f"task {self.task_seconds!r}, plan {self.plan_seconds!r}")
+                             f"per point {self.launch_point_seconds!r}, task {self.task_seconds!r}, "
+                             f"plan {self.plan_seconds!r}")
+        object.__setattr__(self, "levels", tuple(self.levels))
+        group = math.prod(lv.size for lv in self.levels)
+        if any(not isinstance(lv, NodeLevel) for lv in self.levels) or self.per_node % group:
+            raise ModelError(f"expected node levels whose groups divide the {self.per_node} processors of a node, "
+                             f"but found {', '.join(map(str, self.levels))}")
+        if self.broadcast not in BROADCASTS:
+            raise ModelError(f"expected a broadcast delivery among {', '.join(BROADCASTS)}, "
+                             f"but found {self.broadcast!r}")
+        if self.fold not in FOLDS:
+            raise ModelError(f"expected a reduction fold among {', '.join(FOLDS)}, but found {self.fold!r}")
+        if isinstance(self.radix, bool) or not isinstance(self.radix, int) or self.radix < 2:
+            raise ModelError(f"expected a tree radix of at least 2, but found {self.radix!r}")
 
     def node_of(self, processor: int) -> int:
         """The node of real processor `processor` (processors of a node are consecutive)."""
         return processor // self.per_node
 
+    @property
+    def depth(self) -> int:
+        """The distance between processors of different nodes (levels inside a node, the node, the network)."""
+        return len(self.levels) + 2
+
+    def distance(self, a: int, b: int) -> int:
+        """0 for one processor; k for the k-th level (innermost first) that holds both; `depth` across nodes."""
+        if a == b:
+            return 0
+        if a // self.per_node != b // self.per_node:
+            return self.depth
+        unit = 1
+        for k, lv in enumerate(self.levels):
+            unit *= lv.size
+            if a // unit == b // unit:
+                return k + 1
+        return len(self.levels) + 1
+
+    def link_at(self, distance: int) -> Link:
+        """The link a copy over `distance` uses (`distance` as `distance()` gives it, at least 1)."""
+        if not 1 <= distance <= self.depth:
+            raise ModelError(f"expected a distance in 1..{self.depth}, but found {distance!r}")
+        if distance <= len(self.levels):
+            return self.levels[distance - 1].link
+        return self.intra if distance == len(self.levels) + 1 else self.inter
+
+    def level_name(self, distance: int) -> str:
+        """What a copy over `distance` crosses, in words."""
+        if distance <= 0:
+            return "none"
+        if distance <= len(self.levels):
+            return self.levels[distance - 1].name
+        return "node" if distance == len(self.levels) + 1 else "network"
+
+    def port(self, processor: int, distance: int) -> tuple[int, int]:
+        """The port of `processor` that a copy over `distance` goes through: (distance, the unit owning it).
+
+        The innermost link's port is the processor's own; a level's port belongs to the group of the level
+        below it (a socket's X-bus is shared by its GPUs); the network port to the node.
+        """
+        if distance >= self.depth:
+            return (self.depth, processor // self.per_node)
+        unit = math.prod(lv.size for lv in self.levels[:distance - 1])
+        return (distance, processor // unit)
+
     def with_(self, **changes: object) -> MachineModel:
-        """A copy with some fields changed."""
+        """A copy with some fields changed (node levels that no longer divide a new `per_node` are dropped)."""
+        if "per_node" in changes and "levels" not in changes:
+            per_node = changes["per_node"]
+            group = math.prod(lv.size for lv in self.levels)
+            if isinstance(per_node, int) and per_node % group:
+                changes["levels"] = ()
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def describe(self) -> str:
         p = self.processor
         rates = ", ".join(f"{k} {v / 1e9:.3g}" for k, v in p.flops.items())
+        levels = "".join(f"{lv}; " for lv in self.levels)
         return (f"{self.name}: {self.per_node} {p.kind} per node, GFLOP/s {rates}, memory "
-                f"{p.bandwidth / 1e9:.3g} GB/s, {p.memory / GiB:.3g} GiB; inside a node {self.intra}, "
-                f"between nodes {self.inter}; {self.plan_seconds * 1e6:.3g} us per plan, "
-                f"{self.launch_seconds * 1e6:.3g} us per launch, {self.task_seconds * 1e6:.3g} us per task"
+                f"{p.bandwidth / 1e9:.3g} GB/s, {p.memory / GiB:.3g} GiB each; {levels}inside a node {self.intra}, "
+                f"between nodes {self.inter}; broadcast {self.broadcast}, reductions {self.fold} (radix "
+                f"{self.radix}); {self.plan_seconds * 1e6:.3g} us per plan, "
+                f"{self.launch_seconds * 1e6:.3g} us per launch + {self.launch_point_seconds * 1e6:.3g} us per point, "
+                f"{self.task_seconds * 1e6:.3g} us per task"
                 f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}")
 
 
-# -- presets -------------------------------------------------------------------------------------------------------
+# -- presets (sources: docs/scaling.md, "The machines") ------------------------------------------------------------
 
-# V100 SXM2 16 GB (Lassen): 7.8 TFLOP/s FP64 peak, 900 GB/s HBM2 (NVIDIA V100
-# datasheet); cuBLAS DGEMM reaches about 90% of peak, the GEMM-cast TTM and MTTKRP
-# a little less (paper 7.2.1 casts them to loops of matrix products).
+# V100 SXM2 16 GB (Lassen): 7.8 TFLOP/s FP64 peak, 900 GB/s HBM2 (NVIDIA V100 datasheet). The paper's kernels
+# reach "near-peak utilization on a single node" (7.1.2): cuBLAS DGEMM at about 90% of peak, the GEMM-cast TTM and
+# MTTKRP a little less (7.2.1 casts them to loops of matrix products). Memory: 15 GiB of the 16 GB are what an
+# AC922 8335-GTW (Lassen's node) exposes per V100 (hwloc's recorded topology of such a node, 15728640 KB each).
 _V100 = ProcessorModel("gpu", {"GEMM": 7.0e12, "TTM": 6.5e12, "MTTKRP": 5.5e12, "TTV": 7.0e12,
-                               "INNERPROD": 7.0e12, "GENERIC": 3.0e12}, 820e9, 16 * GiB)
+                               "INNERPROD": 7.0e12, "GENERIC": 3.0e12}, 820e9, 15 * GiB)
 
-# POWER9 socket of Lassen: 20 cores of which 18 compute (the paper gives Legion
-# 4 of a node's 40 cores), 3.45 GHz, 8 FP64 FLOPs per cycle per core (two 2-wide
-# VSX FMA pipes): 18 * 3.45e9 * 8 = 497 GFLOP/s peak; OpenBLAS DGEMM about 75% of
-# it. STREAM about 140 GB/s per socket; 128 GiB of the node's 256 GiB each.
+# POWER9 socket of Lassen: 20 cores of which 18 compute (the paper gives Legion 4 of a node's 40 cores, 7.1.1),
+# 3.45 GHz, 8 FP64 FLOPs per cycle per core (two 2-wide VSX FMA pipes): 497 GFLOP/s peak; OpenBLAS DGEMM about 75%
+# of it. STREAM about 140 GB/s per socket; 124 GiB of the node's 256 GB per socket (hwloc's AC922 topology:
+# 129839104 KB per NUMA node).
 _POWER9 = ProcessorModel("cpu", {"GEMM": 370e9, "TTM": 340e9, "MTTKRP": 250e9, "TTV": 370e9,
-                                 "INNERPROD": 370e9, "GENERIC": 100e9}, 140e9, 128 * GiB)
+                                 "INNERPROD": 370e9, "GENERIC": 100e9}, 140e9, 124 * GiB)
 
 # A100 SXM4 40 GB: 19.5 TFLOP/s FP64 on tensor cores, 1555 GB/s HBM2 (NVIDIA A100 datasheet).
 _A100 = ProcessorModel("gpu", {"GEMM": 17.5e12, "TTM": 16.0e12, "MTTKRP": 12.0e12, "TTV": 17.5e12,
@@ -212,35 +366,53 @@ _A100 = ProcessorModel("gpu", {"GEMM": 17.5e12, "TTM": 16.0e12, "MTTKRP": 12.0e1
 #: Paper 7.1.2: Legion's DMA moves 18 of the 25 GB/s out of a Lassen node when the data is in GPU memory.
 EDR_FROM_FRAMEBUFFER = Link("edr_fb", 18e9, 1.5e-6)
 
+#: The two V100s of one POWER9 socket of an AC922 (4-GPU configuration): 3 NVLink 2.0 bricks between them.
+LASSEN_SOCKET = NodeLevel("socket", 2, NVLINK2_LASSEN)
+
+#: Per point of a launch, paid by the runtime issuing it on GPU presets: not measured; the order of magnitude that
+#: makes TTV, whose kernels take a few milliseconds, lose a visible share at 256 GPU nodes (1024 points), as the
+#: paper reports (7.2.2). On CPUs the points are 2 per node and the term hardly matters.
+LAUNCH_POINT_SECONDS = 1e-6
+
 
 def lassen_gpu() -> MachineModel:
-    """A Lassen node's 4 V100 GPUs (paper section 7), NVLink 2.0 inside, InfiniBand EDR out.
+    """A Lassen node's 4 V100 GPUs (paper section 7): NVLink 2.0 per socket pair, X-bus, InfiniBand EDR out.
 
     Overlap 0.5: paper 7.1.2 finds GPU runs "evenly balanced between communication
-    and computation, and therefore extremely sensitive" to communication.
+    and computation, and therefore extremely sensitive" to communication. The paper ran
+    Legion of 2021 (commit 8ca3331c5d), before collective instances: broadcasts are copies
+    from the nearest valid instance and reductions are folds into the holder.
     """
-    return MachineModel("lassen-gpu", _V100, 4, NVLINK2_LASSEN, EDR_FROM_FRAMEBUFFER, launch_seconds=40e-6,
-                        task_seconds=25e-6, overlap=0.5,
-                        notes=("V100 7.8 TFLOP/s FP64, 900 GB/s, 16 GiB; NVLink 2.0 3 bricks x 25 GB/s; "
-                               "EDR dual rail 25 GB/s of which Legion reaches 18 GB/s from GPU memory (paper 7.1.2)",))
+    return MachineModel("lassen-gpu", _V100, 4, XBUS_POWER9, EDR_FROM_FRAMEBUFFER, launch_seconds=40e-6,
+                        task_seconds=25e-6, overlap=0.5, levels=(LASSEN_SOCKET,), broadcast="nearest",
+                        fold="fold", launch_point_seconds=LAUNCH_POINT_SECONDS,
+                        notes=("V100 7.8 TFLOP/s FP64, 900 GB/s, 15 GiB usable; NVLink 2.0 3 bricks x 25 GB/s between "
+                               "the GPUs of a socket; X-bus 64 GB/s between sockets; EDR dual rail 25 GB/s of which "
+                               "Legion reaches 18 GB/s from GPU memory (paper 7.1.2)",))
 
 
 def lassen_cpu() -> MachineModel:
-    """A Lassen node's 2 POWER9 sockets, one abstract processor each (paper 7.1.1), X-bus inside, EDR out.
+    """A Lassen node's 2 POWER9 sockets, one processor each (paper 7.1.1), X-bus inside, EDR out.
 
     Overlap 0.9: paper 7.1.1 finds "it is possible to hide nearly all
     communication costs with computation" on CPUs.
     """
     return MachineModel("lassen-cpu", _POWER9, 2, XBUS_POWER9, EDR_LASSEN, launch_seconds=40e-6,
-                        task_seconds=25e-6, overlap=0.9,
-                        notes=("POWER9 socket: 18 compute cores x 3.45 GHz x 8 FLOP/cycle, 140 GB/s, 128 GiB; "
+                        task_seconds=25e-6, overlap=0.9, broadcast="nearest", fold="fold",
+                        launch_point_seconds=LAUNCH_POINT_SECONDS,
+                        notes=("POWER9 socket: 18 compute cores x 3.45 GHz x 8 FLOP/cycle, 140 GB/s, 124 GiB; "
                                "X-bus 64 GB/s; EDR dual rail 25 GB/s",))
 
 
 def dgx_a100() -> MachineModel:
-    """A DGX A100-like node: 8 A100 40 GB on NVSwitch (270 GB/s per direction), 8 x HDR 200 Gb/s out."""
+    """A DGX A100-like node: 8 A100 40 GB on NVSwitch (270 GB/s per direction), 8 x HDR 200 Gb/s out.
+
+    Run by today's Legate: tiles read through projections are copied from the nearest valid instance,
+    reductions are Legion's collective reductions (`fold="tree"`).
+    """
     return MachineModel("dgx-a100", _A100, 8, NVSWITCH_A100, HDR_DGX_A100, launch_seconds=40e-6,
-                        task_seconds=20e-6, overlap=0.5)
+                        task_seconds=20e-6, overlap=0.5, broadcast="nearest", fold="tree",
+                        launch_point_seconds=LAUNCH_POINT_SECONDS)
 
 
 def preset(name: str) -> MachineModel:

@@ -20,22 +20,30 @@ and step the model adds:
   the runtime takes, on the same binding; ``DISTAL_GROUP_TASKS=0``: one task
   per point), so the runtime's cost per task is paid per task group there and
   per point elsewhere; the leaves' FLOPs and bytes are still counted per point;
-- communication before the step: the bytes of its tiles it does not hold,
-  split by where they are held (by an abstract processor on the same real
-  processor: free; on the same node: the node's `intra` link; elsewhere: the
-  node's `inter` port, shared by the node's processors). A tile read by several
-  processors is sent that many times by its holder, whose port then bounds
-  the step (a broadcast costs the sender, a systolic shift does not);
-- reductions after the step: the bytes a processor reduces into tiles it does
-  not hold, sent to their holders, which receive one contribution per sender
-  (a fan-in, latency in a tree of log2 depth).
+- communication before the step: per tile, the real processors that read
+  it and do not hold it (held by an abstract processor on the same real
+  processor: free) get it as copies from its holders (its format's owners,
+  or the processor that wrote it in an earlier launch) in the runtime's
+  delivery scheme (`MachineModel.broadcast`, `distal.model.transfers.deliver`:
+  copies from the nearest valid instance, a collective tree, or all from the
+  holder); every copy of the step goes over the link of the innermost level
+  holding both ends, through one port of each, and copies that share a port
+  in a round share its bandwidth (`transfers.arrivals`): a processor's data
+  has arrived when its last copy has. The bytes are the exact ones of
+  `distal.lower.explain.stats` (what earlier launches left on a processor is
+  not sent again), split over the tiles as the formats split them;
+- reductions after the step: the contributions to a tile a processor does
+  not hold reach its holder as copies (`MachineModel.fold`: folded into the
+  holder one after the other, or a collective tree; `transfers.collect`); a
+  synthesized reduction program (`Plan.reduction`) is timed by
+  `distal.reduction` on the model's links after the last reducing step.
 
 The critical path runs over the steps in order: step s starts after step s-1
 computed and after its own data arrived; the runtime overlaps `overlap` of
 the data for step s+1 (and the reductions of step s) with step s's compute:
 T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
-cost per launch and per plan run. Peak memory per real processor is the sum of the peaks
+cost per plan run, per launch and per point of each launch. Peak memory per real processor is the sum of the peaks
 (`distal.lower.explain.stats`) of the abstract processors bound to it,
 checked against the processor's memory.
 """
@@ -49,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from distal.model.hardware import MachineModel, ModelError
+from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
 from distal.notation.visit import ExprVisitor
 
@@ -266,7 +275,6 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         data = stats(plan)  # exact byte counts (distal.lower.explain), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
     proc = model.processor
-    nodes_used = len({model.node_of(r) for r in bind.values()})
 
     def holds(n: int, q: tuple[int, ...]) -> list[tuple[tuple[int, int], ...]]:
         if owners.held[n] is None:  # the global store: with processor 0
@@ -304,14 +312,19 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     per_launch: list[Any] = []
     kinds: list[str] = []
     per_step: list[tuple[dict[int, float], dict[int, float], dict[int, float]]] = []
+    # tiles written by a launch, for the launches after it: (tensor, box) -> its writer, and per tensor all pieces
+    written_at: dict[tuple[int, Any], int] = {}
+    written: dict[int, list[tuple[Any, int]]] = defaultdict(list)
     for group, launch in launches:
         kinds.append(_leaf_kind(group))
         raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
         buffers: dict[tuple[int, ...], float] = defaultdict(float)
         red_where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0])  # node, other
-        readers: dict[tuple[int, Any], _Tile] = {}  # (tensor, color) -> bytes, copies inside/between nodes
+        readers: dict[tuple[int, Any], _Tile] = {}  # (tensor, color) -> who needs how much of it
         fanin: dict[tuple[int, Any], _Tile] = {}
+        est_need: dict[tuple[int, ...], float] = defaultdict(float)  # per abstract processor: bytes it lacks
+        wrote: list[tuple[int, Any, int]] = []
         for point in launch.points():
             a = plan.processor_of(group, point)
             r = bind.get(a, 0)
@@ -326,30 +339,50 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 touched += size * info.itemsize
                 if size == 0:
                     continue
+                nb = info.itemsize
+                key = (op.tensor, op.color(point))
+                if op.privilege in (Privilege.WRITE, Privilege.READ_WRITE):
+                    wrote.append((op.tensor, box, r))
+                    if op.privilege is Privilege.WRITE:
+                        continue
+                prior = written.get(op.tensor)
+                if prior is not None and op.privilege is not Privilege.REDUCE_ADD:
+                    # written by an earlier launch: held by its writers
+                    at = written_at.get((op.tensor, box))
+                    if at is not None:
+                        own = size if at == r else 0
+                    else:
+                        own = min(size, sum(_meet(box, b) for b, w_ in prior if w_ == r))
+                    if own >= size:
+                        continue
+                    holders = {at} if at is not None else {w_ for b, w_ in prior if w_ != r and _meet(box, b)}
+                    need = (size - own) * nb
+                    where[a][2] += need
+                    est_need[a] += need
+                    tile = readers.setdefault(key, _Tile(size * nb))
+                    tile.add(r, a, need)
+                    tile.holders |= holders
+                    continue
                 mine = local_to(op.tensor, [a], box, size)
                 if mine >= size:
                     continue
                 same_real = max(mine, local_to(op.tensor, on_real[r], box, size))
                 same_node = max(same_real, local_to(op.tensor, on_node[node], box, size))
-                nb = info.itemsize
-                key = (op.tensor, op.color(point))
                 if op.privilege is Privilege.REDUCE_ADD:
                     buffers[a] += size * nb
                     red_where[a][0] += (same_node - mine) * nb
                     red_where[a][1] += (size - same_node) * nb
                     red_est[a] += (size - mine) * nb
-                    tile = fanin.setdefault(key, _Tile(size * nb))
-                    tile.intra += 1
-                    tile.who.add(r)
-                elif op.privilege is not Privilege.WRITE:
+                    tile = fanin.setdefault(key, _Tile(size * nb, op.tensor, box))
+                    tile.add(r, a, (size - same_real) * nb)
+                else:
                     w = where[a]
                     w[0] += (same_real - mine) * nb
                     w[1] += (same_node - same_real) * nb
                     w[2] += (size - same_node) * nb
-                    tile = readers.setdefault(key, _Tile(size * nb))
-                    tile.intra += 1 if same_node > same_real else 0
-                    tile.inter += 1 if size > same_node else 0
-                    tile.who.add(r)
+                    est_need[a] += (size - mine) * nb
+                    tile = readers.setdefault(key, _Tile(size * nb, op.tensor, box))
+                    tile.add(r, a, (size - same_real) * nb)
             iters = 1
             for n, d in dims:
                 got_box = boxes.get(n)
@@ -363,7 +396,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             points_total[r] += 1
         for a, w in where.items():
             extra_peak[a] = max(extra_peak[a], sum(w) + buffers.get(a, 0.0))
-        per_launch.append((raw, where, red_where, readers, fanin))
+        for n_, box_, r_ in wrote:
+            written_at[(n_, box_)] = r_
+            written[n_].append((box_, r_))
+        per_launch.append((raw, where, red_where, readers, fanin, est_need))
     # a point's tiles may be larger than what its leaf computes (a dimension handed whole, the leaf picking
     # its part): the FLOPs are scaled so that all points together compute the statement once
     whole = float(math.prod(plan.tensors[n].shape[d] for n, d in dims) * ops_per_iter)
@@ -383,7 +419,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             if kind in proc.bandwidth_bound:
                 comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale)
             else:
-                comp[r] = max(f * scale / rate, moved * scale / proc.bandwidth)
+                comp[r] = max(f * scale / rate, moved * scale / proc.streaming.get(kind, proc.bandwidth))
         if model.cores is not None:  # more busy processors than cores: the leaves share the cores
             for r in comp:
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
@@ -400,66 +436,71 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         reduced_abs = {_key(a): b for a, b in red_est.items()}
         peak_abs = {_key(c): int(sum(owners.share(n, c) * t.itemsize for n, t in enumerate(plan.tensors))
                                  + extra_peak.get(c, 0.0)) for c in bind}
-    for index, (comp, (_raw, where, red_where, readers, fanin)) in enumerate(zip(comps, per_launch)):
+    holder_index: dict[int, BoxIndex] = {}
+
+    def holders_of(n: int, box: tuple[tuple[int, int], ...]) -> set[int]:
+        """The real processors whose format holds part of `box` of tensor n (the global store: processor 0)."""
+        if owners.held[n] is None:
+            return {0}
+        if n not in holder_index:
+            boxes: dict[tuple[tuple[int, int], ...], set[int]] = defaultdict(set)
+            for q, held in (owners.held[n] or {}).items():
+                for b in held:
+                    boxes[tuple(b)].add(bind.get(q, 0))
+            holder_index[n] = BoxIndex(boxes)
+        return holder_index[n].holders(box) or {0}
+
+    red_share = {a: float(reduced_abs.get(_key(a), 0)) / e if e > 0 else 0.0 for a, e in red_est.items()}
+    synthesized = plan.reduction is not None and plan.reduction.synthesized
+    reducing = [k for k, pl in enumerate(per_launch) if pl[4]]
+    for index, (comp, (_raw, _where, red_where, readers, fanin, est_need)) in enumerate(zip(comps, per_launch)):
+        # what each abstract processor really receives (stats: nothing that an earlier launch left on it) over
+        # what the formats say it lacks: the tiles' bytes are scaled by it
         if data is not None:
             exact_recv = data["launches"][index]["received_bytes"]  # per abstract processor
+            scale_of = {a: float(exact_recv.get(_key(a), 0)) / e if e > 0 else 0.0 for a, e in est_need.items()}
         else:
-            exact_recv = {_key(a): sum(w) for a, w in where.items()}
-        recv_intra: dict[int, float] = defaultdict(float)
-        recv_inter_node: dict[int, float] = defaultdict(float)
-        msgs_intra: dict[int, int] = defaultdict(int)
-        msgs_inter_node: dict[int, int] = defaultdict(int)
-        for a in set(where) | {c for c in bind if exact_recv.get(_key(c))}:
-            got = float(exact_recv.get(_key(a), 0))
-            if not got:
+            scale_of = dict.fromkeys(est_need, 1.0)
+        deliveries: list[list[Copy]] = []
+        for tile in readers.values():
+            needs = {r: b * max(scale_of.get(a, 0.0) for a in tile.readers[r]) for r, b in tile.need.items()}
+            needs = {r: b for r, b in needs.items() if b > 0}
+            if not needs:
                 continue
-            _, near, other = where.get(a, [0.0, 0.0, 0.0])
-            est = sum(where.get(a, [0.0, 0.0, 0.0]))
-            r = bind[a]
-            node = model.node_of(r)
-            if est > 0:  # split the exact bytes as the estimate splits them
-                intra, inter = got * near / est, got * other / est
-            else:  # written by another processor in an earlier launch
-                intra, inter = (got, 0.0) if nodes_used == 1 else (0.0, got)
-            recv_intra[r] += intra
-            recv_inter_node[node] += inter
-            intra_total[r] += intra
-            inter_total[r] += inter
-            msgs_intra[r] += 1 if intra else 0
-            msgs_inter_node[node] += 1 if inter else 0
-        recv: dict[int, float] = defaultdict(float)
-        for r in set(recv_intra) | {x for n in recv_inter_node for x in _reals_of_node(n, on_node, bind)}:
-            node = model.node_of(r)
-            t = model.intra.seconds(recv_intra.get(r, 0.0), msgs_intra.get(r, 0) or 1)
-            t += model.inter.seconds(recv_inter_node.get(node, 0.0), msgs_inter_node.get(node, 0) or 1)
-            recv[r] = t
-        for tile in readers.values():  # the holder's port sends one copy per reader
-            t = model.intra.seconds(tile.size * tile.intra) + model.inter.seconds(tile.size * tile.inter)
-            for r in tile.who:
-                if r in recv:
-                    recv[r] = max(recv[r], t)
-        red_intra: dict[int, float] = defaultdict(float)
-        red_inter_node: dict[int, float] = defaultdict(float)
-        for a, (near, far) in red_where.items():
-            total = float(reduced_abs.get(_key(a), 0))
-            est = red_est.get(a, 0.0)
-            share = total / est if est > 0 else 0.0
-            r = bind[a]
-            red_intra[r] += near * share
-            red_inter_node[model.node_of(r)] += far * share
-            red_total[r] += (near + far) * share
+            holders = tile.holders or holders_of(tile.tensor, tile.box)
+            deliveries.append(deliver(model, sorted(holders), needs))
+        arrived, _ = arrivals(model, deliveries)
+        for copies in deliveries:
+            for cp in copies:
+                d = model.distance(cp.src, cp.dst)
+                if d >= model.depth:
+                    inter_total[cp.dst] += cp.nbytes
+                elif d > 0:
+                    intra_total[cp.dst] += cp.nbytes
+        recv: dict[int, float] = {r: t for r, t in arrived.items() if t > 0}
         red: dict[int, float] = defaultdict(float)
-        for r in set(red_intra) | {x for n in red_inter_node for x in _reals_of_node(n, on_node, bind)}:
-            t = model.intra.seconds(red_intra.get(r, 0.0))
-            t += model.inter.seconds(red_inter_node.get(model.node_of(r), 0.0))
-            if t > 0:
-                red[r] = t
-        for tile in fanin.values():  # the holder receives one contribution per sender, in a tree
-            link = model.inter if nodes_used > 1 else model.intra
-            t = math.ceil(math.log2(tile.intra + 1)) * link.latency + tile.intra * tile.size / link.bandwidth
-            for r in tile.who:
-                if r in red:
-                    red[r] = max(red[r], t)
+        for a, (near, far) in red_where.items():
+            red_total[bind[a]] += (near + far) * red_share.get(a, 0.0)
+        if not synthesized:  # Legate's reduction: the contributions reach each tile's holder
+            gathers: list[list[Copy]] = []
+            involved: list[set[int]] = []
+            for tile in fanin.values():
+                parts = {r: b * max(red_share.get(a, 0.0) for a in tile.readers[r]) for r, b in tile.need.items()}
+                if not any(b > 0 for b in parts.values()):
+                    continue
+                first = min(tile.need)
+                holder = _nearest_holder(model, holders_of(tile.tensor, tile.box), first)
+                gathers.append(collect(model, holder, parts))
+                involved.append({holder, *tile.need})
+            _, ends = arrivals(model, gathers)
+            for who, end in zip(involved, ends):
+                for r in who:
+                    red[r] = max(red[r], end)
+        elif reducing and index == reducing[-1]:  # the synthesized program, once every reducing launch ran
+            seconds = _synthesized_seconds(plan, model)
+            for r in {bind[a] for a in bind}:
+                red[r] = max(red[r], seconds)
+        red = {r: t for r, t in red.items() if t > 0}
         step_rows.append({"compute": max(comp.values(), default=0.0), "receive": max(recv.values(), default=0.0),
                           "reduce": max(red.values(), default=0.0)})
         per_step.append((comp, recv, red))
@@ -483,7 +524,8 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         ms = sum(x[1] + x[2] for x in runs)
         if t > total:
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
-    runtime = model.plan_seconds + model.launch_seconds * len(launches)
+    runtime = (model.plan_seconds + model.launch_seconds * len(launches)
+               + model.launch_point_seconds * sum(points_total.values()))
     if model.serial_tasks:  # a node's task bodies run one after the other, over all its launches
         node_tasks: dict[int, int] = defaultdict(int)
         for r, n_ in tasks_total.items():
@@ -509,18 +551,40 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
 
 @dataclass
 class _Tile:
-    """A tile of one launch: its bytes, how many copies cross a node's inside or its port, who uses it."""
+    """A tile of one launch: its bytes, where it lives, and per real processor the bytes it lacks and its readers."""
 
     size: float
-    intra: int = 0
-    inter: int = 0
-    who: set[int] = field(default_factory=set)
+    tensor: int = -1
+    box: tuple[tuple[int, int], ...] = ()
+    need: dict[int, float] = field(default_factory=dict)
+    readers: dict[int, set[tuple[int, ...]]] = field(default_factory=lambda: defaultdict(set))
+    holders: set[int] = field(default_factory=set)  # set when written by an earlier launch
+
+    def add(self, real: int, abstract: tuple[int, ...], nbytes: float) -> None:
+        self.need[real] = max(self.need.get(real, 0.0), nbytes)
+        self.readers[real].add(abstract)
+
+
+def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:
+    return min(holders, key=lambda h: (model.distance(h, to), h))
+
+
+def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
+    """The synthesized reduction program's time with the model's links (the plan's own estimate if it cannot)."""
+    red = plan.reduction
+    assert red is not None
+    machine = plan.machine
+    if machine is not None and machine.levels == 2:
+        from distal.errors import DistalError
+        from distal.reduction.machines import machine_plan
+
+        try:
+            links = (model.inter, model.intra)
+            return float(machine_plan(machine, red.groups, red.nbytes, interconnects=links).seconds)
+        except DistalError:
+            pass
+    return float(red.seconds)
 
 
 def _key(c: Sequence[int]) -> str:
     return "(" + ",".join(str(x) for x in c) + ")"
-
-
-def _reals_of_node(node: int, on_node: dict[int, list[tuple[int, ...]]], bind: dict[tuple[int, ...], int]) -> set[int]:
-    """The real processors of a node that hold abstract processors."""
-    return {bind[c] for c in on_node.get(node, [])}
