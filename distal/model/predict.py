@@ -35,8 +35,8 @@ and step the model adds:
 - reductions after the step: the contributions to a tile a processor does
   not hold reach its holder as copies (`MachineModel.fold`: folded into the
   holder one after the other, or a collective tree; `transfers.collect`); a
-  synthesized reduction program (`Plan.reduction`) is timed by
-  `distal.reduction` on the model's links after the last reducing step.
+  synthesized reduction program (`Plan.reduction`) takes the time
+  `distal.reduction` simulated for it, after the last reducing step.
 
 The critical path runs over the steps in order: step s starts after step s-1
 computed and after its own data arrived; the runtime overlaps `overlap` of
@@ -570,19 +570,13 @@ def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:
 
 
 def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
-    """The synthesized reduction program's time with the model's links (the plan's own estimate if it cannot)."""
+    """The synthesized reduction program's time, as `distal.reduction` simulated it when the plan was lowered.
+
+    distal.reduction sits above this package (it imports `distal.model.links`), so the program is not re-timed
+    on `model`'s links: its time is the lowering's, on the system it built from the plan's machine.
+    """
     red = plan.reduction
     assert red is not None
-    machine = plan.machine
-    if machine is not None and machine.levels == 2:
-        from distal.errors import DistalError
-        from distal.reduction.machines import machine_plan
-
-        try:
-            links = (model.inter, model.intra)
-            return float(machine_plan(machine, red.groups, red.nbytes, interconnects=links).seconds)
-        except DistalError:
-            pass
     return float(red.seconds)
 
 
