@@ -315,6 +315,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     # tiles written by a launch, for the launches after it: (tensor, box) -> its writer, and per tensor all pieces
     written_at: dict[tuple[int, Any], int] = {}
     written: dict[int, list[tuple[Any, int]]] = defaultdict(list)
+    seen_by: dict[tuple[int, Any], set[int]] = {}  # (tensor, box) -> real processors an earlier launch copied it to
     for group, launch in launches:
         kinds.append(_leaf_kind(group))
         raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
@@ -383,6 +384,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                     est_need[a] += (size - mine) * nb
                     tile = readers.setdefault(key, _Tile(size * nb, op.tensor, box))
                     tile.add(r, a, (size - same_real) * nb)
+                    tile.holders |= seen_by.get((op.tensor, box), set())  # instances earlier launches made
             iters = 1
             for n, d in dims:
                 got_box = boxes.get(n)
@@ -399,6 +401,12 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         for n_, box_, r_ in wrote:
             written_at[(n_, box_)] = r_
             written[n_].append((box_, r_))
+        stale = {n_ for n_, _b, _r in wrote}
+        if stale:
+            seen_by = {k: v for k, v in seen_by.items() if k[0] not in stale}
+        for tile in readers.values():  # a reader's instance stays valid for later launches (Legion's valid
+            if tile.tensor >= 0 and tile.tensor not in stale:  # instances), a nearer source than the holder
+                seen_by.setdefault((tile.tensor, tile.box), set()).update(tile.need)
         per_launch.append((raw, where, red_where, readers, fanin, est_need))
     # a point's tiles may be larger than what its leaf computes (a dimension handed whole, the leaf picking
     # its part): the FLOPs are scaled so that all points together compute the statement once
@@ -467,7 +475,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             needs = {r: b for r, b in needs.items() if b > 0}
             if not needs:
                 continue
-            holders = tile.holders or holders_of(tile.tensor, tile.box)
+            holders = tile.holders | holders_of(tile.tensor, tile.box) if tile.tensor >= 0 else tile.holders
             deliveries.append(deliver(model, sorted(holders), needs))
         arrived, _ = arrivals(model, deliveries)
         for copies in deliveries:
