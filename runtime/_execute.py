@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -51,7 +52,7 @@ from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
 from distal.redist.formats import Layout
 
-from ._launch import Affine, Arg, index_launch, point_launch
+from ._launch import Affine, Arg, Recorded, index_launch, point_launch, recording, replay
 from ._launch import Privilege as RtPrivilege
 from ._make import fill, from_numpy, unwritten, zeros
 from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
@@ -59,7 +60,7 @@ from ._reduce import ReduceRecord, reduce_on_machine
 from ._registry import kernel as kernel_of
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
-from ._store import Store, fence, live_bytes, tile_of, wrap
+from ._store import Store, fence, keep_until_fence, live_bytes, stores_made, tile_of, wrap
 from ._target import resolve_target, target_scope
 from ._tensor_storage import FormatStore, TensorStore, adopt, block_grid, from_store, gather
 
@@ -221,6 +222,32 @@ def _check_memory(plan: Plan) -> None:
         check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
 
 
+_REPLAY = "replay"  # the key of a plan's `_Replay` in `Plan.memo`
+
+
+@dataclass(eq=False)
+class _Replay:
+    """A plan's launches as one run submitted them, to submit again while nothing they depend on changed.
+
+    Valid while every tensor of the plan holds the storage it held after that run (the output the one the
+    run bound) and task grouping is as it was; the run made no store (a run that makes one, such as a
+    first run placing its inputs or a `+=` plan gathering its placed output, is not kept).
+    """
+
+    grouping: bool
+    storages: tuple[Any, ...]
+    launches: tuple[Recorded, ...]
+    live: int  # live_bytes() after the run: the memory check is repeated only when more is held
+
+    def matches(self, plan: Plan) -> bool:
+        if grouping_enabled() != self.grouping:
+            return False
+        for info, held in zip(plan.tensors, self.storages):
+            if plan.tensor(info).storage is not held:
+                return False
+        return True
+
+
 def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:
     """Run every launch of `plan` on Legate; the output tensor's storage then holds the result.
 
@@ -228,7 +255,46 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     waits for them, as does `wait=True`. A synthesized reduction waits for
     its program (see the module docstring); `trace` (if given) receives one
     `ReduceRecord` per step of its program.
+
+    A run that made no store keeps its launches (`_Replay`, in `plan.memo`):
+    the next runs submit them again as they were, without working anything
+    out again, for as long as the plan's tensors hold the same storage
+    (`DISTAL_REPLAY=0` turns this off).
     """
+    kept: _Replay | None = plan.memo.get(_REPLAY)
+    if kept is not None:
+        if kept.matches(plan) and _replay_enabled():
+            if live_bytes() > kept.live:
+                _check_memory(plan)
+            for recorded in kept.launches:
+                replay(recorded)
+                keep_until_fence(recorded)
+            if wait:
+                fence()
+            return
+        del plan.memo[_REPLAY]
+        keep_until_fence(kept)  # its partitions go at the next fence, when nothing queued uses them
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    if red is not None or trace is not None or not _replay_enabled():
+        _run(plan, trace)
+    else:
+        made = stores_made()
+        launches: list[Recorded] = []
+        with recording(launches):
+            _run(plan, trace)
+        if stores_made() == made:
+            plan.memo[_REPLAY] = _Replay(grouping_enabled(), tuple(plan.tensor(i).storage for i in plan.tensors),
+                                         tuple(launches), live_bytes())
+    if wait:
+        fence()
+
+
+def _replay_enabled() -> bool:
+    return os.environ.get("DISTAL_REPLAY", "1") != "0"
+
+
+def _run(plan: Plan, trace: list[ReduceRecord] | None) -> None:
+    """One run of the plan, working out every launch (see `run_plan`)."""
     _check_memory(plan)  # OutOfMemory before anything is queued (distal.lower.memory)
     target = plan_target(plan)
     if processor_kind(target).device_arrays:
@@ -284,8 +350,6 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     if red is not None:
         _reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace, target)
     _keep_output(plan, stores, placed)
-    if wait:
-        fence()
 
 
 def _placed_operands(plan: Plan, red: Reduction | None,

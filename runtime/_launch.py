@@ -13,22 +13,25 @@ store is upgraded to `READ_WRITE`, so the tiles it does not write survive.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 from distal.format.machine import processor_kind
 
+from ._registry import is_transient, kernel, register_kernel
 from ._start import legate_runtime, processor_count, work_queued
 from ._store import Store
 from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
 
-__all__ = ["Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"]
+__all__ = ["Affine", "Arg", "Privilege", "Recorded", "Submission", "index_launch", "point_launch", "recording",
+           "replay", "tile_colors"]
 
 # Largest launch domain whose tile coverage is checked point by point; a
 # larger WRITE launch is treated as READ_WRITE (safe, maybe slower), and is
@@ -176,7 +179,9 @@ def _coverage(maps: tuple[Affine, ...], colors: tuple[int, ...], shape: tuple[in
     return len(seen) == total, len(seen) == volume
 
 
+@functools.lru_cache(maxsize=4096)
 def _projection(maps: tuple[Affine, ...]) -> tuple[Any, ...]:
+    """Legate's projection of `maps` (made once per distinct maps: launches of a plan repeat theirs)."""
     from legate.core import constant, dimension
 
     return tuple(constant(a.offset) if a.launch_dim is None
@@ -196,18 +201,11 @@ def _check_aliasing(args: Sequence[Arg]) -> None:
 
 def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence[int],
             whole_stores: bool, pinned: Sequence[int] | None = None) -> None:
-    from legate.core import ReductionOpKind, types
-
     _check_aliasing(args)
-    plan: list[tuple[str, Any, Any]] = []  # (kind, partition or store, projection)
+    ins: list[tuple[Any, Any]] = []  # (partition or store, projection) per slot kind
+    outs: list[tuple[Any, Any]] = []
+    reds: list[tuple[Any, Any]] = []
     layout: list[str] = []
-    counts = {"i": 0, "o": 0, "r": 0}
-
-    def slot(kind: str) -> str:
-        name = f"{kind}{counts[kind]}"
-        counts[kind] += 1
-        return name
-
     for arg in args:
         privilege = arg.privilege
         if whole_stores or arg.tile is None:
@@ -225,42 +223,95 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
         if privilege is Privilege.WRITE and not covers:
             privilege = Privilege.READ_WRITE
         if privilege is Privilege.READ:
-            plan.append(("i", target, projection))
-            layout.append(slot("i"))
+            layout.append(f"i{len(ins)}")
+            ins.append((target, projection))
         elif privilege is Privilege.WRITE:
-            plan.append(("o", target, projection))
-            layout.append(slot("o"))
+            layout.append(f"o{len(outs)}")
+            outs.append((target, projection))
         elif privilege is Privilege.READ_WRITE:
-            plan.append(("i", target, projection))
-            slot("i")
-            plan.append(("o", target, projection))
-            layout.append(slot("o"))
+            ins.append((target, projection))
+            layout.append(f"o{len(outs)}")
+            outs.append((target, projection))
         else:
-            plan.append(("r", target, projection))
-            layout.append(slot("r"))
+            layout.append(f"r{len(reds)}")
+            reds.append((target, projection))
 
-    pytask = generic_task(counts["i"], counts["o"], counts["r"])
-    runtime = legate_runtime()
-    launch = runtime.create_manual_task(pytask.library, pytask.task_id, list(upper), list(lower))
-    for kind in ("i", "o", "r"):
-        for k, target, projection in plan:
-            if k != kind:
-                continue
-            if kind == "i":
-                launch.add_input(target, projection)
-            elif kind == "o":
-                launch.add_output(target, projection)
-            else:
-                launch.add_reduction(target, ReductionOpKind.ADD, projection)
-    launch.add_scalar_arg(key, types.int64)
     text = ",".join(layout)
     if pinned is not None:
         text += ";" + ",".join(str(int(x)) for x in pinned)
         if list(upper) != [lo + 1 for lo in lower]:
             text += ";first"  # only launch point 0 runs the kernel (_pinned_args)
-    launch.add_scalar_arg(text, types.string_type)
-    work_queued()  # until the next blocking fence: no automatic GC, one BLAS thread per task
-    launch.execute()
+    made = Submission(generic_task(len(ins), len(outs), len(reds)), tuple(upper), tuple(lower), tuple(ins),
+                      tuple(outs), tuple(reds), text)
+    made.launch(key)
+    if _recording is not None:
+        name, fn = kernel(key)
+        _recording.append((made, fn, name, is_transient(key), legate_runtime().get_machine()))
+
+
+_legate: list[Any] = []  # (the int64 type, the string type, ReductionOpKind.ADD), looked up once
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Submission:
+    """One manual launch of distal's generic task, as `_submit` made it from its arguments: the task of
+    its arity, the launch box, (partition or store, projection) per input, output and reduction, and the
+    layout string its tasks read."""
+
+    task: Any
+    upper: tuple[int, ...]
+    lower: tuple[int, ...]
+    inputs: tuple[tuple[Any, Any], ...]
+    outputs: tuple[tuple[Any, Any], ...]
+    reductions: tuple[tuple[Any, Any], ...]
+    layout: str
+
+    def launch(self, key: int) -> None:
+        """Submit it to Legate (in the current machine scope) with kernel `key`."""
+        if not _legate:
+            from legate.core import ReductionOpKind, types
+
+            _legate.extend((types.int64, types.string_type, ReductionOpKind.ADD))
+        int64, string, add = _legate
+        task = self.task
+        launch = legate_runtime().create_manual_task(task.library, task.task_id, self.upper, self.lower)
+        for target, projection in self.inputs:
+            launch.add_input(target, projection)
+        for target, projection in self.outputs:
+            launch.add_output(target, projection)
+        for target, projection in self.reductions:
+            launch.add_reduction(target, add, projection)
+        launch.add_scalar_arg(key, int64)
+        launch.add_scalar_arg(self.layout, string)
+        work_queued()  # until the next blocking fence: no automatic GC, one BLAS thread per task
+        launch.execute()
+
+
+Recorded = tuple[Submission, Any, str, bool, Any]
+"""A submission as `recording` keeps it: the launch, its kernel (the callable, its name, whether it was
+registered transient) and the Legate machine scope it was submitted in."""
+
+_recording: list[Recorded] | None = None
+
+
+@contextlib.contextmanager
+def recording(into: list[Recorded] | None) -> Iterator[None]:
+    """Append every launch submitted inside the block to `into` (None records nothing), for `replay`."""
+    global _recording
+    before, _recording = _recording, into
+    try:
+        yield
+    finally:
+        _recording = before
+
+
+def replay(recorded: Recorded) -> None:
+    """Submit a recorded launch again, as it was: the same partitions and projections in the same machine
+    scope, its kernel registered again (a transient one is released at each fence)."""
+    made, fn, name, transient, machine = recorded
+    key = register_kernel(fn, name, transient=transient)
+    with machine:
+        made.launch(key)
 
 
 def index_launch(key: int, domain: Sequence[int], args: Sequence[Arg],

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from distal.errors import RuntimeFailure
 
-__all__ = ["Kernel", "KernelFailure", "check_failures", "kernel", "record_failure",
+__all__ = ["Kernel", "KernelFailure", "check_failures", "is_transient", "kernel", "record_failure",
            "register_kernel"]
 
 Kernel = Callable[..., None]
@@ -67,6 +67,12 @@ def register_kernel(fn: Kernel, name: str | None = None, *, transient: bool = Fa
         if transient:
             _transient.append(key)
         return key
+
+
+def is_transient(key: int) -> bool:
+    """Whether kernel `key` was registered `transient` (and is not released yet)."""
+    with _lock:
+        return key in _transient
 
 
 def release_transient() -> int:

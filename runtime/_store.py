@@ -32,8 +32,8 @@ from distal.errors import DistalError, NotSupportedYet
 from ._registry import check_failures, release_transient
 from ._start import legate_runtime, work_done, work_pending
 
-__all__ = ["Store", "dropped_bytes", "ensure_room", "fence", "legate_type", "live_bytes", "tile_of", "to_numpy",
-           "wrap"]
+__all__ = ["Store", "dropped_bytes", "ensure_room", "fence", "keep_until_fence", "legate_type", "live_bytes",
+           "stores_made", "tile_of", "to_numpy", "wrap"]
 
 _TYPES = {
     "bool": "bool_",
@@ -87,6 +87,7 @@ _GC_ALLOCATIONS = 100_000  # or once this many objects were allocated since the 
 _LIVE: dict[tuple[str, int], int] = {}
 _WRAPPERS: dict[tuple[str, int], int] = {}  # how many live `Store`s wrap each entry of _LIVE
 _dropped = 0
+_made = 0  # stores of their own (not views) made so far
 # repr(LogicalStore) names its storage: "... storage: Storage(12) {kind: Region, level: 0, ...}"; a
 # view at offset 0 (a slice from 0, a partition's first child) is not `transformed` but has level > 0
 _STORAGE = re.compile(r"storage: Storage\((\d+)\) \{kind: \w+, level: (\d+)")
@@ -133,12 +134,13 @@ class Store:
     block_of: tuple[Store, tuple[int, ...], tuple[int, ...]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        global _kept_bytes
+        global _kept_bytes, _made
         _KEEP_ALIVE.append(self.handle)
         nbytes = math.prod(self.shape) * self.dtype.itemsize
         _kept_bytes += nbytes
         key = _root_key(self)
         if key is not None:  # a store of its own, not a view of one
+            _made += 1
             _LIVE[key] = nbytes
             _WRAPPERS[key] = _WRAPPERS.get(key, 0) + 1
             weakref.finalize(self, _drop, key)
@@ -172,6 +174,17 @@ def tile_of(store: Store, tile: tuple[int, ...], color: tuple[int, ...]) -> Stor
     child = store.handle.partition_by_tiling(tile).get_child_store(*color)
     return Store(handle=child, shape=tuple(int(x) for x in child.shape), dtype=store.dtype,
                  block_of=(store, tuple(tile), tuple(color)))
+
+
+def stores_made() -> int:
+    """How many stores of their own (not views of another) distal has made in this process."""
+    return _made
+
+
+def keep_until_fence(obj: Any) -> None:
+    """Hold `obj` (Legate handles, or something holding them) until the next blocking fence: freeing a
+    store while launches on it are queued can hang the process (see `_KEEP_ALIVE`)."""
+    _KEEP_ALIVE.append(obj)
 
 
 def live_bytes(exclude: Iterable[Store] = ()) -> int:

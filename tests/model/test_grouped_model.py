@@ -152,6 +152,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
         real(key, args, lower, upper, whole_stores, pinned)
 
     monkeypatch.setattr(_launch, "_submit", counted)
+    monkeypatch.setenv("DISTAL_REPLAY", "0")  # every run works its launches out (a replayed one skips _submit)
     return seen
 
 

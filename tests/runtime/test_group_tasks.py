@@ -1,7 +1,8 @@
 """Launch points bound to one real processor run as one Legate task (`distal.lower.grouping`).
 
-The Legate tasks are counted by spying on the launch helper (`_launch._submit`: an index launch runs one
-task per point of its domain, a pinned launch one), not by timing. Every plan runs with grouping on and
+The Legate tasks are counted by spying on the launch helper (`_launch.Submission.launch`, which every
+launch goes through, a replayed one too: an index launch runs one task per point of its domain, a pinned
+launch one), not by timing. Every plan runs with grouping on and
 off (`DISTAL_GROUP_TASKS`), and both results are compared with NumPy; `explain()`'s count
 (`plan_tasks`) must be what ran.
 """
@@ -9,7 +10,7 @@ off (`DISTAL_GROUP_TASKS`), and both results are compared with NumPy; `explain()
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,15 +33,15 @@ pytestmark = pytest.mark.legate
 def tasks(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """The kernel name and Legate tasks of every launch submitted (one entry per launch)."""
     seen: list[tuple[str, int]] = []
-    real = _launch._submit
+    real = _launch.Submission.launch
 
-    def counted(key: int, args: Sequence[Any], lower: Sequence[int], upper: Sequence[int], whole_stores: bool,
-                pinned: Sequence[int] | None = None) -> None:
-        count = 1 if pinned is not None else math.prod(hi - lo for lo, hi in zip(lower, upper))
+    def counted(self: _launch.Submission, key: int) -> None:
+        pinned = ";" in self.layout  # a pinned launch's layout carries its point
+        count = 1 if pinned else math.prod(hi - lo for lo, hi in zip(self.lower, self.upper))
         seen.append((kernel(key)[0], count))
-        real(key, args, lower, upper, whole_stores, pinned)
+        real(self, key)
 
-    monkeypatch.setattr(_launch, "_submit", counted)
+    monkeypatch.setattr(_launch.Submission, "launch", counted)
     return seen
 
 
