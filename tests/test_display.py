@@ -38,8 +38,8 @@ def test_plan_repr_is_short_with_the_launch_count() -> None:
     plan = sched.compile()
     text = repr(plan)
     assert text.startswith("<Plan ") and "\n" not in text and len(text) < 200
-    assert text.startswith(f"<Plan A(i,j) = B(i,k) * C(k,j): {plan.launch_count()} launch(es) in {len(plan.groups)} group(s) on a 2x2 machine,")
-    assert "output A[8, 8] float64" in text
+    assert text == (f"<Plan A(i,j) = B(i,k) * C(k,j): {plan.launch_count()} launches in 1 group "
+                    "on a 2x2 grid of cpu processors, output A (8x8 float64)>")
 
 
 def test_redistribution_program_repr_is_one_line() -> None:
@@ -63,7 +63,8 @@ def test_format_and_plan_display_their_pictures_in_notebooks() -> None:
     assert png is not None and png[:4] == b"\x89PNG"
     html = sched.compile()._repr_html_()
     assert html.startswith("<pre>") and "A(i,j)" in html
-    assert html.count('<img src="data:image/png;base64,') == 3  # A, B and C are distributed
+    assert html.count('<img src="data:image/png;base64,') == 4  # the plan's launches; A, B and C are distributed
+    assert 'alt="the launches of the plan"' in html
 
 
 def test_pictures_without_matplotlib_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
@@ -74,4 +75,21 @@ def test_pictures_without_matplotlib_say_how_to_install_it(monkeypatch: pytest.M
         picture.draw(fmt, (4, 4), "unused.png")
     assert fmt._repr_png_() is None  # the notebook falls back to the text repr
     sched, _ = _summa()
-    assert "<img" not in sched.compile()._repr_html_()
+    plan = sched.compile()
+    assert "<img" not in plan._repr_html_()
+    for draw in (fmt.picture, plan.picture):
+        with pytest.raises(dt.DistalError, match=r"expected matplotlib to draw pictures, but found it is not "
+                                                 r"installed; install it with `pip install matplotlib` "
+                                                 r"\(or `pip install 'distal\[docs\]'`\)"):
+            draw()
+
+
+@pytest.mark.parametrize(("processors", "drawn"), [(4, True), (20, False)])
+def test_notebooks_draw_the_launches_of_plans_on_up_to_16_processors(processors: int, drawn: bool) -> None:
+    pytest.importorskip("matplotlib")
+    i, io, ii = dt.index_vars("i io ii")
+    m = dt.Machine(dt.Grid(processors))
+    a, b = dt.Tensor("a", (processors,)), dt.Tensor("b", (processors,))
+    a[i] = b[i]
+    html = a.schedule().distribute([i], [io], [ii], m).compile()._repr_html_()
+    assert ('alt="the launches of the plan"' in html) is drawn  # larger machines: plan.picture() on request

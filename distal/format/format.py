@@ -36,6 +36,8 @@ from distal.format.distribution import BROADCAST, Distribution
 from distal.format.machine import Coord, Machine
 
 if TYPE_CHECKING:
+    from os import PathLike
+
     from distal.cin.relations import Relation
     from distal.cin.statements import Stmt
     from distal.notation.tensor import Tensor
@@ -159,6 +161,26 @@ class Format:
             return png_bytes(self)
         except DistalError:
             return None
+
+    def picture(self, shape: Sequence[int] | None = None, path: str | PathLike[str] | None = None, *,
+                title: str | None = None) -> Any:
+        """Where the tiles of a tensor of `shape` live, as a matplotlib `Figure`; also written as a PNG to `path`.
+
+        `shape` defaults to two elements per tile along every dimension; a
+        tensor of order 3 or more is drawn as slices (`distal.format.picture`).
+        Needs matplotlib (`pip install 'distal[docs]'`); without it, a
+        `DistalError` says how to install it.
+
+        >>> from distal.format.machine import Grid, Machine
+        >>> Format("xy -> xy", Machine(Grid(2, 2))).picture((4, 4)).axes[0].get_title()
+        'tensor 4x4: colors (P)'
+        """
+        from distal.format.picture import figure, save
+
+        fig = figure(self, shape, title=title)
+        if path is not None:
+            save(fig, path)
+        return fig
 
     # -- symbolic machines -------------------------------------------------------
 

@@ -105,6 +105,19 @@ def _unbound(what: str, names: tuple[str, ...]) -> MachineError:
     )
 
 
+def _article(text: str) -> str:
+    """'a' or 'an' before `text` as it is read aloud: an 8x8 grid, an 11x2 grid, a 2x2 grid."""
+    digits = ""
+    for ch in text:
+        if not ch.isdigit():
+            break
+        digits += ch
+    if not digits:
+        return "an" if text[:1] in ("a", "e", "i", "o", "u") else "a"
+    eleven_or_eighteen = len(digits) % 3 == 2 and digits[:2] in ("11", "18")
+    return "an" if digits.startswith("8") or eleven_or_eighteen else "a"
+
+
 def _count(n: int, what: str) -> str:
     return f"{n} {what} processor" + ("" if n == 1 else "s")
 
@@ -393,6 +406,44 @@ class Machine:
         if size <= n_real:
             return {c: k for k, c in enumerate(self.coords())}
         return {c: k * n_real // size for k, c in enumerate(self.coords())}
+
+    def describe(self) -> str:
+        """The machine in words, as reprs and pictures of plans say where they run.
+
+        >>> Machine(Grid(4)).describe(), Machine(Grid(2, 2)).describe()
+        ('a line of 4 cpu processors', 'a 2x2 grid of cpu processors')
+        >>> Machine(Grid(2, 2), Grid(4, kind="gpu")).describe()
+        '2x2 nodes of 4 gpu processors'
+        >>> Machine(Grid(Param("gx"), 2)).describe(), Machine(Grid(1)).describe()
+        ('a gx x 2 grid of cpu processors', 'one cpu processor')
+        >>> Machine(Grid(8, 8)).describe(), Machine(Grid(11, 2)).describe()
+        ('an 8x8 grid of cpu processors', 'an 11x2 grid of cpu processors')
+        """
+        def sizes(g: Grid) -> str:
+            return ("x" if not g.params else " x ").join(str(d) for d in g.sizes)
+
+        def count(g: Grid, noun: str) -> str:
+            if g.ndim > 1:
+                return f"{sizes(g)} {noun}s"
+            return f"one {noun}" if g.sizes[0] == 1 else f"{g.sizes[0]} {noun}s"
+
+        leaf = self.grids[-1]
+        noun = f"{leaf.kind} processor"
+        if self.levels == 1:
+            if leaf.ndim > 1:
+                text = f"{_article(sizes(leaf))} {sizes(leaf)} grid of {noun}s"
+            elif leaf.sizes[0] == 1:
+                text = f"one {noun}"
+            else:
+                text = f"a line of {leaf.sizes[0]} {noun}s"
+        else:
+            parts = [count(self.grids[0], "node")]
+            parts += [count(g, "group") for g in self.grids[1:-1]]
+            parts.append(count(leaf, noun))
+            text = " of ".join(parts)
+        if leaf.memory != KINDS[leaf.kind].memory:
+            text += f" (data in {leaf.memory})"
+        return text
 
     def describe_binding(self, n_real: int) -> str:
         """The binding of `bind(n_real)` as text: one line per real processor.

@@ -29,6 +29,8 @@ from distal.notation.ast import Assignment, IndexVar
 from distal.notation.variable import Bindings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from distal.format.machine import Machine
     from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
@@ -235,6 +237,10 @@ class Reduction:
         return f"{self.strategy}: {self.reason}; program {self.shape} in {len(self.steps)} step(s) ({times})"
 
 
+def _counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _seconds(s: float) -> str:
     from distal.reduction.machines import format_seconds
 
@@ -356,22 +362,56 @@ class Plan:
         return describe(self)
 
     def __repr__(self) -> str:
-        """Short: the statement, the launch count and where they run (str() describes every launch)."""
+        """Short: the statement, the launch count and where they run (str() describes every launch).
+
+        `<Plan A(i,j) = B(i,k) * C(k,j): 2 launches in 1 group on a 2x2 grid of cpu processors, output A
+        (8x8 float64)>`; a plan without distributed loops runs "on one processor".
+        """
         out = self.output
         source = self.source
         statement = str(source) if source is not None else self.statement.splitlines()[0]
-        where = ""
-        if self.machine is not None:
-            grids = " x ".join("x".join(str(d) for d in g.dims) for g in self.machine.grids)
-            where = f" on a {grids} machine"
-        return (f"<Plan {statement}: {self.launch_count()} launch(es) in {len(self.groups)} group(s){where}, "
-                f"output {out.name}{list(out.shape)} {out.dtype}>")
+        where = f"on {self.machine.describe()}" if self.machine is not None else "on one processor"
+        shape = "x".join(str(n) for n in out.shape) + " " if out.shape else "scalar "
+        return (f"<Plan {statement}: {_counted(self.launch_count(), 'launch', 'launches')} in "
+                f"{_counted(len(self.groups), 'group', 'groups')} {where}, output {out.name} ({shape}{out.dtype})>")
+
+    def picture(self, path: str | Path | None = None, *, steps: int = 4, title: str | None = None) -> Any:
+        """The plan's launches over its machine, as a matplotlib `Figure`; also written as a PNG to `path`.
+
+        One panel per step (the first `steps`; a note counts the rest): every
+        processor of the machine is a box listing the tiles its launch points
+        read and write in that step, and where a tile read comes from when
+        the processor does not hold it (`distal.lower.plan_picture`). Needs
+        matplotlib (`pip install 'distal[docs]'`); without it, a `DistalError`
+        says how to install it.
+        """
+        from distal.format.picture import save
+        from distal.lower.plan_picture import figure
+
+        fig = figure(self, steps=steps, title=title)
+        if path is not None:
+            save(fig, path)
+        return fig
 
     def _repr_html_(self) -> str:
-        """Notebook display: the plan's description and a picture of each distributed tensor's format."""
+        """Notebook display: the plan's description, its picture and a picture of each distributed tensor's format."""
+        import base64
         import html
+        import io
+
+        from distal.errors import DistalError
 
         parts = [f"<pre>{html.escape(str(self))}</pre>"]
+        try:
+            if self.machine is not None and not self.machine.params and self.machine.size > 16:
+                raise DistalError("a machine this large is drawn only when asked: plan.picture()")
+            buffer = io.BytesIO()
+            self.picture().savefig(buffer, format="png")
+        except DistalError:  # no matplotlib, or a machine that is not drawn: the text says it all
+            pass
+        else:
+            picture = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+            parts.append(f'<img src="{picture}" alt="the launches of the plan"/>')
         for info in self.tensors:
             fmt = info.tensor.format
             if fmt is None:

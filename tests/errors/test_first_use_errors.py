@@ -38,3 +38,13 @@ def test_a_machine_axis_that_does_not_exist_is_a_machine_error(machine: dt.Machi
     assert str(info.value) == message
     assert isinstance(info.value, AttributeError) and info.value.name == axis  # hasattr and getattr keep working
     assert not hasattr(machine, axis) and getattr(machine, axis, None) is None
+
+
+def test_a_plan_picture_of_no_steps_is_refused() -> None:
+    pytest.importorskip("matplotlib")
+    i, io, ii = dt.index_vars("i io ii")
+    a, b = dt.Tensor("a", (4,)), dt.Tensor("b", (4,))
+    a[i] = b[i]
+    plan = a.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2))).compile()
+    with pytest.raises(dt.DistalError, match=r"^expected a positive number of steps to draw, but found 0$"):
+        plan.picture(steps=0)
