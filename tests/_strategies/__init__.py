@@ -24,9 +24,10 @@ import distal as dt
 from distal.cin.relations import Substitute
 from distal.cin.statements import Assign, assignments
 from distal.errors import NotSupportedYet, ScheduleError
-from distal.notation.ast import Access, Add, Assignment, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.ast import FUNCTIONS, Access, Add, Assignment, Call, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import extents
 from distal.notation.sums import to_reduction_notation
+from distal.notation.variable import TensorVar
 from distal.schedule import tree
 from distal.sizes import resolve
 
@@ -57,8 +58,10 @@ def statements(
     max_order: int = 4,
     max_extent: int = 13,
     literals: bool = True,
+    functions: bool = True,
 ) -> Drawn:
-    """A random statement over 2-4 operands of order <= 4 with + and *."""
+    """A random statement over 2-4 operands of order <= 4 with + and *; with `functions`, now and then an
+    operand or a subexpression inside abs, conj, sqrt(abs(...)) or exp."""
     nvars = draw(st.integers(1, len(_VAR_NAMES)))
     vars_ = [IndexVar(n) for n in _VAR_NAMES[:nvars]]
     ext = {v: draw(st.integers(1, max_extent)) for v in vars_}
@@ -77,11 +80,16 @@ def statements(
         e: Expr = t[tuple(idx)] if idx else t[()]
         if literals and draw(st.integers(0, 9)) == 0:
             e = Mul(Literal(2), e) if draw(st.booleans()) else Add(e, Literal(1.5))
+        if functions and draw(st.integers(0, 19)) == 0:
+            e = _function(draw, e)
         exprs.append(e)
     while len(exprs) > 1:
         at = draw(st.integers(0, len(exprs) - 2))
         op = draw(st.sampled_from([Add, Mul, Mul]))
-        exprs[at : at + 2] = [op(exprs[at], exprs[at + 1])]
+        combined: Expr = op(exprs[at], exprs[at + 1])
+        if functions and draw(st.integers(0, 24)) == 0:
+            combined = _function(draw, combined)
+        exprs[at : at + 2] = [combined]
     out_order = draw(st.integers(0, min(max_order, nvars)))
     out_idx = tuple(draw(st.permutations(vars_))[:out_order])
     out = dt.Tensor("A", tuple(ext[v] for v in out_idx))
@@ -98,30 +106,49 @@ def statements(
     return Drawn(out.assignment, init, inputs, out)
 
 
+def _function(draw: st.DrawFn, e: Expr) -> Expr:
+    """`e` inside a unary function; sqrt takes the absolute value first (real data stays real)."""
+    name = draw(st.sampled_from(sorted(FUNCTIONS)))
+    return Call("sqrt", Call("abs", e)) if name == "sqrt" else Call(name, e)
+
+
 Term = tuple[float, list[Access], frozenset[IndexVar]]
 
 
-def _terms(e: Expr) -> list[Term]:
+def _terms(e: Expr, call: Callable[[Call], Access] | None = None) -> list[Term]:
     """Expand a reduction-notation expression into products.
 
     Each term is (coefficient, factors, summed variables): the term is summed
-    over its summed variables, whether or not its factors mention them.
+    over its summed variables, whether or not its factors mention them. A
+    function call is one factor: `call` computes it into an array and returns
+    an access of it.
     """
     if isinstance(e, Access):
         return [(1.0, [e], frozenset())]
     if isinstance(e, Literal):
         return [(float(e.value), [], frozenset())]
     if isinstance(e, Neg):
-        return [(-c, f, b) for c, f, b in _terms(e.operand)]
+        return [(-c, f, b) for c, f, b in _terms(e.operand, call)]
     if isinstance(e, Add):
-        return _terms(e.a) + _terms(e.b)
+        return _terms(e.a, call) + _terms(e.b, call)
     if isinstance(e, Sub):
-        return _terms(e.a) + [(-c, f, b) for c, f, b in _terms(e.b)]
+        return _terms(e.a, call) + [(-c, f, b) for c, f, b in _terms(e.b, call)]
     if isinstance(e, Mul):
-        return [(ca * cb, fa + fb, ba | bb) for ca, fa, ba in _terms(e.a) for cb, fb, bb in _terms(e.b)]
+        return [(ca * cb, fa + fb, ba | bb) for ca, fa, ba in _terms(e.a, call) for cb, fb, bb in _terms(e.b, call)]
     if isinstance(e, Sum):
-        return [(c, f, b | {e.var}) for c, f, b in _terms(e.body)]
-    raise NotImplementedError(f"the oracle handles + - * and sums, not {type(e).__name__}")
+        return [(c, f, b | {e.var}) for c, f, b in _terms(e.body, call)]
+    if isinstance(e, Call) and call is not None:
+        return [(1.0, [call(e)], frozenset())]
+    raise NotImplementedError(f"the oracle handles + - *, sums and functions, not {type(e).__name__}")
+
+
+def _free_vars(e: Expr) -> tuple[IndexVar, ...]:
+    """The variables of `e` outside the sums that bind them, by first appearance."""
+    if isinstance(e, Access):
+        return e.indices
+    if isinstance(e, Sum):
+        return tuple(v for v in _free_vars(e.body) if v != e.var)
+    return tuple(dict.fromkeys(v for c in e.children() for v in _free_vars(c)))
 
 
 def einsum_oracle(stmt: Assignment, arrays: dict[str, np.ndarray], init: np.ndarray) -> np.ndarray:
@@ -141,19 +168,33 @@ def einsum_oracle(stmt: Assignment, arrays: dict[str, np.ndarray], init: np.ndar
     letters: dict[IndexVar, str] = {}
     for v in stmt.index_vars():
         letters[v] = string.ascii_letters[len(letters)]
-    for coef, factors, summed in _terms(to_reduction_notation(stmt).rhs):
-        mentioned = {v for a in factors for v in a.indices}
-        scale = coef * float(np.prod([ext[v] for v in summed - mentioned]))
-        if not factors:
-            result = result + scale
-            continue
-        present = [v for v in lhs.indices if v in mentioned]
-        spec = ",".join("".join(letters[v] for v in a.indices) for a in factors)
-        spec += "->" + "".join(letters[v] for v in present)
-        term = np.einsum(spec, *(arrays[a.tensor.name] for a in factors)) * scale
-        expand = tuple(slice(None) if v in present else np.newaxis for v in lhs.indices)
-        result = result + np.broadcast_to(term[expand] if expand else term, shape)
-    return result
+    arrays = dict(arrays)
+
+    def add_terms(result: np.ndarray, e: Expr, out: tuple[IndexVar, ...]) -> np.ndarray:
+        """`result` (over `out`) plus the terms of `e`, one `numpy.einsum` each."""
+        for coef, factors, summed in _terms(e, call):
+            mentioned = {v for a in factors for v in a.indices}
+            scale = coef * float(np.prod([ext[v] for v in summed - mentioned]))
+            if not factors:
+                result = result + scale
+                continue
+            present = [v for v in out if v in mentioned]
+            spec = ",".join("".join(letters[v] for v in a.indices) for a in factors)
+            spec += "->" + "".join(letters[v] for v in present)
+            term = np.einsum(spec, *(arrays[a.tensor.name] for a in factors)) * scale
+            expand = tuple(slice(None) if v in present else np.newaxis for v in out)
+            result = result + np.broadcast_to(term[expand] if expand else term, result.shape)
+        return result
+
+    def call(c: Call) -> Access:
+        """The function of `c` on its operand's value over its free variables, as an access of a new array."""
+        over = _free_vars(c.operand)
+        value = getattr(np, FUNCTIONS[c.func])(add_terms(np.zeros([ext[v] for v in over]), c.operand, over))
+        name = f"call{len(arrays)}"
+        arrays[name] = value
+        return Access(TensorVar(name, value.shape, value.dtype), over)
+
+    return add_terms(result, to_reduction_notation(stmt).rhs, lhs.indices)
 
 
 # -- random schedules ----------------------------------------------------------
