@@ -13,6 +13,15 @@ sub-boxes on which it is affine (`rotation="boxes"`).
 The output is read-write when each launch gives each of its tiles to one
 point, and a sum reduction (REDUCE_ADD) when several points share a tile
 (reductions over distributed loops).
+
+A point with no work is not launched (issue 27): one where some tensor's box
+is empty, because a divide or split past the extent left an empty block of
+a variable every access of that tensor uses (n = 9 on `Grid(4, 4)`: blocks
+of 3, the fourth empty; `divide(k, ko, ki, 9)` at n = 8: the ninth chunk
+empty), so every statement it would run iterates over nothing. A step with
+no such point is not launched at all; a step with some is launched over
+boxes of its busy points only. Such a point used to be handed the tile its
+projection wrapped to (another processor's), and counted as reading it.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from dataclasses import dataclass
 
 from distal.lower.plan import Launch, Operand, Privilege, Proj, TensorInfo
 
-__all__ = ["ROTATIONS", "TileChoice", "build_launches", "choose_tiles"]
+__all__ = ["ROTATIONS", "TileChoice", "build_launches", "busy", "busy_boxes", "choose_tiles"]
 
 ROTATIONS = ("points", "boxes")
 
@@ -93,6 +102,46 @@ def _fit(values: dict[Point, int], lower: Point, upper: Point) -> Proj | None:
 
 def _points(lower: Point, upper: Point) -> list[Point]:
     return list(itertools.product(*(range(lo, hi) for lo, hi in zip(lower, upper))))
+
+
+def busy(infos: Sequence[TensorInfo], boxes: Sequence[Box]) -> bool:
+    """Whether a launch point with these boxes (one per tensor) has work: no tensor's box is empty.
+
+    A tensor's box is empty only where every access of it iterates over an
+    empty block of some variable (a divide or split past the extent), and
+    then so does every statement reading or writing it. A 0-d tensor's box
+    is never empty.
+    """
+    return all(not info.shape or all(lo < hi for lo, hi in box) for info, box in zip(infos, boxes))
+
+
+def busy_boxes(lower: Point, upper: Point, live: Callable[[Point], bool]) -> list[tuple[Point, Point]]:
+    """Boxes inside [lower, upper) holding exactly its busy points (`live`), few and large.
+
+    The bounding box of the busy points when they fill it (the usual case:
+    the empty blocks are the last ones of each dimension), otherwise the same
+    for each slice along the first dimension wider than one.
+    """
+    pts = [p for p in _points(lower, upper) if live(p)]
+    if not pts:
+        return []
+    lo = tuple(min(p[d] for p in pts) for d in range(len(lower)))
+    hi = tuple(max(p[d] for p in pts) + 1 for d in range(len(lower)))
+    if len(pts) == _volume(lo, hi):
+        return [(lo, hi)]
+    wide = [d for d in range(len(lo)) if hi[d] - lo[d] > 1]
+    d = wide[0]
+    out: list[tuple[Point, Point]] = []
+    for x in range(lo[d], hi[d]):
+        out.extend(busy_boxes((*lo[:d], x, *lo[d + 1:]), (*hi[:d], x + 1, *hi[d + 1:]), live))
+    return out
+
+
+def _volume(lower: Point, upper: Point) -> int:
+    n = 1
+    for lo, hi in zip(lower, upper):
+        n *= max(hi - lo, 0)
+    return n
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,23 +245,32 @@ def build_launches(
         for c, info in zip(choices, infos)
     )
     ctx = _Ctx(infos, choices, colors, counts)
+    live = {p: busy(infos, boxes[p]) for p in every}
     launches: list[Launch] = []
     for step in itertools.product(*(range(n) for n in step_ext)):
         lower = (0,) * len(dist_ext) + step
         upper = dist_ext + tuple(s + 1 for s in step)
+        parts: list[tuple[Point, Point]]
         if dims == 0:
-            lower, upper = (), ()
-        ops = _operands(ctx, lower, upper)
-        if ops is not None:
-            launches.append(Launch(lower or (0,), upper or (1,), ops))
-        elif rotation == "points":
-            for p in _points(lower, upper):
-                got = _operands(ctx, p, tuple(x + 1 for x in p))
-                assert got is not None
-                launches.append(Launch(p, tuple(x + 1 for x in p), got, pinned=True))
-        else:
-            for lo, hi, got in _cover(ctx, lower, upper):
-                launches.append(Launch(lo, hi, got))
+            parts = [((), ())]
+        else:  # empty points are not launched (a step without busy points: no launch at all)
+            parts = busy_boxes(lower, upper, live.__getitem__)
+        for lower, upper in parts:
+            ops = _operands(ctx, lower, upper)
+            if ops is not None:
+                launches.append(Launch(lower or (0,), upper or (1,), ops))
+            elif rotation == "points":
+                for p in _points(lower, upper):
+                    got = _operands(ctx, p, tuple(x + 1 for x in p))
+                    assert got is not None
+                    launches.append(Launch(p, tuple(x + 1 for x in p), got, pinned=True))
+            else:
+                for lo, hi, got in _cover(ctx, lower, upper):
+                    launches.append(Launch(lo, hi, got))
+    idle = sum(1 for p in every if not live[p])
+    if idle:
+        notes.append(f"{idle} of {len(every)} launch point(s) have no work (an empty block of a divide or "
+                     "split past the extent) and are not launched")
     origins: dict[Point, tuple[tuple[int, ...], ...]] = {}
     for launch in launches:
         for p in launch.points():
