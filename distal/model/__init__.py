@@ -10,9 +10,12 @@
 """
 
 from distal.model.hardware import (
+    BROADCASTS,
+    FOLDS,
     LEAF_KINDS,
     MachineModel,
     ModelError,
+    NodeLevel,
     ProcessorModel,
     dgx_a100,
     lassen_cpu,
@@ -31,12 +34,15 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
 
 
 __all__ = [
+    "BROADCASTS",
+    "FOLDS",
     "LEAF_KINDS",
     "LINKS",
     "Link",
     "LinkError",
     "MachineModel",
     "ModelError",
+    "NodeLevel",
     "Prediction",
     "ProcessorModel",
     "dgx_a100",

@@ -349,15 +349,19 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                 prior = written.get(op.tensor)
                 if prior is not None and op.privilege is not Privilege.REDUCE_ADD:
                     # written by an earlier launch: held by its writers
+                    # (the parts no launch wrote yet are the output's zeros, made where they are used)
                     at = written_at.get((op.tensor, box))
                     if at is not None:
-                        own = size if at == r else 0
+                        if at == r:
+                            continue
+                        lacks, holders = size, {at}
                     else:
-                        own = min(size, sum(_meet(box, b) for b, w_ in prior if w_ == r))
-                    if own >= size:
+                        others = [(b, w_) for b, w_ in prior if w_ != r and _meet(box, b)]
+                        lacks = min(size, sum(_meet(box, b) for b, _w in others))
+                        holders = {w_ for _b, w_ in others}
+                    if not lacks:
                         continue
-                    holders = {at} if at is not None else {w_ for b, w_ in prior if w_ != r and _meet(box, b)}
-                    need = (size - own) * nb
+                    need = lacks * nb
                     where[a][2] += need
                     est_need[a] += need
                     tile = readers.setdefault(key, _Tile(size * nb))

@@ -26,7 +26,8 @@ through the sender's and the receiver's port of that level
 bandwidth, so a copy takes max over its two ports of (bytes through the port
 in that round / bandwidth + messages * latency). A copy starts when its
 sender has the tile (a holder at time 0, a reader when its own copy
-arrived); a processor's data has arrived when its last copy has.
+arrived) and both its ports are done with the earlier rounds; a
+processor's data has arrived when its last copy has.
 
 >>> from distal.model import lassen_gpu
 >>> m = lassen_gpu()  # 4 V100 per node, two per socket
@@ -190,22 +191,29 @@ def arrivals(model: MachineModel, tiles: Sequence[Sequence[Copy]]) -> tuple[dict
             into[0] += c.nbytes
             into[1] += 1
     done: dict[int, float] = defaultdict(float)
-    ends: list[float] = []
-    for copies in tiles:
-        ready: dict[int, float] = defaultdict(float)
-        end = 0.0
-        for c in sorted(copies, key=lambda c: c.round):
-            d = model.distance(c.src, c.dst)
-            if d == 0:
-                continue
-            link = model.link_at(d)
-            busy = max(_port_seconds(load[(model.port(c.src, d), "out", c.round)], link.bandwidth, link.latency),
-                       _port_seconds(load[(model.port(c.dst, d), "in", c.round)], link.bandwidth, link.latency))
-            t = ready[c.src] + busy
-            ready[c.dst] = max(ready[c.dst], t)
-            done[c.dst] = max(done[c.dst], t)
-            end = max(end, t)
-        ends.append(end)
+    ends = [0.0] * len(tiles)
+    ready: list[dict[int, float]] = [defaultdict(float) for _ in tiles]  # per tile: when a processor has it
+    free: dict[tuple[tuple[int, int], str], float] = defaultdict(float)  # when a port's earlier rounds are done
+    last = max((c.round for copies in tiles for c in copies), default=-1)
+    for rnd in range(last + 1):
+        finished: dict[tuple[tuple[int, int], str], float] = {}
+        before = [dict(r) for r in ready]  # a copy received in this round is forwarded in a later one
+        for k, copies in enumerate(tiles):
+            for c in copies:
+                d = model.distance(c.src, c.dst)
+                if c.round != rnd or d == 0:
+                    continue
+                link = model.link_at(d)
+                out, into = (model.port(c.src, d), "out"), (model.port(c.dst, d), "in")
+                busy = max(_port_seconds(load[(*out, rnd)], link.bandwidth, link.latency),
+                           _port_seconds(load[(*into, rnd)], link.bandwidth, link.latency))
+                t = max(before[k].get(c.src, 0.0), free[out], free[into]) + busy
+                ready[k][c.dst] = max(ready[k][c.dst], t)
+                done[c.dst] = max(done[c.dst], t)
+                ends[k] = max(ends[k], t)
+                for port in (out, into):
+                    finished[port] = max(finished.get(port, 0.0), t)
+        free.update(finished)
     return dict(done), ends
 
 
