@@ -237,8 +237,24 @@ class Tensor:
         return self is other
 
     def __repr__(self) -> str:
-        fmt = f", {self.format}" if self.format is not None else ""
-        return f"Tensor({self.name!r}, {self.shape_text()}{fmt}, dtype={self.dtype.name})"
+        """The tensor in words: name, shape and dtype, its format and where its data is.
+
+        >>> import numpy as np
+        >>> Tensor.from_array("B", np.ones((2, 3)))
+        <Tensor B: 2x3 float64, data on the host>
+        """
+        ints = all(isinstance(n, int) for n in self.shape)
+        shape = ("x" if ints else " x ").join(str(n) for n in self.shape) if self.shape else "scalar"
+        parts = [f"{shape} {self.dtype.name}"]
+        fmt = self.format
+        if fmt is not None:
+            parts.append(f"distributed {fmt} over {fmt.machine.describe()}")
+        storage = self._storage
+        if storage is None:
+            parts.append("no data yet (it reads as zeros)")
+        else:
+            parts.append("data on Legate" if storage.on_legate else "data on the host")
+        return f"<Tensor {self.name}: {', '.join(parts)}>"
 
     def __str__(self) -> str:
         return self.name

@@ -10,6 +10,7 @@ listed major-to-minor), so that ``i_x = 6*i_(1)2 + 3*i_(2)2 + i_(4)3``.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from dataclasses import dataclass, field
@@ -118,6 +119,12 @@ class Mesh:
 
     def __str__(self) -> str:
         return "{" + ", ".join(f"{n}: {s}" for n, s in self.axes) + "}"
+
+    def __repr__(self) -> str:
+        """The expression that makes it: `Mesh(x=4, y=4)` (axes named like keywords as a tuple of pairs)."""
+        if all(n.isidentifier() and not keyword.iskeyword(n) for n in self.names):
+            return "Mesh(" + ", ".join(f"{n}={s}" for n, s in self.axes) + ")"
+        return f"Mesh({self.axes!r})"
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -111,6 +111,10 @@ class DistType:
     def __str__(self) -> str:
         return "[" + ", ".join(str(d) for d in self.dims) + "]"
 
+    def __repr__(self) -> str:
+        """The expression that makes it: `DistType.parse('[32{x,y}512, 128]')`."""
+        return f"DistType.parse({str(self)!r})"
+
     @property
     def rank(self) -> int:
         return len(self.dims)

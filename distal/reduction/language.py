@@ -34,6 +34,10 @@ class Collective(Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __repr__(self) -> str:
+        """The expression that names it: `Collective.ALL_REDUCE`."""
+        return f"Collective.{self.name}"
+
     @staticmethod
     def parse(text: str) -> Collective:
         for c in Collective:
@@ -125,6 +129,8 @@ class Program:
         return " ; ".join(str(s) for s in self.steps)
 
     def __repr__(self) -> str:
+        if not self.steps:
+            return "<Program with no steps: nothing to reduce>"
         return f"<Program {self.shape}: {self}>"
 
 

@@ -49,6 +49,13 @@ class LoweredProgram:
     chunks: int
     steps: tuple[LoweredStep, ...]
 
+    def __repr__(self) -> str:
+        steps = len(self.steps)
+        devices = len(self.layout.devices)
+        return (f"<LoweredProgram {self.program.shape or 'of no steps'}: {steps} step{'' if steps == 1 else 's'} "
+                f"over {devices} device{'' if devices == 1 else 's'}, "
+                f"{self.chunks} chunk{'' if self.chunks == 1 else 's'} per device>")
+
     def explain(self) -> str:
         """One line per step: collective and physical groups."""
         lines = [f"{self.program}", f"  on {self.layout.system}, {self.chunks} chunks per device"]

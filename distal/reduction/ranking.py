@@ -47,6 +47,15 @@ class Ranked:
     lowered: LoweredProgram
     seconds: float
 
+    def __repr__(self) -> str:
+        from distal.reduction.machines import format_seconds
+
+        return f"<Ranked {_shape(self.program)}: predicted {format_seconds(self.seconds)}>"
+
+
+def _shape(program: Program) -> str:
+    return program.shape or "no steps"
+
 
 def allreduce_program(hierarchy: SynthesisHierarchy) -> Program:
     """The single-step `(root, InsideGroup, AllReduce)` (empty when nothing is reduced)."""
@@ -147,6 +156,15 @@ class ReductionPlan:
     @property
     def speedup(self) -> float:
         return self.allreduce.seconds / self.best.seconds if self.best.seconds > 0 else 1.0
+
+    def __repr__(self) -> str:
+        """One line: the program chosen, over how many devices, and both predictions."""
+        from distal.reduction.machines import format_seconds
+
+        devices = len(self.layout.devices)
+        return (f"<ReductionPlan {_shape(self.program)} over {devices} device{'' if devices == 1 else 's'}: "
+                f"predicted {format_seconds(self.seconds)}, a single AllReduce "
+                f"{format_seconds(self.allreduce_seconds)}>")
 
 
 LevelSpec = tuple[str, int, Interconnect]

@@ -58,6 +58,11 @@ class Synthesis:
     def __len__(self) -> int:
         return len(self.programs)
 
+    def __repr__(self) -> str:
+        n = len(self.programs)
+        return (f"<Synthesis of {n} program{'' if n == 1 else 's'} for {self.hierarchy} "
+                f"(at most {self.max_size} steps each, {self.seconds:.3f} s)>")
+
 
 def synthesize(
     hierarchy: SynthesisHierarchy, max_size: int = 5, strict_broadcast: bool = False

@@ -44,6 +44,15 @@ __all__ = [
 Interconnect = Link
 
 
+def _link_expr(link: Interconnect) -> str:
+    """A known interconnect by its name in this module (`NIC`), any other as `Interconnect(...)`."""
+    for name, known in (("NIC", NIC), ("NVLINK_V100", NVLINK_V100), ("NVSWITCH_A100", NVSWITCH_A100),
+                        ("PCIE", PCIE), ("SHARED_MEMORY", SHARED_MEMORY)):
+        if link == known:
+            return name
+    return f"Interconnect({link.name!r}, {link.bandwidth!r}, {link.latency!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class Level:
     """One level of a system hierarchy: a name, a cardinality and the interconnect
@@ -70,6 +79,10 @@ class Level:
 
     def __str__(self) -> str:
         return f"{self.name} {self.cardinality} {self.interconnect}"
+
+    def __repr__(self) -> str:
+        """The expression that makes it, naming a known interconnect: `Level('gpu', 16, NVSWITCH_A100)`."""
+        return f"Level({self.name!r}, {self.cardinality!r}, {_link_expr(self.interconnect)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +144,11 @@ class System:
 
     def __str__(self) -> str:
         return "[" + ", ".join(f"({lv.name}, {lv.cardinality})" for lv in self.levels) + "]"
+
+    def __repr__(self) -> str:
+        """The expression that makes it: `System((Level('node', 2, NIC), Level('gpu', 16, NVSWITCH_A100)))`."""
+        inner = ", ".join(repr(lv) for lv in self.levels)
+        return f"System(({inner}{',' if len(self.levels) == 1 else ''}))"
 
 
 def a100_system(nodes: int) -> System:
