@@ -48,13 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from distal import tile_blas
+from distal import contract, tile_blas
 from distal.errors import ScheduleError
 from distal.notation.ast import Access, Expr, IndexVar
 from distal.notation.visit import product_factors
 
 __all__ = [
-    "GEMM", "GENERIC", "INNERPROD", "LEAVES", "MTTKRP", "TTM", "TTV", "Leaf", "einsum_pattern", "get", "register",
+    "BATCHED_GEMM", "GEMM", "GENERIC", "INNERPROD", "LEAVES", "MTTKRP", "TTM", "TTV", "Leaf", "einsum_pattern", "get",
+    "register",
 ]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -87,8 +88,9 @@ def einsum_pattern(lhs: Access, rhs: Expr) -> str | None:
 _BLOCK_ELEMENTS = 1 << 19  # elements of an MTTKRP intermediate block (4 MiB of float64)
 
 
-def _einsum(pattern: str, xp: Any, *operands: Any) -> Any:
-    return xp.einsum(pattern, *operands, optimize=len(operands) > 2)
+def _contract(pattern: str, xp: Any, *operands: Any) -> Any:
+    """Any product pattern as `distal.contract` runs it: GEMMs after reshapes, pairwise in the cheapest order."""
+    return contract.plan(pattern, operands).run(operands, xp)
 
 
 def _matmul(pattern: str, xp: Any, b: Any, c: Any) -> Any:
@@ -243,7 +245,7 @@ class Leaf:
 
     name: str
     pattern: str | None
-    kernel: Callable[..., Any] = field(default=_einsum, repr=False, compare=False)
+    kernel: Callable[..., Any] = field(default=_contract, repr=False, compare=False)
     how: str = field(default="implementation", compare=False)
     """What the leaf runs on the tiles, in words (plans' explain reports it)."""
     matmul_into: bool = field(default=False, compare=False)
@@ -270,7 +272,8 @@ class Leaf:
             raise ScheduleError(f"expected operands of pattern {spec} for leaf {self.name}, but found shapes {shapes}")
         return self.kernel(spec, xp, *operands)
 
-    def compute_into(self, out: Any, *operands: Any, accumulate: bool = False, xp: Any = np) -> None:
+    def compute_into(self, out: Any, *operands: Any, accumulate: bool = False, xp: Any = np,
+                     calls: dict[str, int] | None = None) -> None:
         """Write (`=`) or add (`+=`) the leaf's pattern over `operands` into the output view `out`.
 
         The value is computed in the operands' dtype (the caller converts
@@ -282,6 +285,9 @@ class Leaf:
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
+        if self.kernel is _contract:  # planned per tile shape, written straight into `out` where it can
+            contract.plan(self.pattern, operands).run(operands, xp, out=out, accumulate=accumulate, calls=calls)
+            return
         if xp is np and self.matmul_into and _matrices(operands):
             b, c = operands
             rows = math.prod(b.shape[:-1])
@@ -335,7 +341,10 @@ MTTKRP = register(Leaf("MTTKRP", "acd,cb,db->ab", _mttkrp, "matmuls against bloc
                         tile_products="gemm"))
 INNERPROD = register(Leaf("INNERPROD", "abc,abc->", _innerprod, "vector-vector dot of the flattened tiles",
                            tile_products="dot"))
-GENERIC = register(Leaf("GENERIC", None, _einsum, "numpy.einsum"))
+BATCHED_GEMM = register(Leaf("BATCHED_GEMM", "abd,adc->abc", _contract,
+                             "batched matmul (one GEMM per index of the batch loop, distal.contract)",
+                             tile_products="gemm"))
+GENERIC = register(Leaf("GENERIC", None, _contract, "a contraction planned per tile shape (distal.contract)"))
 
 
 def get(name: str) -> Leaf:

@@ -60,6 +60,7 @@ _AUTO_CORE = "SkylakeX"
 # products smaller than this (m * n * k) go to numpy.matmul: a ctypes call costs a few microseconds
 _MIN_WORK = 1 << 15
 _MIN_DOT = 1 << 16  # elements; shorter dots go to NumPy
+MIN_WORK, MIN_DOT = _MIN_WORK, _MIN_DOT  # public: where `gemm` and `dot` start running (explain names the routine)
 
 _ROW, _NO_TRANS, _TRANS = 101, 111, 112
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p

@@ -22,7 +22,7 @@ one at module level):
    synthesizers, which know formats and machines but no statements;
 9. `distal.model`: the machine cost model;
 10. `distal.format`: formats, distributions, machines;
-11. `distal.leaf`: the leaf kernels' einsum patterns;
+11. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
 12. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
 13. `distal.notation`: tensor index notation;
 14. `distal.sizes`, `distal._text`: symbolic sizes, text helpers;
@@ -70,7 +70,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distal.redist", "distal.reduction"),
     ("distal.model",),
     ("distal.format",),
-    ("distal.leaf",),
+    ("distal.leaf", "distal.contract"),
     ("distal.tile_blas",),
     ("distal.notation",),
     ("distal.sizes", "distal._text"),

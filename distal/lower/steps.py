@@ -12,28 +12,36 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from distal import contract
 from distal.cin.blocks import operand, store
 from distal.leaf import Leaf
 from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.visit import ExprVisitor, product_factors
 
-__all__ = ["LETTERS", "BlockValue", "Broadcast", "SliceStep", "Step", "View", "ZeroStep", "canonical", "is_product",
-           "to_axes"]
+__all__ = ["LETTERS", "BlockValue", "Broadcast", "Counts", "SliceStep", "Step", "View", "ZeroStep", "canonical",
+           "is_product", "to_axes"]
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+class Counts(NamedTuple):
+    """What the steps of a task body ran: blocks per leaf (by name), and each call as explain() words it."""
+
+    leaves: dict[str, int]  # blocks run by each leaf's own implementation (`Leaf.compute_into`)
+    ran: dict[str, int]  # the calls the blocks ran (`distal.contract`'s and the leaves' descriptions)
+
+
 class Step:
-    """One step of a launch point's compiled program: `run(tiles, xp, calls)` on the point's tiles by slot,
-    counting the blocks each leaf's own implementation ran in `calls`."""
+    """One step of a launch point's compiled program: `run(tiles, xp, counts)` on the point's tiles by slot,
+    counting what it ran in `counts`."""
 
     __slots__ = ()
 
-    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
         raise NotImplementedError(type(self).__name__)
 
     def uses(self, slot: int) -> bool:
@@ -54,7 +62,7 @@ class ZeroStep(Step):
     def __init__(self, slot: int, shape: tuple[int, ...], dtype: Any) -> None:
         self.slot, self.shape, self.dtype = slot, shape, dtype
 
-    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
         tiles[self.slot] = xp.zeros(self.shape, dtype=self.dtype)
 
     def uses(self, slot: int) -> bool:
@@ -67,12 +75,13 @@ View = tuple[int, tuple[Any, ...], str]  # a tile's slot, the index of the block
 class BlockValue:
     """A slice block's right side over its views (not run as a leaf into the output): (value, its axes).
 
-    A product is one `einsum` (or a scaled leaf's `compute`) over its access factors, times its literal
-    factors; any other right side is a broadcast expression (`Broadcast`), summed over axes not in the output.
+    A product is one contraction (`distal.contract`: GEMMs after reshapes, pairwise in the cheapest order;
+    or a scaled leaf's `compute`) over its access factors, times its literal factors, written straight into
+    the output view where it covers it (`run_into`); any other right side is a broadcast expression
+    (`Broadcast`), summed over axes not in the output.
     """
 
-    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "optimize", "out_axes", "scale", "spec", "sums",
-                 "views")
+    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "out_axes", "scale", "spec", "sums", "views")
 
     def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
                  out_axes: str, leaf: Leaf | None) -> None:
@@ -81,7 +90,7 @@ class BlockValue:
         self.leaf: Leaf | None = None
         self.scale: Any = 1
         self.keep = self.spec = ""
-        self.optimize = self.identity = False
+        self.identity = False
         if is_product(e) and not isinstance(e, Literal):
             factors: list[View] = []
             for f in product_factors(e):
@@ -96,23 +105,44 @@ class BlockValue:
                     and canonical(tuple(ax for _, _, ax in factors), self.keep) == leaf.pattern):
                 self.leaf = leaf  # a scaled leaf block
             self.spec = ",".join(ax for _, _, ax in factors) + "->" + self.keep
-            self.optimize = len(factors) > 2
             self.factors = tuple((t, idx) for t, idx, _ in factors)
             # one factor already in the output's order (a copy or a scaled copy): einsum would return it as is
             self.identity = self.leaf is None and len(factors) == 1 and factors[0][2] == self.keep
 
-    def run(self, tiles: list[Any], xp: Any, dtype: Any) -> tuple[Any, str]:
+    def operands(self, tiles: list[Any], dtype: Any) -> list[Any]:
+        """The product's factors' views, converted to `dtype` (as numpy.einsum(..., out=) converts them)."""
+        assert self.factors is not None
+        ops = []
+        for t, idx in self.factors:
+            arr = tiles[t][idx]
+            ops.append(arr if arr.dtype == dtype else arr.astype(dtype))
+        return ops
+
+    def run_into(self, tiles: list[Any], xp: Any, dtype: Any, out: Any, accumulate: bool,
+                 counts: Counts) -> bool:
+        """Write (`=`) or add (`+=`) a product's value straight into the output view `out`, its
+        contraction (`distal.contract`) planned for these views; False where the block is no product that
+        covers the output's axes (a leaf's scaled block, a broadcast output letter, an integer scale)."""
+        if self.factors is None or self.leaf is not None or self.keep != self.out_axes:
+            return False
+        ops = self.operands(tiles, dtype)
+        if self.scale != 1:
+            if np.dtype(dtype).kind not in "fc":
+                return False
+            small = min(range(len(ops)), key=lambda n: ops[n].size)
+            ops[small] = ops[small] * self.scale  # the scale on the smallest factor, not on the result
+        contract.plan(self.spec, ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran)
+        return True
+
+    def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None) -> tuple[Any, str]:
         if self.factors is not None:
-            ops = []
-            for t, idx in self.factors:
-                arr = tiles[t][idx]
-                ops.append(arr if arr.dtype == dtype else arr.astype(dtype))  # as numpy.einsum(..., out=)
+            ops = self.operands(tiles, dtype)
             if self.identity:
                 result = ops[0]
             elif self.leaf is not None:
                 result = self.leaf.compute(*ops, xp=xp)
             else:
-                result = xp.einsum(self.spec, *ops, optimize=self.optimize)
+                result = contract.plan(self.spec, ops).run(ops, xp, calls=counts.ran if counts else None)
             if self.scale != 1:
                 result = result * self.scale
             return result, self.keep
@@ -141,7 +171,7 @@ class SliceStep(Step):
         self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
         self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
 
-    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
         out = tiles[self.out][self.out_idx]
         dtype = self.dtype  # as numpy.einsum(..., out=): operands converted first
         if self.into is not None:
@@ -152,12 +182,14 @@ class SliceStep(Step):
                 arr = tiles[t][idx]
                 ops.append(arr if arr.dtype == dtype else arr.astype(dtype))
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                leaf.compute_into(out, *ops, accumulate=self.accumulate, xp=xp)
-            calls[leaf.name] = calls.get(leaf.name, 0) + 1
+                leaf.compute_into(out, *ops, accumulate=self.accumulate, xp=xp, calls=counts.ran)
+            counts.leaves[leaf.name] = counts.leaves.get(leaf.name, 0) + 1
             return
         assert self.value is not None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, axes = self.value.run(tiles, xp, dtype)
+            if self.value.run_into(tiles, xp, dtype, out, self.accumulate, counts):
+                return
+            value, axes = self.value.run(tiles, xp, dtype, counts)
         if axes != self.out_axes:
             value = to_axes(xp, value, axes, self.out_axes)
         store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)

@@ -66,7 +66,7 @@ from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
 from distal.lower.parallel import ParallelLoop
-from distal.lower.steps import LETTERS, BlockValue, SliceStep, Step, View, ZeroStep, canonical, is_product
+from distal.lower.steps import LETTERS, BlockValue, Counts, SliceStep, Step, View, ZeroStep, canonical, is_product
 from distal.notation.ast import Access, Expr, IndexVar, Literal
 from distal.notation.check import compute_dtype
 from distal.notation.variable import TensorVar
@@ -133,6 +133,9 @@ class TaskBody:
     """Launch points that walk the statement at every call, and why (their steps are not kept)."""
     leaf_calls: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Blocks run by each leaf's own implementation (`Leaf.compute_into`), by leaf name."""
+    ran: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """The calls the blocks ran, worded as explain() words them (`distal.contract.Contraction.describe`)."""
+    _counts: Counts = field(init=False, repr=False, compare=False)
 
     def facts(self, a: Assign) -> _Facts:
         """Per assignment (cached for the plan): see `_Facts`."""
@@ -198,7 +201,7 @@ class TaskBody:
                 if zero_first:
                     zero_fill(arrays[fresh])
             for step in program:
-                step.run(arrays, xp, self.leaf_calls)
+                step.run(arrays, xp, self._counts)
         else:
             self._walk(key, tiles, xp, fresh)
         if self.timings is not None:  # measuring where the time goes (bench/matmul.py)
@@ -237,6 +240,7 @@ class TaskBody:
         for a in assignments(self.stmt):
             self._slots.setdefault(a.lhs.tensor, len(self._slots))
         self._workspaces = (None,) * (len(self._slots) - len(self.tensors))
+        self._counts = Counts(self.leaf_calls, self.ran)
 
     def forget(self) -> None:
         """Drop what was worked out on earlier calls (slice-mode choices and the points' programs)."""
@@ -567,7 +571,7 @@ class _Run(Walker):
             else:
                 run = writer
             self.fresh = None
-        run.run(self.tiles, self.xp, self.body.leaf_calls)
+        run.run(self.tiles, self.xp, self.body._counts)
         if self.record is not None:
             if len(self.record) < PROGRAM_LIMIT:
                 self.record.append(step)
@@ -596,7 +600,7 @@ class _IndexStep(Step):
                  slots: Mapping[TensorVar, int], ext: Mapping[IndexVar, int]) -> None:
         self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
 
-    def run(self, tiles: list[Any], xp: Any, calls: dict[str, int]) -> None:
+    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
         origin, slots = self.origin, self.slots
         run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
 

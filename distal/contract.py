@@ -1,0 +1,700 @@
+"""Products of tiles at BLAS and bandwidth speed: any einsum of NumPy or CuPy arrays, planned once.
+
+`plan(spec, operands)` turns an einsum pattern over arrays (`"abij,cdij->abcd"`,
+every output letter in some input, letters repeated within an input for
+diagonals) into a `Contraction`: a short list of steps that `run` executes
+with the arrays' namespace `xp` (NumPy on CPU tiles, CuPy on GPU tiles).
+
+* Each operand first loses its repeated letters (a diagonal view) and the
+  letters no other operand and not the output has (summed once, streaming
+  the operand).
+* Operands are then contracted pairwise, in the order `numpy.einsum_path`
+  finds cheapest (no limit on intermediate size: the triangle
+  `abc,cde,efa->bdf` runs as two contractions, not one six-deep loop).
+* A pair with contracted letters and matrices on both sides runs as one
+  GEMM, or one batched GEMM over the letters both operands and the result
+  share (the TTGT scheme of TBLIS, cuTENSOR and opt_einsum's BLAS path): each
+  operand is viewed as a (batch..., rows, columns) array by a transpose and
+  a reshape, which is a view where the operand's layout allows it and a copy
+  otherwise; the group orders are chosen so that as little as possible is
+  copied, and the product is written straight into the output when the
+  output's letters are grouped as the product's. A pair without contracted
+  letters is one broadcast multiply (an outer or element-wise product), a
+  pair whose only free letters are shared is one dot (or an einsum loop
+  when batched), and tiny batched matrices run as an einsum loop.
+
+Float32/float64 matrix products of NumPy tiles run on `distal.tile_blas`.
+`Contraction.describe()` names each call that runs (routine, shapes, copies);
+`run` adds the description of what actually ran (copies depend on the
+arrays' strides) to a `calls` counter, so that tests can compare the two.
+
+>>> import numpy as np
+>>> x, y = np.ones((4, 5, 6)), np.ones((6, 5, 3))
+>>> c = plan("abc,cbd->ad", (x, y))
+>>> print(c.describe())
+GEMM [4x30] @ [30x3] by numpy.matmul, copies: operand 2 (transposed, 90 elements); into the output
+>>> c.run((x, y), np).shape
+(4, 3)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from distal import tile_blas
+
+__all__ = ["Contraction", "Pair", "Prepare", "plan", "run"]
+
+_TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
+_CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
+
+
+def _size(letters: Sequence[str], extents: dict[str, int]) -> int:
+    return math.prod(extents[c] for c in letters)
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
+def _mergeable(shape: Sequence[int], strides: Sequence[int], axes: Sequence[int]) -> bool:
+    """Whether `axes` (in this order) can be merged into one axis of a view: each is the next one's extent
+    times its stride apart (axes of extent one do not count)."""
+    live = [a for a in axes if shape[a] != 1]
+    return all(strides[p] == strides[q] * shape[q] for p, q in itertools.pairwise(live))
+
+
+def _matrix_ok(rows: int, cols: int, s_rows: int, s_cols: int, itemsize: int) -> bool:
+    """Whether BLAS reads a (rows, cols) matrix with these strides without a copy (one unit stride)."""
+    if (s_cols == itemsize or cols == 1) and (rows == 1 or s_rows >= cols * itemsize):
+        return True
+    return (s_rows == itemsize or rows == 1) and (cols == 1 or s_cols >= rows * itemsize)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """One operand's diagonal (repeated letters) and the sums over letters only it has, before any pair."""
+
+    index: int
+    letters: str  # the operand's letters as given
+    diagonal: str  # the letters after taking the diagonal ("" letters unchanged)
+    summed: str  # letters summed away here
+    result: str  # the letters left
+
+    def run(self, x: Any, xp: Any) -> Any:
+        letters = self.letters
+        if self.diagonal:
+            x = xp.einsum(f"{letters}->{self.diagonal}", x)
+            letters = self.diagonal
+        if self.summed:
+            axes = tuple(letters.index(c) for c in self.summed)
+            x = x.sum(axis=axes, dtype=x.dtype) if xp is np else x.sum(axis=axes)
+        return x
+
+    def describe(self) -> str:
+        parts = []
+        if self.diagonal:
+            parts.append(f"diagonal {self.letters}->{self.diagonal} (a view)")
+        if self.summed:
+            parts.append(f"sum over {', '.join(self.summed)}")
+        return f"operand {self.index + 1}: " + ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """Two live operands (by id) contracted into one with letters `result`.
+
+    `mode`: "gemm" (matrix products), "mul" (broadcast multiply, nothing
+    contracted), "dot" (everything but shared letters contracted) or
+    "einsum" (an einsum loop, for tiny batched matrices).
+
+    For "gemm" the left operand is read as a stack of (left, contracted)
+    matrices and the right one as (contracted, right) matrices, each letter
+    group merged into one axis (a transposed matrix where `a_trans` /
+    `b_trans`); the stack's axes are `batch` (letters both operands keep)
+    then `a_outer` (letters of the left operand only, over which the right
+    one is broadcast) then `b_outer`. The result's letters are
+    batch + a_outer + b_outer + left + right.
+    """
+
+    i: int
+    j: int
+    a: str
+    b: str
+    batch: str
+    a_outer: str
+    b_outer: str
+    left: str
+    right: str
+    contracted: str
+    mode: str
+    a_trans: bool
+    b_trans: bool
+    extents: tuple[tuple[str, int], ...]
+    a_copy: bool  # predicted: the left operand is copied to be read as matrices
+    b_copy: bool
+
+    @property
+    def result(self) -> str:
+        return self.batch + self.a_outer + self.b_outer + self.left + self.right
+
+    @property
+    def sizes(self) -> tuple[int, int, int, int]:
+        """Matrices in the stack, their rows, columns and contracted extent."""
+        ext = dict(self.extents)
+        return (_size(self.batch + self.a_outer + self.b_outer, ext), _size(self.left, ext),
+                _size(self.right, ext), _size(self.contracted, ext))
+
+    @property
+    def flops(self) -> float:
+        nb, m, n, k = self.sizes
+        if self.mode == "mul":
+            return float(nb * m * n)
+        return 2.0 * nb * m * n * k
+
+
+@dataclass(frozen=True, slots=True)
+class Contraction:
+    """A planned einsum over operands of given shapes: its steps, output letters and operation count."""
+
+    spec: str
+    prepare: tuple[Prepare, ...]
+    pairs: tuple[Pair, ...]
+    live: tuple[str, ...]  # letters of the operands once prepared
+    output: str
+    extents: tuple[tuple[str, int], ...]
+    layouts: tuple[tuple[int, ...], ...]  # each operand's axes by decreasing stride (what the plan assumed)
+
+    @property
+    def flops(self) -> float:
+        """Multiplies and adds of the pairs (the prepared sums and the last copy count one per element)."""
+        ext = dict(self.extents)
+        total = sum(p.flops for p in self.pairs)
+        for p in self.prepare:
+            total += math.prod(ext[c] for c in (p.diagonal or p.letters))
+        return float(total)
+
+    @property
+    def routine(self) -> str:
+        """The kind of the work, for the time model: "GEMM" when a matrix product runs, else "GENERIC"."""
+        return "GEMM" if any(p.mode == "gemm" for p in self.pairs) else "GENERIC"
+
+    def describe(self, dtype: Any = np.float64, xp_name: str = "numpy",
+                 copied: Sequence[tuple[bool, bool]] | None = None) -> str:
+        """The calls that run, in words: e.g. "GEMM [1600x1600] @ [1600x1600] by numpy.matmul; into the output".
+
+        `copied` gives, per pair, whether each operand was copied (what ran); by default what the plan
+        predicts for operands laid out as planned."""
+        parts = [p.describe() for p in self.prepare]
+        parts += [_describe_pair(p, dtype, xp_name, copied[n] if copied is not None else None)
+                  for n, p in enumerate(self.pairs)]
+        final = self.pairs[-1].result if self.pairs else self.live[0] if self.live else ""
+        if not self.pairs:
+            parts.append("the operand" if final == self.output else f"transpose {final}->{self.output}")
+        parts[-1] += "; into the output" if final == self.output else \
+            f"; transposed {final}->{self.output} into the output"
+        return "; ".join(parts)
+
+    def run(self, operands: Sequence[Any], xp: Any = np, out: Any = None, accumulate: bool = False,
+            calls: dict[str, int] | None = None, dtype: Any = None) -> Any:
+        """The product over `operands` (as `numpy.einsum(spec, *operands)`), or written (`=`) / added (`+=`)
+        into `out` (an array of the output's shape; cast into its dtype as NumPy's `out=` and `+=` do).
+        `calls` counts the description of what ran (its copies as they happened)."""
+        return _execute(self, operands, xp, out, accumulate, calls)
+
+
+def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] | None = None) -> str:
+    nb, m, n, k = p.sizes
+    a_copy, b_copy = copied if copied is not None else (p.a_copy, p.b_copy)
+    if p.mode == "gemm":
+        what = f"[{m}x{k}] @ [{k}x{n}]"
+        routine = _gemm_routine(dtype, m, n, k, nb, xp_name)
+        if nb > 1:
+            head = f"batched GEMM {nb} x {what} (over {', '.join(p.batch + p.a_outer + p.b_outer)})"
+        else:
+            head = f"GEMM {what}"
+        copies = [f"operand {x} ({size} elements)" for x, c, size in
+                  ((p.i + 1, a_copy, nb * m * k), (p.j + 1, b_copy, nb * k * n)) if c]
+        return f"{head} by {routine}" + (f", copying {' and '.join(copies)}" if copies else "")
+    if p.mode == "mul":
+        return f"broadcast multiply {p.a},{p.b}->{p.result} by {xp_name}.multiply ({nb * m * n} elements)"
+    if p.mode == "dot":
+        if not (p.batch or p.left or p.right):
+            return f"dot of {k} elements by {_dot_routine(dtype, k, xp_name)}"
+        return f"{nb * m * n} dots of {k} elements by {xp_name}.einsum('{p.a},{p.b}->{p.result}')"
+    return f"einsum loop '{p.a},{p.b}->{p.result}' ({nb} x [{m}x{k}] @ [{k}x{n}]) by {xp_name}.einsum"
+
+
+def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> str:
+    if xp_name != "numpy":
+        return f"{xp_name}.matmul"
+    dt = np.dtype(dtype)
+    if (nb == 1 and dt in (np.float32, np.float64) and tile_blas.library() is not None
+            and m * n * k >= tile_blas.MIN_WORK):
+        return f"distal's OpenBLAS {'s' if dt == np.float32 else 'd'}gemm"
+    return "numpy.matmul"
+
+
+def _dot_routine(dtype: Any, k: int, xp_name: str) -> str:
+    if xp_name != "numpy":
+        return f"{xp_name}.dot"
+    dt = np.dtype(dtype)
+    if dt in (np.float32, np.float64) and tile_blas.library() is not None and k >= tile_blas.MIN_DOT:
+        return f"distal's OpenBLAS {'s' if dt == np.float32 else 'd'}dot"
+    return "numpy.dot"
+
+
+# -- planning ----------------------------------------------------------------------------------------------
+
+
+def _layout(x: Any) -> tuple[int, ...]:
+    """The axes of `x` by decreasing stride (ties: in axis order): C order is (0, 1, ...)."""
+    strides = getattr(x, "strides", None)
+    if strides is None or len(strides) != x.ndim:
+        return tuple(range(x.ndim))
+    return tuple(sorted(range(x.ndim), key=lambda a: (-abs(strides[a]), a)))
+
+
+def plan(spec: str, operands: Sequence[Any]) -> Contraction:
+    """The contraction of `spec` over arrays shaped and laid out as `operands` (cached by shapes and layouts)."""
+    shapes = tuple(tuple(int(n) for n in x.shape) for x in operands)
+    layouts = tuple(_layout(x) for x in operands)
+    items = tuple(int(getattr(x, "itemsize", 8)) for x in operands)
+    return _plan(spec, shapes, layouts, items)
+
+
+def run(spec: str, operands: Sequence[Any], xp: Any = np, out: Any = None, accumulate: bool = False,
+        calls: dict[str, int] | None = None) -> Any:
+    """`plan(spec, operands).run(...)`: the einsum `spec` over `operands` at BLAS speed."""
+    return plan(spec, operands).run(operands, xp, out, accumulate, calls)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(spec: str, shapes: tuple[tuple[int, ...], ...], layouts: tuple[tuple[int, ...], ...],
+          items: tuple[int, ...]) -> Contraction:
+    inputs, output = spec.split("->")
+    letters = inputs.split(",")
+    if len(letters) != len(shapes):
+        raise ValueError(f"expected {len(letters)} operands for {spec!r}, but found {len(shapes)}")
+    extents: dict[str, int] = {}
+    for ax, shape in zip(letters, shapes):
+        if len(ax) != len(shape):
+            raise ValueError(f"expected operand {ax!r} of {spec!r} to have {len(ax)} dimensions, but found {shape}")
+        for c, n in zip(ax, shape):
+            if extents.setdefault(c, n) != n:
+                raise ValueError(f"expected one extent for {c!r} in {spec!r}, but found {extents[c]} and {n}")
+    missing = [c for c in output if c not in extents]
+    if missing or len(set(output)) != len(output):
+        raise ValueError(f"expected distinct output letters that some operand has in {spec!r}")
+    # memory order of each operand's letters (strides of the prepared operands follow the input's)
+    order = [[ax[a] for a in lay] for ax, lay in zip(letters, layouts)]
+    prepares = []
+    live: list[str] = []
+    for n, ax in enumerate(letters):
+        diagonal = "".join(dict.fromkeys(ax)) if len(set(ax)) != len(ax) else ""
+        current = diagonal or ax
+        others = set(output).union(*(set(o) for m_, o in enumerate(letters) if m_ != n))
+        summed = "".join(c for c in current if c not in others) if len(letters) > 1 else \
+            "".join(c for c in current if c not in output)
+        result = "".join(c for c in current if c not in summed)
+        if diagonal or summed:
+            prepares.append(Prepare(n, ax, diagonal, summed, result))
+            order[n] = [c for c in dict.fromkeys(order[n]) if c in result]
+        live.append(result)
+    pairs: tuple[Pair, ...] = ()
+    if len(live) > 1:
+        itemsize = items[0] if items else 8
+        paths = (_all_paths(len(live)) if len(live) <= 4
+                 else [_path(tuple(live), output, tuple(sorted(extents.items())))])
+        best: tuple[float, tuple[Pair, ...]] | None = None
+        for path in paths:
+            found = _pairs_of(path, live, order, output, extents, itemsize)
+            cost = sum(_seconds(p, output if n == len(found) - 1 else None, itemsize) for n, p in enumerate(found))
+            if best is None or cost < best[0]:
+                best = (cost, found)
+        assert best is not None
+        pairs = best[1]
+    return Contraction(spec, tuple(prepares), pairs, tuple(live), output, tuple(sorted(extents.items())),
+                       layouts)
+
+
+# rough rates of one core, only to choose between contraction orders: matrix products, other arithmetic, copies
+_GEMM_RATE, _LOOP_RATE, _COPY_RATE = 40e9, 2e9, 1.5e9  # flop/s, flop/s, elements/s
+
+
+def _seconds(p: Pair, output: str | None, itemsize: int) -> float:
+    """About how long the pair takes: its arithmetic at its mode's rate plus the elements it copies."""
+    rate = _GEMM_RATE if p.mode == "gemm" else _LOOP_RATE
+    nb, m, n, k = p.sizes
+    copied = (nb * m * k if p.a_copy else 0) + (nb * k * n if p.b_copy else 0)
+    if output is not None and p.result != output:
+        copied += nb * m * n
+    return p.flops / rate + copied / _COPY_RATE + (2e-6 * nb if p.mode == "gemm" and nb > 1 else 0.0)
+
+
+def _pairs_of(path: Sequence[tuple[int, int]], live: Sequence[str], order: Sequence[Sequence[str]], output: str,
+              extents: dict[str, int], itemsize: int) -> tuple[Pair, ...]:
+    """The pairs of a contraction order (positions in the shrinking list of operands, results appended)."""
+    current = list(live)
+    ids = list(range(len(live)))  # which original operand (or earlier pair) each live entry is
+    current_order = [list(o) for o in order]
+    pairs = []
+    for step, (i, j) in enumerate(path):
+        a, b = current[i], current[j]
+        rest = [x for n, x in enumerate(current) if n not in (i, j)]
+        keep = set(output).union(*(set(x) for x in rest))
+        last = step == len(path) - 1
+        p = _pair(i, j, a, b, keep, extents, current_order[i], current_order[j], output if last else None, itemsize)
+        p = replace(p, i=ids[p.i], j=ids[p.j])  # positions -> ids (the pair may read j's operand first)
+        pairs.append(p)
+        for n in sorted((i, j), reverse=True):
+            del current[n], current_order[n], ids[n]
+        current.append(p.result)
+        current_order.append(list(p.result))
+        ids.append(len(live) + step)
+    return tuple(pairs)
+
+
+@functools.lru_cache(maxsize=8)
+def _all_paths(n: int) -> list[tuple[tuple[int, int], ...]]:
+    """Every pairwise contraction order of n operands (positions, results appended): 1, 3, 18 for 2, 3, 4."""
+    if n == 1:
+        return [()]
+    out = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            out += [((i, j), *rest) for rest in _all_paths(n - 1)]
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _path(live: tuple[str, ...], output: str, extents: tuple[tuple[str, int], ...]) -> tuple[tuple[int, int], ...]:
+    """Pairwise contraction order (positions in the shrinking list, the result appended), cheapest first."""
+    if len(live) == 2:
+        return ((0, 1),)
+    ext = dict(extents)
+    dummies = [np.broadcast_to(np.zeros(()), tuple(ext[c] for c in ax)) for ax in live]
+    how = "optimal" if len(live) <= 4 else "greedy"
+    found = np.einsum_path(",".join(live) + "->" + output, *dummies, optimize=(how, 1 << 62))[0][1:]
+    out: list[tuple[int, int]] = []
+    count = len(live)
+    for step in found:
+        pos = sorted(int(x) for x in step)
+        while len(pos) > 2:  # more than two at once: pairwise, left to right
+            out.append((pos[0], pos[1]))
+            count -= 1
+            pos = sorted([p - (p > pos[1]) - (p > pos[0]) for p in pos[2:]] + [count - 1])
+        if len(pos) == 2:
+            out.append((pos[0], pos[1]))
+            count -= 1
+    if not out:
+        out = [(0, 1)] * (len(live) - 1)
+    return tuple(out)
+
+
+def _sorted_by(letters: Sequence[str], order: Sequence[str]) -> str:
+    return "".join(sorted(letters, key=lambda c: order.index(c) if c in order else len(order)))
+
+
+def _pair(i: int, j: int, a: str, b: str, keep: set[str], extents: dict[str, int], a_order: list[str],
+          b_order: list[str], output: str | None, itemsize: int, _swapped: bool = False) -> Pair:
+    """Plan one pair: its letter groups and their orders (fewest elements copied), the mode."""
+    shared = [c for c in a if c in b]
+    batch_set = [c for c in shared if c in keep]
+    contracted_set = [c for c in shared if c not in keep]
+    left_set = [c for c in a if c not in b]
+    right_set = [c for c in b if c not in a]
+    nb, m, n, k = (_size(x, extents) for x in (batch_set, left_set, right_set, contracted_set))
+    ext = tuple(sorted(extents.items()))
+    if not contracted_set:
+        mode = "mul"
+    elif m == 1 and n == 1:
+        mode = "dot"
+    elif nb > 1 and m * n * k < _TINY:
+        mode = "einsum"
+    else:
+        mode = "gemm"
+    if mode == "gemm" and not _swapped:
+        # the pair read the other way round ((B^T A^T)^T: the right operand's letters as rows) may write the
+        # output directly or copy less: plan both, keep the cheaper
+        mine = _pair(i, j, a, b, keep, extents, a_order, b_order, output, itemsize, _swapped=True)
+        other = _pair(j, i, b, a, keep, extents, b_order, a_order, output, itemsize, _swapped=True)
+        return mine if _cost(mine, output) <= _cost(other, output) else other
+    if mode != "gemm":
+        order = output or ""
+        return Pair(i, j, a, b, _sorted_by(batch_set, order or a_order), "", "", _sorted_by(left_set, order or a_order),
+                    _sorted_by(right_set, order or b_order), _sorted_by(contracted_set, a_order), mode, False, False,
+                    ext, False, False)
+    # group orders: the output's where this pair gives the output, else each operand's memory order
+    ref = output or ""
+    a_strides = dict(zip(a_order, _c_strides([extents[c] for c in a_order], itemsize)))
+    b_strides = dict(zip(b_order, _c_strides([extents[c] for c in b_order], itemsize)))
+    a_shape = {c: extents[c] for c in a}
+    b_shape = {c: extents[c] for c in b}
+    best: tuple[float, Pair] | None = None
+    for a_out in _outer_options(left_set, a_order):
+        for b_out in _outer_options(right_set, b_order):
+            left = [c for c in left_set if c not in a_out]
+            right = [c for c in right_set if c not in b_out]
+            options = itertools.product(
+                sorted({_sorted_by(batch_set, ref or a_order), _sorted_by(batch_set, a_order)}),
+                sorted({_sorted_by(left, a_order), _sorted_by(left, ref or a_order)}),
+                sorted({_sorted_by(right, b_order), _sorted_by(right, ref or b_order)}),
+                sorted({_sorted_by(contracted_set, a_order), _sorted_by(contracted_set, b_order)}))
+            for bt, lf, rt, ct in options:
+                a_ok, a_trans = _view_ok(lf, ct, a_shape, a_strides, itemsize)
+                b_ok, b_trans = _view_ok(ct, rt, b_shape, b_strides, itemsize)
+                p = Pair(i, j, a, b, bt, a_out, b_out, lf, rt, ct, mode, a_trans, b_trans, ext, not a_ok, not b_ok)
+                cost = _cost(p, output)
+                if best is None or cost < best[0]:
+                    best = (cost, p)
+    assert best is not None
+    chosen = best[1]
+    nb, m, n, _ = chosen.sizes
+    if nb > 1 and min(m, n) == 1:  # a stack of matrix-vector products: einsum's loop streams it faster
+        return replace(chosen, mode="einsum", a_copy=False, b_copy=False)
+    return chosen
+
+
+def _cost(p: Pair, output: str | None) -> float:
+    """Elements copied (operands read as matrices, the product transposed into the output) plus the calls."""
+    nb, m, n, k = p.sizes
+    cost = (nb * m * k if p.a_copy else 0) + (nb * k * n if p.b_copy else 0)
+    if output is not None and p.result != output:
+        cost += nb * m * n
+    return float(cost + (_CALL_ELEMENTS * nb if nb > 1 else 0))
+
+
+def _outer_options(free: list[str], order: list[str]) -> list[str]:
+    """The free letters an operand may keep as outer stack axes: "" and each prefix of its memory order made
+    of free letters (a loop of matrix products over them instead of a copy)."""
+    prefix = ""
+    for c in order:
+        if c not in free:
+            break
+        prefix += c
+    return [prefix[:n] for n in range(len(prefix) + 1) if n < len(free) or n == 0]
+
+
+def _view_ok(rows: str, cols: str, shape: dict[str, int], strides: dict[str, int], itemsize: int
+             ) -> tuple[bool, bool]:
+    """Whether an operand with C-order `strides` (by letter) is read as (rows, cols) matrices without a copy,
+    and whether as a transposed matrix."""
+    r_ax, c_ax = list(rows), list(cols)
+    letters = list(shape)
+    full_shape = [shape[c] for c in letters]
+    full_strides = [strides[c] for c in letters]
+    idx = {c: n for n, c in enumerate(letters)}
+    if not (_mergeable(full_shape, full_strides, [idx[c] for c in r_ax])
+            and _mergeable(full_shape, full_strides, [idx[c] for c in c_ax])):
+        return False, False
+    nr = math.prod(shape[c] for c in r_ax)
+    nc = math.prod(shape[c] for c in c_ax)
+    sr = _group_stride(r_ax, shape, strides, itemsize)
+    sc = _group_stride(c_ax, shape, strides, itemsize)
+    if _matrix_ok(nr, nc, sr, sc, itemsize):
+        return True, sr < sc
+    return False, False
+
+
+def _group_stride(axes: Sequence[str], shape: dict[str, int], strides: dict[str, int], itemsize: int) -> int:
+    live = [c for c in axes if shape[c] != 1]
+    return strides[live[-1]] if live else itemsize
+
+
+# -- running -----------------------------------------------------------------------------------------------
+
+
+def _as_matrices(x: Any, letters: str, stack: str, ones_at: int, ones: int, rows: str, cols: str,
+                 xp: Any) -> tuple[Any, bool]:
+    """`x` (axes `letters`) as a stack of (rows, cols) matrices: its `stack` letters kept as leading axes
+    (with `ones` axes of extent one inserted at position `ones_at`, for broadcasting against the other
+    operand), the row and column letters each merged into one axis. A view where the layout allows it,
+    else a C-ordered copy; returns (array, whether it was copied)."""
+    t = _transposed(x, letters, stack + rows + cols, xp)
+    ext = dict(zip(letters, x.shape))
+    lead = [ext[c] for c in stack]
+    lead[ones_at:ones_at] = [1] * ones
+    shape = (*lead, math.prod(ext[c] for c in rows), math.prod(ext[c] for c in cols))
+    if isinstance(t, np.ndarray):
+        view = t.view()
+        try:
+            view.shape = shape
+            return view, False
+        except AttributeError:
+            return np.ascontiguousarray(t).reshape(shape), True
+    return t.reshape(shape), False
+
+
+def _blas_ready(m: Any) -> tuple[Any, bool]:
+    """A matrix (or stack of them) BLAS reads without a copy: `m` itself, or a C-ordered copy."""
+    if not isinstance(m, np.ndarray) or m.ndim < 2:
+        return m, False
+    rows, cols = m.shape[-2:]
+    s_rows, s_cols = m.strides[-2:]
+    if s_rows >= 0 and s_cols >= 0 and _matrix_ok(rows, cols, s_rows, s_cols, m.itemsize):
+        return m, False
+    return np.ascontiguousarray(m), True
+
+
+def _out_matrices(out: Any, p: Pair) -> Any:
+    """`out` (laid out as `p.result`) viewed as the pair's stack of (rows, columns) matrices, or None."""
+    if not isinstance(out, np.ndarray):
+        return None
+    ext = dict(p.extents)
+    shape = (*(ext[c] for c in p.batch + p.a_outer + p.b_outer), math.prod(ext[c] for c in p.left),
+             math.prod(ext[c] for c in p.right))
+    view = out.view()
+    try:
+        view.shape = shape
+    except AttributeError:
+        return None
+    return view
+
+
+def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> tuple[Any, tuple[bool, bool]]:
+    """The pair's product (letters `p.result`); with `out` (laid out as `p.result`), written or added there.
+    Returns it with whether each operand was copied to be read as matrices."""
+    ext = dict(p.extents)
+    dtype = np.result_type(a, b)
+    rshape = tuple(ext[c] for c in p.result)
+    if p.mode == "mul":
+        shape_a = tuple(ext[c] for c in p.batch + p.left) + (1,) * len(p.right)
+        shape_b = tuple(ext[c] for c in p.batch) + (1,) * len(p.left) + tuple(ext[c] for c in p.right)
+        av = _transposed(a, p.a, p.batch + p.left, xp).reshape(shape_a)
+        bv = _transposed(b, p.b, p.batch + p.right, xp).reshape(shape_b)
+        if out is not None and not accumulate and xp is np and out.dtype == dtype:
+            np.multiply(av, bv, out=out)
+            return out, _NO_COPY
+        return _deliver(av * bv, out, accumulate, xp), _NO_COPY
+    if p.mode in ("dot", "einsum"):
+        if p.mode == "dot" and not (p.batch or p.left or p.right):
+            value = tile_blas.dot(a.reshape(-1), _transposed(b, p.b, p.a, xp).reshape(-1), xp)
+            value = xp.asarray(value).reshape(())
+        else:
+            value = xp.einsum(f"{p.a},{p.b}->{p.result}", a, b)
+        return _deliver(value, out, accumulate, xp), _NO_COPY
+    # gemm: (stack..., rows, k) @ (stack..., k, cols), each operand read as stored or as a transposed matrix
+    nb_a, nb_b = len(p.batch) + len(p.a_outer), len(p.batch)
+    if p.a_trans:
+        av, a_copy = _as_matrices(a, p.a, p.batch + p.a_outer, nb_a, len(p.b_outer), p.contracted, p.left, xp)
+        av = _swap_last(av, xp)
+    else:
+        av, a_copy = _as_matrices(a, p.a, p.batch + p.a_outer, nb_a, len(p.b_outer), p.left, p.contracted, xp)
+    if p.b_trans:
+        bv, b_copy = _as_matrices(b, p.b, p.batch + p.b_outer, nb_b, len(p.a_outer), p.right, p.contracted, xp)
+        bv = _swap_last(bv, xp)
+    else:
+        bv, b_copy = _as_matrices(b, p.b, p.batch + p.b_outer, nb_b, len(p.a_outer), p.contracted, p.right, xp)
+    av, more_a = _blas_ready(av)
+    bv, more_b = _blas_ready(bv)
+    copied = (a_copy or more_a, b_copy or more_b)
+    if xp is not np:
+        return _deliver(xp.matmul(av, bv).reshape(rshape), out, accumulate, xp), copied
+    stacked = bool(p.batch or p.a_outer or p.b_outer)
+    target = _out_matrices(out, p) if out is not None else None
+    if not stacked and target is not None and tile_blas.gemm(av, bv, out=target, accumulate=accumulate) is not None:
+        return out, copied
+    if target is not None and not accumulate and out.dtype == dtype:
+        np.matmul(av, bv, out=target)
+        return out, copied
+    value = np.matmul(av, bv) if stacked else tile_blas.matmul(av, bv, np)
+    return _deliver(value.reshape(rshape), out, accumulate, xp), copied
+
+
+_NO_COPY = (False, False)
+
+
+def _matching(a: str, b: str) -> str:
+    """`b`'s letters in `a`'s order (a dot of two operands with the same letters reads them alike)."""
+    return "".join(c for c in a if c in b)
+
+
+def _transposed(x: Any, letters: str, want: str, xp: Any) -> Any:
+    """`x` (axes `letters`) with its axes in the order `want` (a view)."""
+    if letters == want:
+        return x
+    return xp.transpose(x, [letters.index(c) for c in want])
+
+
+def _swap_last(x: Any, xp: Any) -> Any:
+    """The matrices of a stack transposed (a view)."""
+    order = list(range(x.ndim))
+    order[-2:] = order[-1], order[-2]
+    return xp.transpose(x, order)
+
+
+def _deliver(value: Any, out: Any, accumulate: bool, xp: Any) -> Any:
+    """`value` written (`=`) or added (`+=`) into `out`, cast to its dtype as NumPy's `out=` and `+=` do
+    (a complex value into a real output keeps its real part); `value` itself when there is no `out`."""
+    if out is None:
+        return value
+    if getattr(value, "dtype", None) is not None and value.dtype.kind == "c" and out.dtype.kind != "c":
+        value = value.real
+    if accumulate:
+        if xp is np:
+            np.add(out, value, out=out, casting="unsafe")
+        else:
+            out += value.astype(out.dtype) if value.dtype != out.dtype else value
+    else:
+        if xp is np:
+            np.copyto(out, value, casting="unsafe")
+        else:
+            out[...] = value
+    return out
+
+
+def _xp_name(xp: Any) -> str:
+    return str(getattr(xp, "__name__", "numpy")).split(".")[0]
+
+
+def _count(calls: dict[str, int] | None, what: str) -> None:
+    if calls is not None:
+        calls[what] = calls.get(what, 0) + 1
+
+
+def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumulate: bool,
+             calls: dict[str, int] | None) -> Any:
+    arrays = list(operands)
+    dtype = np.result_type(*arrays) if arrays else np.dtype(np.float64)
+    if any(n == 0 for _, n in c.extents):
+        shape = tuple(dict(c.extents)[x] for x in c.output)
+        _count(calls, f"nothing to compute (an extent is zero); zeros {list(shape)}")
+        value = xp.zeros(shape, dtype=dtype)
+        return _deliver(value, out, accumulate, xp) if out is not None else value
+    for prep in c.prepare:
+        arrays[prep.index] = prep.run(arrays[prep.index], xp)
+    copied: list[tuple[bool, bool]] = []
+    if not c.pairs:
+        _count(calls, c.describe(dtype, _xp_name(xp), copied))
+        value = _transposed(arrays[0], c.live[0], c.output, xp)
+        return _deliver(value, out, accumulate, xp) if out is not None else value
+    live = list(arrays)
+    ids = list(range(len(c.live)))  # which operand (or earlier pair) each live array is
+    for step, p in enumerate(c.pairs):
+        i, j = ids.index(p.i), ids.index(p.j)
+        last = step == len(c.pairs) - 1
+        direct = last and out is not None and p.result == c.output
+        value, flags = _run_pair(p, live[i], live[j], xp, out if direct else None, accumulate)
+        copied.append(flags)
+        for n in sorted((i, j), reverse=True):
+            del live[n], ids[n]
+        live.append(value)
+        ids.append(len(c.live) + step)
+    _count(calls, c.describe(dtype, _xp_name(xp), copied))
+    value = live[0]
+    if out is not None and c.pairs[-1].result == c.output:
+        return out
+    value = _transposed(value, c.pairs[-1].result, c.output, xp)
+    return _deliver(value, out, accumulate, xp) if out is not None else value

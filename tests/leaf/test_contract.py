@@ -1,0 +1,159 @@
+"""distal.contract: any einsum of tiles as GEMMs after reshapes (TTGT), pairwise, against numpy.einsum.
+
+Random patterns (1-4 operands, repeated letters, letters summed in one operand only, extents 0-7),
+dtypes, layouts (C, Fortran, transposed and sliced views), `=` and `+=` into an output; the calls
+described before a run are the calls that ran; device tiles (the stand-in) go through the namespace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distal import contract, leaf
+from distal.lower.device_standin import namespace, to_device
+
+LETTERS = "abcdefg"
+
+
+def _random_spec(rng: np.random.Generator) -> str:
+    count = int(rng.integers(1, 5))
+    inputs = []
+    for _ in range(count):
+        order = int(rng.integers(0, 4))
+        inputs.append("".join(rng.choice(list(LETTERS[:5]), size=order)))
+    present = sorted(set("".join(inputs)))
+    out = "".join(c for c in present if rng.random() < 0.5)
+    out = "".join(rng.permutation(list(out))) if out else ""
+    return ",".join(inputs) + "->" + out
+
+
+def _operands(spec: str, rng: np.random.Generator, dtype: type, zero: bool = False) -> list[np.ndarray]:
+    ins = spec.split("->")[0].split(",")
+    ext = {c: int(rng.integers(0 if zero else 1, 6)) for c in set("".join(ins))}
+    ops = []
+    for ax in ins:
+        x = rng.standard_normal([ext[c] for c in ax]) * 3
+        if dtype is np.complex128:
+            x = x + 1j * rng.standard_normal(x.shape)
+        ops.append(x.astype(dtype))
+    return ops
+
+
+def _layouts(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`x` as C order, Fortran order, a transposed view or a strided slice of a larger array."""
+    how = int(rng.integers(0, 4))
+    if how == 1 and x.ndim > 0:
+        return np.asfortranarray(x)
+    if how == 2 and x.ndim > 1:
+        return np.ascontiguousarray(x.T).T
+    if how == 3 and x.ndim > 0:
+        big = np.zeros(tuple(n + 2 for n in x.shape), dtype=x.dtype)
+        view = big[tuple(slice(1, 1 + n) for n in x.shape)]
+        view[...] = x
+        return view
+    return x
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_patterns_equal_einsum(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        spec = _random_spec(rng)
+        dtype = [np.float64, np.float32, np.int64, np.complex128][int(rng.integers(0, 4))]
+        ops = [_layouts(x, rng) for x in _operands(spec, rng, dtype, zero=rng.random() < 0.1)]
+        want = np.einsum(spec, *ops)
+        tol = {"rtol": 1e-4, "atol": 1e-3} if dtype is np.float32 else {"rtol": 1e-10, "atol": 1e-10}
+        got = contract.run(spec, ops)
+        assert got.shape == want.shape, spec
+        np.testing.assert_allclose(got, want, **tol, err_msg=spec)
+        out = np.full(want.shape, 2, dtype=want.dtype)
+        contract.run(spec, ops, out=out, accumulate=True)
+        np.testing.assert_allclose(out, want + 2, **tol, err_msg=spec)
+        out = np.full(want.shape, 7, dtype=want.dtype)
+        contract.run(spec, ops, out=out)
+        np.testing.assert_allclose(out, want, **tol, err_msg=spec)
+
+
+@pytest.mark.parametrize("spec", [
+    "ij,jk->ik", "abij,cdij->abcd", "bik,bkj->bij", "abc,cde,efa->bdf", "ij,ij->", "ij->i", "i,j->ij",
+    "ij,ij->ij", "ii->i", "abc,bd->acd", "ijk,jl->ilk", "ijk,ir,kr->jr", "ij,jk,kl->il", "abc,c->ab",
+    "xij,yjk->xyik", "ij,jk->ki",
+])
+def test_the_calls_described_are_the_calls_that_run(spec: str) -> None:
+    rng = np.random.default_rng(1)
+    ins, out = spec.split("->")
+    ext = {c: int(rng.integers(2, 9)) for c in set(ins.replace(",", ""))}
+    ops = [rng.standard_normal([ext[c] for c in ax]) for ax in ins.split(",")]
+    plan = contract.plan(spec, ops)
+    calls: dict[str, int] = {}
+    result = np.empty([ext[c] for c in out])
+    plan.run(ops, out=result, calls=calls)
+    assert list(calls) == [plan.describe()]
+    np.testing.assert_allclose(result, np.einsum(spec, *ops), rtol=1e-10, atol=1e-10)
+
+
+def test_a_matrix_product_runs_as_one_gemm_without_copies() -> None:
+    a, b = np.ones((300, 200)), np.ones((200, 100))
+    text = contract.plan("ij,jk->ik", (a, b)).describe()
+    assert text.startswith("GEMM [300x200] @ [200x100] by ") and "copying" not in text
+
+
+def test_the_four_index_contraction_is_one_gemm_on_reshaped_views() -> None:
+    t, v = np.ones((4, 5, 6, 7)), np.ones((2, 3, 6, 7))
+    text = contract.plan("abij,cdij->abcd", (t, v)).describe()
+    assert text.startswith("GEMM [20x42] @ [42x6]") and "copying" not in text and text.endswith("into the output")
+
+
+def test_a_batched_matmul_is_one_batched_gemm_and_ttm_on_the_middle_mode_is_copy_free() -> None:
+    a, b = np.ones((8, 30, 20)), np.ones((8, 20, 10))
+    text = contract.plan("bik,bkj->bij", (a, b)).describe()
+    assert text.startswith("batched GEMM 8 x [30x20] @ [20x10] (over b)") and "copying" not in text
+    x, u = np.ones((10, 20, 30)), np.ones((20, 40))
+    text = contract.plan("ijk,jl->ilk", (x, u)).describe()
+    assert "copying" not in text and text.endswith("; into the output"), text
+
+
+def test_three_operands_run_pairwise_not_as_one_loop() -> None:
+    ops = [np.ones((6, 6, 6))] * 3
+    plan = contract.plan("abc,cde,efa->bdf", ops)
+    assert len(plan.pairs) == 2 and all(p.mode == "gemm" for p in plan.pairs)
+    assert plan.flops < 2 * 6 ** 6  # the six-deep loop would be 2 * 6**6
+
+
+def test_a_layout_that_cannot_be_viewed_is_copied_and_said_so() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((30, 20, 10))
+    b = rng.standard_normal((20, 40))
+    calls: dict[str, int] = {}
+    got = contract.run("ajc,jd->acd", (a, b), calls=calls)
+    np.testing.assert_allclose(got, np.einsum("ajc,jd->acd", a, b), rtol=1e-10, atol=1e-12)
+    ran = next(iter(calls))
+    assert ran == contract.plan("ajc,jd->acd", (a, b)).describe()
+
+
+def test_device_tiles_run_through_their_namespace() -> None:
+    rng = np.random.default_rng(4)
+    calls = namespace().calls
+    cases = {"ij,jk->ik": "matmul", "bik,bkj->bij": "matmul", "bij,bj->bi": "einsum", "ii->i": "einsum"}
+    for spec, routine in cases.items():
+        ins = spec.split("->")[0]
+        ext = {c: 5 for c in set(ins.replace(",", ""))}
+        host = [rng.standard_normal([ext[c] for c in ax]) for ax in ins.split(",")]
+        before = calls.get(routine, 0)
+        got = contract.run(spec, [to_device(x) for x in host], namespace())
+        assert calls.get(routine, 0) > before, spec
+        np.testing.assert_allclose(got.get(), np.einsum(spec, *host), rtol=1e-12)
+
+
+def test_the_generic_leaf_and_batched_gemm_compute_through_the_engine() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 5, 6))
+    np.testing.assert_allclose(leaf.BATCHED_GEMM.compute(a, b), a @ b, rtol=1e-12)
+    out = np.ones((3, 4, 6))
+    calls: dict[str, int] = {}
+    leaf.BATCHED_GEMM.compute_into(out, a, b, accumulate=True, calls=calls)
+    np.testing.assert_allclose(out, a @ b + 1, rtol=1e-12)
+    assert next(iter(calls)).startswith("batched GEMM 3 x [4x5] @ [5x6] (over ")
+    x = rng.standard_normal((40, 30))
+    np.testing.assert_allclose(leaf.GENERIC.compute(x, x, pattern="ab,cb->ac"), x @ x.T, rtol=1e-12)
