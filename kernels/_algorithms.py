@@ -17,7 +17,7 @@ from distal.format import Format
 from distal.notation.ast import Access, Accumulate, Expr, IndexVar
 from distal.notation.tensor import Tensor
 
-from ._machines import cosma_grid, cosma_steps, factor2, factor3, johnson_side, solomonik_grid
+from ._machines import cosma_grid, cosma_steps, factor2, factor3, johnson_side, solomonik_grid, summa_steps
 
 __all__ = ["ALGORITHMS", "Algorithm"]
 
@@ -85,8 +85,9 @@ def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> tuple[dt.Schedule, IndexVar, In
 
 def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
     A, B, C = ops
-    kdim = B.concrete_shape()[1]
-    chunk = params.get("chunk") or max(1, math.ceil(kdim / max(m.shape)))
+    mdim, kdim = B.concrete_shape()
+    steps = summa_steps(m.shape, (mdim, C.concrete_shape()[1], kdim))
+    chunk = params.get("chunk") or max(1, math.ceil(kdim / steps))
     s, li, lj, dj = _matmul_2d(s, m)
     return (
         s.split(k, ko, ki, chunk)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["cosma_grid", "cosma_steps", "cube_side", "factor2", "factor3", "johnson_side", "solomonik_grid"]
+__all__ = ["cosma_grid", "cosma_steps", "cube_side", "factor2", "factor3", "johnson_side", "solomonik_grid",
+           "summa_steps"]
 
 
 def _divisors(n: int) -> list[int]:
@@ -125,3 +126,22 @@ def cosma_steps(grid: Sequence[int], shape: Sequence[int], memory: int | None, i
             f"COSMA on grid {tuple(grid)} (a tile of A and one column of B and C), but found memory={memory}"
         )
     return max(1, math.ceil(bc / room))
+
+
+# Multiply-adds one processor does in one k-step of SUMMA below which the step is merged with the next: a
+# launch costs about 0.3-1 ms of fixed cost on these machines (Legate's analysis, task starts, the task
+# bodies' Python; bench/breakdown.py), so a step should run a few milliseconds of GEMM (2**26 multiply-adds
+# are about 3 ms on one core at 45 GFLOP/s).
+SUMMA_MIN_STEP = 1 << 26
+
+
+def summa_steps(grid: Sequence[int], shape: Sequence[int]) -> int:
+    """SUMMA's k-steps on `grid` for an (m, n, k) product: one per processor row or column (max(grid)), fewer
+    where a step would give each processor less than `SUMMA_MIN_STEP` multiply-adds, at least one.
+
+    >>> summa_steps((2, 1), (256, 256, 256)), summa_steps((2, 1), (1024, 1024, 1024))
+    (1, 2)
+    """
+    m, n, k = shape
+    per_processor = math.ceil(m / grid[0]) * math.ceil(n / grid[1]) * k
+    return max(1, min(max(grid), per_processor // SUMMA_MIN_STEP))

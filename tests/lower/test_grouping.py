@@ -68,7 +68,7 @@ def test_points_of_a_processor_that_are_not_a_box_run_one_task_each() -> None:
 def test_plan_tasks_counts_what_the_runtime_submits() -> None:
     n = 13
     ops = [dt.Tensor("A", (n, n)), dt.Tensor.from_array("B", np.ones((n, n))), dt.Tensor.from_array("C", np.ones((n, n)))]
-    summa = lower(kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *ops))
+    summa = lower(kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *ops, chunk=7))  # 2 steps (1 by default here)
     assert [t.tasks for t in plan_tasks(summa, 2, enabled=True)] == [2, 2]
     assert [t.tasks for t in plan_tasks(summa, 2, enabled=False)] == [4, 4]
     assert [t.tasks for t in plan_tasks(summa, 4, enabled=True)] == [4, 4]  # one point per processor
