@@ -200,11 +200,10 @@ class Contraction:
         parts += [_describe_pair(p, dtype, xp_name, copied[n] if copied is not None else None)
                   for n, p in enumerate(self.pairs)]
         final = self.pairs[-1].result if self.pairs else self.live[0] if self.live else ""
-        if not self.pairs:
-            parts.append("the operand" if final == self.output else f"transpose {final}->{self.output}")
-        parts[-1] += "; into the output" if final == self.output else \
-            f"; transposed {final}->{self.output} into the output"
-        return "; ".join(parts)
+        into = "into the output" if final == self.output else f"transposed {final}->{self.output} into the output"
+        if not parts:
+            return "copied " + into
+        return "; ".join(parts) + "; " + into
 
     def run(self, operands: Sequence[Any], xp: Any = np, out: Any = None, accumulate: bool = False,
             calls: dict[str, int] | None = None, dtype: Any = None) -> Any:

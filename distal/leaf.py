@@ -256,6 +256,11 @@ class Leaf:
     """Which of `distal.tile_blas`'s routines its float32/float64 NumPy tiles' products run on: "gemm"
     (matrix products), "dot" (INNERPROD's dot), or "" (none; explain() names that BLAS)."""
 
+    @property
+    def contracts(self) -> bool:
+        """Whether the leaf computes its pattern with `distal.contract` (planned per tile shape)."""
+        return self.kernel is _contract
+
     def compute(self, *operands: Any, pattern: str | None = None, xp: Any = np) -> Any:
         """The leaf's pattern over `operands` (their axes in the pattern's order), as one array.
 
@@ -285,7 +290,7 @@ class Leaf:
         """
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
-        if self.kernel is _contract:  # planned per tile shape, written straight into `out` where it can
+        if self.contracts:  # planned per tile shape, written straight into `out` where it can
             contract.plan(self.pattern, operands).run(operands, xp, out=out, accumulate=accumulate, calls=calls)
             return
         if xp is np and self.matmul_into and _matrices(operands):

@@ -486,7 +486,7 @@ def describe(plan: Plan) -> str:
         steps = ", ".join(map(str, g.steps)) or "-"
         lines.append(f"  kernel {g.kernel.name}: launch over ({dist}), sequential steps ({steps}), "
                      f"{len(g.launches)} launch(es)")
-        lines.append(f"    leaf: {g.kernel.describe(fresh=_fresh(plan, g))}")
+        lines.append(f"    leaf: {_leaf_text(plan, g)}")
         for n, launch in enumerate(g.launches):
             lines.append(f"    launch {n}: {_domain_text(g, launch)}")
             for op in launch.operands:
@@ -496,6 +496,17 @@ def describe(plan: Plan) -> str:
         lines.append(f"  reduction into {plan.tensors[plan.reduction.tensor].name}: {plan.reduction.summary()}")
     lines.extend(f"  note: {x}" for x in plan.notes)
     return "\n".join(lines)
+
+
+def _leaf_text(plan: Plan, g: Group) -> str:
+    """What the group's tasks run, as its task body words it for the tiles of its first launch point (the
+    calls `TaskBody.ran` counts when it runs)."""
+    first = next(iter(g.launches), None)
+    if first is None:
+        return g.kernel.describe(fresh=_fresh(plan, g))
+    point = next(first.points())
+    tiles = [tuple(hi - lo for lo, hi in op.box(point, plan.tensors[op.tensor].shape)) for op in first.operands]
+    return g.kernel.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
 
 
 def _domain_text(g: Group, launch: Launch) -> str:

@@ -163,13 +163,36 @@ class SliceStep(Step):
     """A slice-mode block with every view's index worked out: the leaf's own implementation writing or
     adding into the output view (`into`: the leaf's operands), else `value` stored into it."""
 
-    __slots__ = ("accumulate", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
+    __slots__ = ("accumulate", "assign", "dtype", "into", "leaf", "out", "out_axes", "out_idx", "value")
 
     def __init__(self, out: int, out_idx: tuple[Any, ...], accumulate: bool, dtype: Any, leaf: Leaf | None,
                  into: tuple[tuple[int, tuple[Any, ...]], ...] | None, value: BlockValue | None,
-                 out_axes: str) -> None:
+                 out_axes: str, assign: object = None) -> None:
         self.out, self.out_idx, self.accumulate, self.dtype = out, out_idx, accumulate, dtype
         self.leaf, self.into, self.value, self.out_axes = leaf, into, value, out_axes
+        self.assign = assign  # the assignment the block runs (for descriptions)
+
+    def describe(self, tiles: list[Any], xp_name: str = "numpy") -> str | None:
+        """The calls the step runs on `tiles` (arrays or stand-ins of their shapes and strides), worded as
+        `run` counts them in `Counts.ran`; None for a leaf with an implementation of its own (explain words
+        those by the leaf)."""
+        if self.into is not None:
+            leaf = self.leaf
+            assert leaf is not None
+            if leaf.pattern is None or not leaf.contracts:
+                return None
+            views = [tiles[t][idx] for t, idx in self.into]
+            return contract.plan(leaf.pattern, views).describe(self.dtype, xp_name)
+        value = self.value
+        assert value is not None
+        if value.factors is None:
+            return "a broadcast NumPy expression on the block's views"
+        views = [tiles[t][idx] for t, idx in value.factors]
+        text = contract.plan(value.spec, views).describe(self.dtype, xp_name)
+        if value.leaf is not None or value.keep != self.out_axes or (
+                value.scale != 1 and np.dtype(self.dtype).kind not in "fc"):
+            text += f", then {'scaled and ' if value.scale != 1 else ''}stored (broadcast) into the output view"
+        return text
 
     def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
         out = tiles[self.out][self.out_idx]
@@ -214,7 +237,8 @@ class SliceStep(Step):
             return None
         if not self.accumulate:
             return self
-        return SliceStep(self.out, self.out_idx, False, self.dtype, self.leaf, self.into, self.value, self.out_axes)
+        return SliceStep(self.out, self.out_idx, False, self.dtype, self.leaf, self.into, self.value, self.out_axes,
+                         self.assign)
 
 
 @functools.lru_cache(maxsize=1024)

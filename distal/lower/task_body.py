@@ -249,21 +249,32 @@ class TaskBody:
         self._fresh_programs.clear()
         self.walks.clear()
 
-    def describe(self, fresh: bool = False) -> str:
-        """What the leaf of each assignment runs on the tiles, as text; with `fresh` (the launch gets a new
-        `=` output, `run_fresh`), whether each task's one step writes its whole output tile."""
+    def describe(self, fresh: bool = False, point: Sequence[int] | None = None,
+                 tiles: Sequence[Sequence[int]] | None = None) -> str:
+        """What each assignment runs on the tiles, as text; with `fresh` (the launch gets a new `=` output,
+        `run_fresh`), whether each task's one step writes its whole output tile.
+
+        With a launch `point` and the shapes of its `tiles` (explain passes the first point of the first
+        launch), the point's steps are worked out without running them (`steps_at`) and each call is named
+        as it runs: a substituted leaf's implementation, or the contraction `distal.contract` plans for the
+        block's views (routine, shapes, copies: the words `TaskBody.ran` counts when it runs).
+        """
         from distal import tile_blas
         from distal.leaf import einsum_pattern
 
+        planned = self.steps_at(point, tiles) if point is not None and tiles is not None else None
         out = []
         for a in assignments(self.stmt):
             leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if is_product(a.rhs) else None
-            if leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
+            calls = _calls_of(planned[0], planned[1], a) if planned is not None else None
+            if calls:
+                how = "; then ".join(calls)
+            elif leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
                 blas = f"NumPy tiles: {tile_blas.short(leaf.tile_products)}" if leaf.tile_products else "NumPy's BLAS"
                 how = f"the leaf's {leaf.how} ({blas}; CuPy/cuBLAS on GPUs)"
             elif pattern is not None:
-                how = f"numpy.einsum('{pattern}', optimize=True)"
+                how = f"a contraction of '{pattern}' planned per tile (distal.contract)"
             else:
                 how = "a broadcast NumPy expression"
             name = f"{leaf.name} " if leaf is not None else ""
@@ -272,6 +283,24 @@ class TaskBody:
             out.append(f"{a}: {name}{how} on the tiles{writes}")
         out.extend(str(p) for p in self.parallel)
         return "; ".join(out)
+
+    def steps_at(self, point: Sequence[int], tiles: Sequence[Sequence[int]]
+                 ) -> tuple[list[Step | str], list[Any]] | None:
+        """The steps launch point `point` runs on tiles of these shapes (at most `_PLANNED_STEPS`), worked out
+        on stand-in arrays that hold no data, without running any (a loop on a thread pool is its words),
+        with the stand-ins they index. None when the shapes do not fit the operands."""
+        if len(tiles) != len(self.tensors):
+            return None
+        origins = self.origins.get(tuple(int(x) for x in point)) or tuple((0,) * len(s) for s in self.shapes)
+        arrays = [_stand_in(tuple(int(n) for n in shape), t.dtype) for shape, t in zip(tiles, self.tensors)]
+        arrays = [a if shape else a.reshape(()) for a, shape in zip(arrays, self.shapes)]
+        run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], np, record=[],
+                   planning=True)
+        try:
+            run.stmt(self.stmt, dict(zip(self.vars, point)))
+        except _Enough:
+            pass
+        return run.planned, run.tiles
 
     def first_step_writes(self, a: Assign) -> bool:
         """Whether each task runs `a` as one leaf step over its whole output tile: the only assignment, its
@@ -305,7 +334,7 @@ class _Run(Walker):
     """One execution of a task body."""
 
     def __init__(self, body: TaskBody, tiles: list[Any], origin: list[tuple[int, ...]], xp: Any,
-                 record: list[Step] | None = None, fresh: int | None = None) -> None:
+                 record: list[Step] | None = None, fresh: int | None = None, planning: bool = False) -> None:
         self.body = body
         self.ext = body.ext
         self.prov = body.prov
@@ -316,6 +345,8 @@ class _Run(Walker):
         self.record = record  # the steps run so far (the point's program), None when it is not kept
         self.unkept: str | None = None  # why the point's program is not kept
         self.fresh = fresh  # the slot of an output tile that holds no data yet, until a step touches it
+        self.planning = planning  # work the steps out on stand-in arrays without running them (`steps_at`)
+        self.planned: list[Step | str] = []
 
     # -- statements ------------------------------------------------------------
 
@@ -343,6 +374,9 @@ class _Run(Walker):
     def parallel_nest(self, chain: list[IndexVar], p: int, mode: str, a: Assign, env: dict[IndexVar, int]) -> None:
         """`chain` whose loop `chain[p]` is parallel: the loops outside it one by one, then it in `mode`."""
         outer, v, inner = chain[:p], chain[p], chain[p + 1:]
+        if self.planning and mode != "vector":
+            self.planned.append(f"loop {v} in chunks on a thread pool over {a}")
+            raise _Enough
         for values in itertools.product(*(range(self.ext[x]) for x in outer)):
             local = {**env, **dict(zip(outer, values))}
             if mode == "vector":
@@ -555,7 +589,7 @@ class _Run(Walker):
                     and canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
                 into = tuple((t, idx) for t, idx, _ in factors)  # the leaf writes or adds into the output view
         value = None if into is not None else BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
-        return SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes)
+        return SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes, a)
 
     def run_step(self, step: Step) -> None:
         """Run one step of the task body on this run's tiles (and record it for the point's program).
@@ -563,6 +597,13 @@ class _Run(Walker):
         The first step that touches a fresh output tile writes it where it can (`Step.writing`); the
         tile is zero-filled first where it cannot.
         """
+        if self.planning:
+            if isinstance(step, ZeroStep):  # later views index the workspace: a stand-in of its shape
+                self.tiles[step.slot] = _stand_in(step.shape, step.dtype)
+            self.planned.append(step)
+            if len(self.planned) >= _PLANNED_STEPS:
+                raise _Enough
+            return
         run = step
         if self.fresh is not None and step.uses(self.fresh):
             writer = step.writing(self.tiles)
@@ -606,6 +647,42 @@ class _IndexStep(Step):
 
     def uses(self, slot: int) -> bool:
         return any(self.slots[acc.tensor] == slot for acc in (self.a.lhs, *self.a.rhs.accesses()))
+
+
+_PLANNED_STEPS = 64  # steps `TaskBody.steps_at` works out at most (a description needs the first few)
+
+
+class _Enough(Exception):
+    """Planning a point's steps (`TaskBody.steps_at`) went far enough."""
+
+
+def _stand_in(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array of `shape` in C order that holds no data: its views have the strides a tile's would have.
+    Never read (planning only looks at shapes and strides)."""
+    item = np.dtype(dtype).itemsize
+    strides, step = [], item
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype), shape, tuple(reversed(strides)),
+                                           writeable=False)
+
+
+def _calls_of(planned: list[Step | str], tiles: list[Any], a: Assign) -> list[str]:
+    """The calls the planned steps of assignment `a` run, in words, in order, each once (with its count)."""
+    found: dict[str, int] = {}
+    for step in planned:
+        if isinstance(step, str):
+            text = step if str(a) in step else ""
+        elif isinstance(step, SliceStep) and step.assign is a:
+            text = step.describe(tiles) or ""
+        elif isinstance(step, _IndexStep) and step.a is a:
+            text = "index mode: NumPy gathers and scatters over the block's points"
+        else:
+            text = ""
+        if text:
+            found[text] = found.get(text, 0) + 1
+    return [t if n == 1 else f"{t} ({n} blocks)" for t, n in found.items()]
 
 
 def zero_fill(tile: Any) -> None:
