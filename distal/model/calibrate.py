@@ -36,7 +36,12 @@
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
 keyed by host name, core count and NumPy version, and measures only when
-nothing is cached.
+nothing is cached. With `$DISTAL_MACHINE_MODEL` set to a calibration file
+(the cache file of one machine, copied where every process can read it),
+`this_machine()` reads that file and nothing else: it never measures and
+never writes. A run of several ranks needs it: every rank issues the same
+launches only if every rank chooses the same plans, and `Schedule.auto`,
+`dt.einsum` and `build("auto", ...)` choose by this model (docs/multinode.md).
 """
 
 from __future__ import annotations
@@ -56,11 +61,11 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
-from distal.model.hardware import LEAF_KINDS, MachineModel, ProcessorModel
+from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
 from distal.model.links import Link
 
-__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "cache_path", "calibrate", "measure_fixed_costs",
-           "model_of", "this_machine"]
+__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "PINNED", "cache_path", "calibrate", "measure_fixed_costs",
+           "model_of", "pinned_model", "this_machine"]
 
 _VERSION = 10
 
@@ -294,8 +299,28 @@ def model_of(data: dict[str, Any]) -> MachineModel:
                                f"{data.get('fixed_costs_source', 'default')}",))
 
 
+#: A calibration file every process reads instead of measuring (the same model on every rank).
+PINNED = "DISTAL_MACHINE_MODEL"
+
+
+def pinned_model(path: str) -> MachineModel:
+    """The model a calibration file describes (`$DISTAL_MACHINE_MODEL`), read as it is."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return model_of(data)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelError(f"expected {PINNED} to name a calibration file of distal.model.calibrate, but found "
+                         f"{path!r} ({type(error).__name__}: {error})") from error
+
+
 def this_machine(recalibrate: bool = False) -> MachineModel:
-    """The model of this machine: cached calibration (measured now when there is none or `recalibrate`)."""
+    """The model of this machine: cached calibration (measured now when there is none or `recalibrate`).
+
+    With `$DISTAL_MACHINE_MODEL` set, the model of that file (`pinned_model`), whatever `recalibrate` says.
+    """
+    pinned = os.environ.get(PINNED)
+    if pinned:
+        return pinned_model(pinned)
     data = None if recalibrate else _load()
     if data is None:
         data = calibrate()

@@ -204,14 +204,14 @@ def arrivals(model: MachineModel, tiles: Sequence[Sequence[Copy]]) -> tuple[dict
                 if c.round != rnd or d == 0:
                     continue
                 link = model.link_at(d)
-                out, into = (model.port(c.src, d), "out"), (model.port(c.dst, d), "in")
-                busy = max(_port_seconds(load[(*out, rnd)], link.bandwidth, link.latency),
-                           _port_seconds(load[(*into, rnd)], link.bandwidth, link.latency))
-                t = max(before[k].get(c.src, 0.0), free[out], free[into]) + busy
+                sender, receiver = (model.port(c.src, d), "out"), (model.port(c.dst, d), "in")
+                busy = max(_port_seconds(load[(*sender, rnd)], link.bandwidth, link.latency),
+                           _port_seconds(load[(*receiver, rnd)], link.bandwidth, link.latency))
+                t = max(before[k].get(c.src, 0.0), free[sender], free[receiver]) + busy
                 ready[k][c.dst] = max(ready[k][c.dst], t)
                 done[c.dst] = max(done[c.dst], t)
                 ends[k] = max(ends[k], t)
-                for port in (out, into):
+                for port in (sender, receiver):
                     finished[port] = max(finished.get(port, 0.0), t)
         free.update(finished)
     return dict(done), ends

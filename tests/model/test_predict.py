@@ -141,3 +141,22 @@ def test_explain_compares_with_legates_configured_memory(monkeypatch: pytest.Mon
     monkeypatch.delenv("LEGATE_CONFIG")
     assert "distal's default --sysmem " in plan.explain(m)
     assert "(lassen-gpu's processor memory; fits)" in plan.explain(model.lassen_gpu())
+
+
+def test_a_pinned_calibration_file_is_the_model_of_every_process(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """DISTAL_MACHINE_MODEL: read as it is (another host's file too), never measured, never written."""
+    from tests.model.test_rates import THIS_LIKE
+
+    path = tmp_path / "shared.json"
+    path.write_text(json.dumps({**THIS_LIKE, "key": "another-host|64|0|x|v1"}))
+    monkeypatch.setenv("DISTAL_MACHINE_MODEL", str(path))
+    monkeypatch.setenv("DISTAL_CACHE_DIR", str(tmp_path / "cache"))
+
+    def refuse() -> None:
+        raise AssertionError("measured although a calibration file is pinned")
+
+    monkeypatch.setattr(calibrate, "calibrate", refuse)
+    got = model.this_machine(recalibrate=True)
+    assert got == calibrate.model_of(THIS_LIKE)
+    assert not (tmp_path / "cache").exists()
