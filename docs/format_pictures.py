@@ -1,9 +1,11 @@
-"""Draw the pictures of docs/format.md: the distributions of the paper's Figure 5, and a few more.
+"""Draw the pictures of docs/format.md: the distributions of the paper's Figure 5, a few more, and a plan.
 
     python docs/format_pictures.py [OUTDIR]      # default: docs/img
 
-Writes one PNG per distribution, named format_<name>.png. The tests run this
-too (into a temporary folder), so every picture is drawn on every test run.
+Writes one PNG per distribution, named format_<name>.png (`Format.picture`),
+and plan_summa.png, the launches of SUMMA on a 2x2 grid (`Plan.picture`).
+The tests run this too (into a temporary folder), so every picture is drawn
+on every test run.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import distal as dt
 from distal.format import Format, Grid, Machine
-from distal.format.picture import draw
 
 # name -> (distribution text, machine, tensor shape, caption)
 PICTURES: dict[str, tuple[str | list[str], Machine, tuple[int, ...], str]] = {
@@ -26,7 +28,22 @@ PICTURES: dict[str, tuple[str | list[str], Machine, tuple[int, ...], str]] = {
     "uneven": ("xy -> xy", Machine(Grid(4, 2)), (5, 3), "extents that do not divide: an empty tile"),
     "hierarchical": (["xy -> xy", "xy -> x"], Machine(Grid(2, 2), Grid(4, kind="gpu")), (8, 8),
                      "tiles over 2x2 nodes, each tile by rows over a node's 4 GPUs"),
+    "order3": ("xyz -> xy*", Machine(Grid(2, 2, 2)), (4, 4, 4),
+               "a 3-tensor in slices: x and y partitioned, replicated along z"),
 }
+
+
+def summa() -> dt.Schedule:
+    """SUMMA on a 2x2 grid (paper Figure 9): A, B and C in tiles, k in chunks of 4 as the outer loop."""
+    m = dt.Machine(dt.Grid(2, 2))
+    tiles = dt.Format("xy -> xy", m)
+    i, j, k, io, jo, ii, ji, ko, ki = dt.index_vars("i j k io jo ii ji ko ki")
+    A, B, C = (dt.Tensor(name, (8, 8), tiles) for name in "ABC")
+    A[i, j] = B[i, k] * C[k, j]
+    return (A.schedule().distribute([i, j], [io, jo], [ii, ji], m)
+            .split(k, ko, ki, 4).reorder([ko, ii, ji, ki])
+            .communicate(A, jo).communicate([B, C], ko)
+            .substitute([ii, ji, ki], dt.leaf.GEMM))
 
 
 def main(outdir: str | Path | None = None) -> list[Path]:
@@ -34,7 +51,12 @@ def main(outdir: str | Path | None = None) -> list[Path]:
     folder = Path(outdir) if outdir is not None else Path(__file__).resolve().parent / "img"
     written = []
     for name, (spec, machine, shape, _caption) in PICTURES.items():
-        written.append(draw(Format(spec, machine), shape, folder / f"format_{name}.png"))
+        path = folder / f"format_{name}.png"
+        Format(spec, machine).picture(shape, path)
+        written.append(path)
+    path = folder / "plan_summa.png"
+    summa().compile().picture(path)
+    written.append(path)
     return written
 
 

@@ -263,9 +263,9 @@ def figure(plan: Plan, *, steps: int = DEFAULT_STEPS, title: str | None = None) 
     cell_w, cell_h, panel_w, panel_h, font = (v * scale for v in (cell_w, cell_h, panel_w, panel_h, font))
     ncols = max(1, min(len(shown), int(width // (panel_w + 0.3))))
     nrows = math.ceil(len(shown) / ncols)
-    head, foot = 0.9, 1.0
+    head, foot = 1.15, 1.0
     fig_w = max(ncols * (panel_w + 0.3) + 0.4, 7.0)
-    fig_h = nrows * (panel_h + 0.55) + head + foot
+    fig_h = nrows * panel_h + (nrows - 1) * 0.55 + head + foot
     fig = Figure(figsize=(fig_w, fig_h), dpi=110)
     FigureCanvasAgg(fig)
 

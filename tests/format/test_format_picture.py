@@ -30,6 +30,7 @@ def test_docs_pictures_are_drawn(tmp_path: Path) -> None:
     names = {p.name for p in written}
     for figure5 in ("rows", "columns", "tiles", "face", "broadcast"):
         assert f"format_{figure5}.png" in names
+    assert {"format_order3.png", "plan_summa.png"} <= names  # a tensor in slices, a plan's launches
     for path in written:
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
