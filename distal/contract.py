@@ -50,7 +50,7 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["Contraction", "Pair", "Prepare", "plan", "run"]
+__all__ = ["Contraction", "Pair", "Prepare", "plan", "run", "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -697,3 +697,13 @@ def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumul
         return out
     value = _transposed(value, c.pairs[-1].result, c.output, xp)
     return _deliver(value, out, accumulate, xp) if out is not None else value
+
+
+def work(spec: str, extents: dict[str, int], itemsize: int = 8) -> tuple[str, float]:
+    """What a product block over these extents costs the time model: ("GEMM" when a matrix product runs,
+    else "GENERIC") and its operations, for operands laid out in C order (as tiles are)."""
+    inputs, _ = spec.split("->")
+    shapes = tuple(tuple(int(extents[c]) for c in ax) for ax in inputs.split(","))
+    layouts = tuple(tuple(range(len(s))) for s in shapes)
+    c = _plan(spec, shapes, layouts, (itemsize,) * len(shapes))
+    return c.routine, c.flops

@@ -195,6 +195,52 @@ def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
     return list(where.values()), max(ops, 1)
 
 
+def _product_work(plan: Plan) -> Any:
+    """For a statement that is a product of tensors, the work of one launch point as the contraction
+    `distal.contract` plans for its tiles runs it: a function of the point's boxes (tensor index -> box;
+    dimensions not given are whole) returning the leaf kind ("GEMM" where a matrix product runs, else
+    "GENERIC") and the operations. None for other statements (their iterations times operations count)."""
+    from distal import contract
+    from distal.notation.visit import product_factors
+
+    stmt = plan.source
+    if stmt is None:
+        return None
+    factors = product_factors(stmt.rhs)
+    accesses = [f for f in factors if isinstance(f, Access)]
+    if not accesses or not all(isinstance(f, Access | Literal) for f in factors):
+        return None
+    letters: dict[Any, str] = {}
+    for acc in (*accesses, stmt.lhs):
+        for v in acc.indices:
+            if v not in letters:
+                if len(letters) == 52:
+                    return None
+                letters[v] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[len(letters)]
+    present = {v for acc in accesses for v in acc.indices}
+    spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
+        letters[v] for v in stmt.lhs.indices if v in present)
+    index = {t.tensor.uid: n for n, t in enumerate(plan.tensors)}
+    where: dict[Any, tuple[int, int]] = {}
+    for acc in (stmt.lhs, *accesses):
+        n = index.get(acc.tensor.uid)
+        for d, v in enumerate(acc.indices):
+            if n is not None:
+                where.setdefault(v, (n, d))
+    itemsize = plan.output.itemsize
+
+    def at(boxes: dict[int, Any]) -> tuple[str, float]:
+        ext: dict[str, int] = {}
+        for v, c in letters.items():
+            n, d = where[v]
+            box = boxes.get(n)
+            ext[c] = max(box[d][1] - box[d][0], 0) if box is not None else plan.tensors[n].shape[d]
+        kind, flops = contract.work(spec, ext, itemsize)
+        return kind, float(flops)
+
+    return at
+
+
 def _leaf_kind(group: Any) -> str:
     leaves = getattr(group.kernel, "leaves", ())
     return leaves[0][1].name if leaves else "GENERIC"
@@ -274,6 +320,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     if exact and data is None:
         data = stats(plan)  # exact byte counts (distal.lower.explain), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
+    product = _product_work(plan)  # a product's work per point as its contraction runs it (distal.contract)
     proc = model.processor
 
     def holds(n: int, q: tuple[int, ...]) -> list[tuple[tuple[int, int], ...]]:
@@ -318,6 +365,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     seen_by: dict[tuple[int, Any], set[int]] = {}  # (tensor, box) -> real processors an earlier launch copied it to
     for group, launch in launches:
         kinds.append(_leaf_kind(group))
+        generic = product is not None and kinds[-1] == "GENERIC"  # no library leaf: distal.contract runs it
         raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
         buffers: dict[tuple[int, ...], float] = defaultdict(float)
@@ -393,7 +441,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             for n, d in dims:
                 got_box = boxes.get(n)
                 iters *= (got_box[d][1] - got_box[d][0]) if got_box is not None else plan.tensors[n].shape[d]
-            flops = float(iters * ops_per_iter)
+            if generic and product is not None:
+                kinds[-1], flops = product(boxes)
+            else:
+                flops = float(iters * ops_per_iter)
             flops_total += flops
             part = raw[r]
             part[0] += flops
@@ -415,6 +466,8 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     # a point's tiles may be larger than what its leaf computes (a dimension handed whole, the leaf picking
     # its part): the FLOPs are scaled so that all points together compute the statement once
     whole = float(math.prod(plan.tensors[n].shape[d] for n, d in dims) * ops_per_iter)
+    if product is not None and all(_leaf_kind(g) == "GENERIC" for g, _ in launches):
+        whole = product({})[1]
     scale = min(1.0, whole / flops_total) if flops_total > 0 else 1.0
     flops_total *= scale
     comps: list[dict[int, float]] = []
