@@ -87,6 +87,8 @@ OBJECTS: dict[str, Callable[[], Any]] = {
     "Mesh": lambda: dt.Mesh(x=4, y=2),
     "Mesh, keyword axis": lambda: dt.Mesh((("if", 2),)),
     "DistType": lambda: dt.DistType.parse("[32{x,y}512, 128]"),
+    "DistType's Dim": lambda: dt.DistType.parse("[32{x,y}512, 128]").dims[0],
+    "Mesh's FactorAxis": lambda: dt.Mesh(x=4, y=6).factors[3],
     "redistribution Program": _redist_program,
     "redistribution collective": lambda: _redist_program().steps[0],
     "System": lambda: red.a100_system(2),
