@@ -150,9 +150,7 @@ def _tensor_panel(
     for side in ax.spines.values():
         side.set_visible(False)
     names = fmt.distribution.tensor_names[-2:]
-    if small:
-        pass
-    elif len(shape) == 2:
+    if len(shape) == 2 and not small:  # slices: their note names the dimensions
         ax.set_xlabel(f"tensor dimension {names[1]}")
         ax.set_ylabel(f"tensor dimension {names[0]}")
     elif len(shape) == 1:
