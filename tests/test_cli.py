@@ -207,3 +207,32 @@ def test_a_closed_pipe_ends_the_command_quietly() -> None:
     os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.returncode == 141
+
+
+def _placement_section(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index("  placement (before the launches, by each tensor's format):")
+    end = next(n for n in range(start + 1, len(lines)) if not lines[n].startswith("    "))
+    return lines[start + 1:end]
+
+
+@pytest.mark.parametrize("algorithm", [[], ["--algorithm", "summa"]])
+def test_explain_placement_says_one_thing_per_tensor_as_plan_explain_does(
+        algorithm: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 25 item 3: B (formatted on the 2x2 grid, which the default schedule's one point does not use)
+    # was listed both as "held by no processor" and as "read in place in its device blocks"
+    import distal as dt
+
+    assert main(["explain", *MATMUL, "--format", "B=xy -> xy", "--grid", "2x2", *algorithm]) == 0
+    cli = _placement_section(capsys.readouterr().out)
+    assert [line.split(":")[0].strip() for line in cli] == ["A", "B", "C"]
+    m = dt.Machine(dt.Grid(2, 2))
+    A, B, C = dt.Tensor("A", (8, 8)), dt.Tensor("B", (8, 8), dt.Format("xy -> xy", m)), dt.Tensor("C", (8, 8))
+    dt.parse("A(i,j) = B(i,k) * C(k,j)", A=A, B=B, C=C)
+    sched = dt.kernels.build("summa", m, A, B, C) if algorithm else A.schedule()
+    assert cli == _placement_section(sched.compile().explain())
+    if not algorithm:
+        assert cli[1] == ("    B: read in place in its device blocks; its format xy -> xy places it on "
+                          "Machine(Grid(2, 2)), not on the plan's machine (none: one point): no processor of the plan "
+                          "holds it, so what a launch reads of it is counted as received (as from one global store "
+                          "of 512 B)")

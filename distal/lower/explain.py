@@ -47,6 +47,7 @@ from distal.errors import DistalError
 from distal.lower.grouping import configured_processors, plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
+from distal.lower.traffic import Recorder, Split, Traffic, crossing_level
 
 __all__ = ["describe", "explain", "stats"]
 
@@ -107,6 +108,11 @@ class _Owners:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.held: list[dict[tuple[int, ...], list[Box]] | None] = [self._held(info) for info in plan.tensors]
+        # per tensor: each placed tile with the processors holding it (several along broadcast dimensions)
+        self.tiles: list[list[tuple[Box, tuple[tuple[int, ...], ...]]] | None] = [
+            None if held is None else _tiles_of(held) for held in self.held]
+        machine = plan.machine
+        self.level_dims = tuple(g.ndim for g in machine.grids) if machine is not None else (1,)
 
     def _held(self, info: TensorInfo) -> dict[tuple[int, ...], list[Box]] | None:
         fmt = getattr(info.tensor, "format", None)
@@ -130,6 +136,51 @@ class _Owners:
 
     def share(self, n: int, proc: tuple[int, ...]) -> int:
         return _total(self.boxes(n, proc))
+
+    def senders(self, n: int, boxes: Sequence[Box], proc: tuple[int, ...]) -> list[tuple[Box, _Sender]]:
+        """`boxes` of tensor n cut by the tiles that hold them, each with the holder nearest to `proc`
+        (None: the global store, for a tensor its format does not place on the plan's machine)."""
+        tiles = self.tiles[n]
+        if tiles is None:
+            return [(b, None) for b in boxes if not _empty(b)]
+        out: list[tuple[Box, _Sender]] = []
+        for b in boxes:
+            rest = [b]
+            for tile, holders in tiles:
+                part = _clip(b, tile)
+                if part is None:
+                    continue
+                out.append((part, self.nearest(holders, proc)))
+                rest = _minus(rest, [tile])
+            out.extend((r, None) for r in rest)
+        return out
+
+    def nearest(self, holders: Sequence[tuple[int, ...]], proc: tuple[int, ...]) -> tuple[int, ...]:
+        """Of several holders of one tile, the one nearest to `proc`: sharing the most machine levels
+        (the same node first), then the closest coordinate, then the first."""
+        def distance(h: tuple[int, ...]) -> tuple[int, int]:
+            level = crossing_level(h, proc, self.level_dims)
+            return (-(len(self.level_dims) if level is None else level), sum(abs(a - b) for a, b in zip(h, proc)))
+
+        return min(holders, key=distance)
+
+
+_Sender = tuple[int, ...] | None
+
+
+def _tiles_of(held: dict[tuple[int, ...], list[Box]]) -> list[tuple[Box, tuple[tuple[int, ...], ...]]]:
+    by_box: dict[Box, list[tuple[int, ...]]] = {}
+    for proc, boxes in held.items():
+        for b in boxes:
+            by_box.setdefault(b, []).append(proc)
+    return [(b, tuple(sorted(ps))) for b, ps in by_box.items()]
+
+
+def _tagged_minus(pieces: Sequence[tuple[Box, _Sender]], holes: Sequence[Box]) -> list[tuple[Box, _Sender]]:
+    """`pieces` (each with its sender) less every hole."""
+    if not holes:
+        return list(pieces)
+    return [(part, sender) for box, sender in pieces for part in _minus([box], holes)]
 
 
 def _proc_text(p: Sequence[int]) -> str:
@@ -156,8 +207,9 @@ class _Model:
         # per tensor written by the plan: disjoint pieces with their last writer and launch
         self.written: dict[int, list[tuple[Box, tuple[int, ...], int]]] = {}
 
-    def needed(self, n: int, proc: tuple[int, ...], box: Box, launch: int) -> list[Box]:
-        """The parts of `box` processor `proc` must receive before launch number `launch`."""
+    def needed(self, n: int, proc: tuple[int, ...], box: Box, launch: int) -> list[tuple[Box, _Sender]]:
+        """The parts of `box` processor `proc` must receive before launch number `launch`, each with its
+        sender (`_Owners.senders`; the writer for values written earlier in the plan)."""
         info = self.plan.tensors[n]
         home = self.owners.boxes(n, proc)
         cached = self.cache.get((n, proc), [])
@@ -165,8 +217,8 @@ class _Model:
         if pieces is None:  # never written by this plan: its initial values
             if info.output and self.plan.zero_output:
                 return []  # '=': the output starts at zero, made where it is used
-            return _minus(_minus([box], home), cached)
-        need: list[Box] = []
+            return self.owners.senders(n, _minus(_minus([box], home), cached), proc)
+        need: list[tuple[Box, _Sender]] = []
         unwritten = [box]
         for piece, writer, when in pieces:
             part = _clip(box, piece)
@@ -175,12 +227,12 @@ class _Model:
             unwritten = _minus(unwritten, [piece])
             if writer == proc:
                 continue  # it wrote these values and holds them
-            got = [part] if writer != _OWNERS else _minus([part], home)
+            got = [(part, writer)] if writer != _OWNERS else self.owners.senders(n, _minus([part], home), proc)
             if when < launch - 1:  # fetched in the previous launch after this write: still valid
-                got = _minus(got, cached)
+                got = _tagged_minus(got, cached)
             need.extend(got)
         if unwritten and not (info.output and self.plan.zero_output):
-            need.extend(_minus(_minus(unwritten, home), cached))
+            need.extend(self.owners.senders(n, _minus(_minus(unwritten, home), cached), proc))
         return need
 
     def write(self, n: int, box: Box, writer: tuple[int, ...], launch: int) -> None:
@@ -234,6 +286,7 @@ def stats(plan: Plan) -> dict[str, Any]:
     peak_at: dict[str, int] = {}  # the launch at which each processor's peak is reached
     out_launches: list[dict[str, Any]] = []
     warnings: list[str] = []
+    traffic = Recorder(owners.level_dims)
     for index, (group, launch) in enumerate(plan.launches()):
         step_recv: dict[str, int] = {}
         used: dict[tuple[int, tuple[int, ...]], list[Box]] = {}
@@ -253,15 +306,20 @@ def stats(plan: Plan) -> dict[str, Any]:
                 mine = used.setdefault((op.tensor, proc), [])
                 if op.privilege is Privilege.REDUCE_ADD:
                     # a reduction buffer: starts at zero, sent to the tensor's home after the launch
-                    away = _total(_minus([box], owners.boxes(op.tensor, proc)))
+                    sent = owners.senders(op.tensor, _minus([box], owners.boxes(op.tensor, proc)), proc)
+                    for part, home in sent:
+                        traffic.add(index, "reduce", info.name, proc, home, _volume(part) * info.itemsize)
+                    away = sum(_volume(part) for part, _ in sent)
                     reduced[key] = reduced.get(key, 0) + away * info.itemsize
                     extra[key] = extra.get(key, 0) + _volume(box) * info.itemsize
                     written_bytes += _volume(box) * info.itemsize
                     writes.append((op.tensor, box, _OWNERS))
                     continue
                 if op.privilege is not Privilege.WRITE:
-                    need = _minus(model.needed(op.tensor, proc, box, index), mine)
-                    got += _total(need) * info.itemsize
+                    need = _tagged_minus(model.needed(op.tensor, proc, box, index), mine)
+                    for part, sender in need:
+                        traffic.add(index, "read", info.name, sender, proc, _volume(part) * info.itemsize)
+                    got += sum(_volume(part) for part, _ in need) * info.itemsize
                 new = _minus(_minus([box], mine), owners.boxes(op.tensor, proc))
                 extra[key] = extra.get(key, 0) + _total(new) * info.itemsize
                 mine.extend(new)
@@ -302,7 +360,7 @@ def stats(plan: Plan) -> dict[str, Any]:
     real = configured_processors(kind)
     for item, tasks in zip(out_launches, plan_tasks(plan, real), strict=True):
         item.update({"legate_tasks": tasks.tasks, "legate_tasks_why": tasks.why})
-    _returned(plan, owners, model, returned)
+    _returned(plan, owners, model, returned, traffic)
     return {
         "statement": plan.statement,
         "machine": repr(plan.machine) if plan.machine is not None else None,
@@ -329,6 +387,7 @@ def stats(plan: Plan) -> dict[str, Any]:
         "notes": [*plan.notes, *(n for g in plan.groups for n in g.notes)],
         "warnings": warnings,
         "reduction": _reduction_data(plan, plan.reduction),
+        "traffic": traffic.traffic(),
     }
 
 
@@ -350,24 +409,46 @@ _GATHERED_WHY = ("its tiles are not whole blocks or boxes of blocks of its forma
                  "launch point")
 
 
-def _placed_lines(plan: Plan, data: dict[str, Any]) -> list[str]:
-    """Per formatted tensor: read (written) in place from its device blocks, or gathered into one store."""
-    lines: list[str] = []
-    for info in plan.tensors:
-        if info.name in data["gathered"]:
-            if info.output and plan.zero_output:
-                lines.append(f"    {info.name}: gathered into one store: a new one the launches write ({_GATHERED_WHY})"
-                             "; it is laid out by its format after the launches")
-            else:
-                lines.append(f"    {info.name}: gathered into one store before the launches ({_GATHERED_WHY}); "
-                             "the plan reads that store" + (", and it is laid out again by its format after"
-                                                            if info.output else ""))
-        elif info.name in data["in_place"]:
-            lines.append(f"    {info.name}: {'written' if info.output else 'read'} in place in its device blocks")
+def _runtime_text(plan: Plan, n: int, data: dict[str, Any]) -> str:
+    """How the runtime uses formatted tensor n on Legate: in place, gathered, or per-processor partials
+    ("" for a tensor it keeps as one store)."""
+    info = plan.tensors[n]
     red = plan.reduction
-    if red is not None and red.synthesized and placement_layout(plan.tensors[red.tensor]) is not None:
-        lines.append(f"    {plan.tensors[red.tensor].name}: the launches write per-processor partials; the reduced "
-                     "result is one store, laid out by its format after")
+    if red is not None and red.synthesized and n == red.tensor and placement_layout(info) is not None:
+        return ("the launches write per-processor partials; the reduced result is one store, laid out by its "
+                "format after")
+    if info.name in data["gathered"]:
+        if info.output and plan.zero_output:
+            return (f"gathered into one store: a new one the launches write ({_GATHERED_WHY}); it is laid out by "
+                    "its format after the launches")
+        return (f"gathered into one store before the launches ({_GATHERED_WHY}); the plan reads that store"
+                + (", and it is laid out again by its format after" if info.output else ""))
+    if info.name in data["in_place"]:
+        return f"{'written' if info.output else 'read'} in place in its device blocks"
+    return ""
+
+
+def _placement_lines(plan: Plan, data: dict[str, Any]) -> list[str]:
+    """One line per tensor: where its format places it (or why no processor of the plan holds it),
+    then how the runtime uses it (`_runtime_text`); `distal explain` prints the same lines."""
+    lines = ["  placement (before the launches, by each tensor's format):"]
+    per_tensor = data["placement"]["per_tensor"]
+    for n, info in enumerate(plan.tensors):
+        fmt = getattr(info.tensor, "format", None)
+        if info.name in per_tensor:
+            held = ", ".join(f"{p} {_bytes(b)}" for p, b in per_tensor[info.name].items() if b) or "nothing"
+            where = f"held as {fmt}: {held}"
+        else:
+            size = _bytes(data["global_store_bytes"].get(info.name, info.size * info.itemsize))
+            if fmt is None:
+                where = f"no format: one global store of {size}, held by no processor of the plan"
+            else:
+                on = repr(plan.machine) if plan.machine is not None else "none: one point"
+                where = (f"its format {fmt} places it on {fmt.machine!r}, not on the plan's machine ({on}): no "
+                         f"processor of the plan holds it, so what a launch reads of it is counted as received "
+                         f"(as from one global store of {size})")
+        runtime = _runtime_text(plan, n, data)
+        lines.append(f"    {info.name}: " + (f"{runtime}; {where}" if runtime else where))
     return lines
 
 
@@ -375,7 +456,7 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.0f}x" if b else "far more than"
 
 
-def _returned(plan: Plan, owners: _Owners, model: _Model, returned: dict[str, int]) -> None:
+def _returned(plan: Plan, owners: _Owners, model: _Model, returned: dict[str, int], traffic: Recorder) -> None:
     """Bytes of a formatted tensor written away from its owners, sent to them once the plan ends."""
     for n, pieces in model.written.items():
         held = owners.held[n]
@@ -388,7 +469,9 @@ def _returned(plan: Plan, owners: _Owners, model: _Model, returned: dict[str, in
             key = _proc_text(writer)
             for proc, boxes in held.items():
                 if proc != writer:
-                    returned[key] = returned.get(key, 0) + sum(_meet(piece, b) for b in boxes) * itemsize
+                    nbytes = sum(_meet(piece, b) for b in boxes) * itemsize
+                    returned[key] = returned.get(key, 0) + nbytes
+                    traffic.add(None, "return", plan.tensors[n].name, writer, proc, nbytes)
 
 
 def _reduction_data(plan: Plan, red: Reduction | None) -> dict[str, Any] | None:
@@ -530,19 +613,38 @@ def _operand_text(plan: Plan, op: Operand) -> str:
 
 
 def explain(plan: Plan, model: Any = None) -> str:
-    """`describe()` plus placement, then per launch and processor bytes received; totals, peak memory;
-    the predicted time on `model` (`distal.model`; default: this machine, calibrated once)."""
+    """`describe()` plus placement, then per launch who sends what to whom; totals, peak memory, lints and
+    warnings; the predicted time on `model` (`distal.model`; default: this machine, calibrated once).
+
+    The text is assembled here from one function per section, in order.
+    """
     data = stats(plan)
-    lines = [describe(plan), "  placement (before the launches, by each tensor's format):"]
-    for name, per in data["placement"]["per_tensor"].items():
-        held = ", ".join(f"{p} {_bytes(b)}" for p, b in per.items() if b) or "nothing"
-        lines.append(f"    {name}: {held}")
-    formatted = {info.name for info in plan.tensors if getattr(info.tensor, "format", None) is not None}
-    for name, b in data["global_store_bytes"].items():
-        why = "its format does not place it on the plan's machine" if name in formatted else "no format"
-        lines.append(f"    {name}: {why}: counted as one global store of {_bytes(b)}, held by no processor")
-    lines.extend(_placed_lines(plan, data))
-    lines.append("  communication (execution-space model):")
+    from distal.lower.memory import memory_line
+
+    lines = [
+        describe(plan),
+        *_placement_lines(plan, data),
+        *_communication_lines(plan, data),
+        *_total_lines(data),
+        memory_line(plan, data),
+        *(f"  warning: {w}" for w in data["warnings"]),
+        *_reduction_lines(plan),
+    ]
+    from distal.model.predict import explain_lines
+
+    lines.extend(explain_lines(plan, model, data))
+    return "\n".join(lines)
+
+
+# per launch, at most this many rows of its transfers; launches past TABLE_LAUNCHES show their totals only
+TABLE_ROWS = 6
+TABLE_LAUNCHES = 16
+
+
+def _communication_lines(plan: Plan, data: dict[str, Any]) -> list[str]:
+    traffic: Traffic = data["traffic"]
+    lines = ["  communication (execution-space model; sender -> receiver, inside a node or between nodes by the "
+             "machine's levels):"]
     for n, item in enumerate(data["launches"]):
         recv = ", ".join(f"{p} {_bytes(b)}" for p, b in item["received_bytes"].items() if b) or "nothing"
         step = ", ".join(f"{k}={v}" for k, v in item["step"].items())
@@ -554,35 +656,49 @@ def explain(plan: Plan, model: Any = None) -> str:
             lines.append(f"      {item['points']} point(s): {_bytes(per['mean'])} per point on average "
                          f"(max {_bytes(per['max'])}), {_bytes(item['received_total'])} in all; "
                          f"they write {_bytes(item['written_bytes'])}")
-    lines.append(f"  total received {_bytes(data['total_received_bytes'])}, "
-                 f"reduced {_bytes(data['total_reduced_bytes'])}"
-                 + (f", returned to owners {_bytes(data['total_returned_bytes'])}"
-                    if data["total_returned_bytes"] else ""))
+        moved = traffic.of_launch(n)
+        if moved:
+            lines.append(f"      moves {Split.of(moved)}"
+                         + (":" if n < TABLE_LAUNCHES else " (stats()['traffic'] lists every transfer)"))
+            if n < TABLE_LAUNCHES:
+                lines.extend("        " + row for row in traffic.table(n, TABLE_ROWS))
+    after = traffic.of_launch(None)
+    if after:
+        lines.append(f"    once the plan ends: returns to the owners {Split.of(after)}:")
+        lines.extend("        " + row for row in traffic.table(None, TABLE_ROWS))
+    return lines
+
+
+def _total_lines(data: dict[str, Any]) -> list[str]:
+    traffic: Traffic = data["traffic"]
+    split = traffic.split("read")
+    lines = [f"  total received {_bytes(data['total_received_bytes'])}{f' ({split})' if split.total else ''}, "
+             f"reduced {_bytes(data['total_reduced_bytes'])}"
+             + (f", returned to owners {_bytes(data['total_returned_bytes'])}"
+                if data["total_returned_bytes"] else "")]
     for p, b in data["peak_bytes"].items():
         lines.append(f"    processor {p}: placed {_bytes(data['placement']['per_processor'].get(p, 0))}, "
                      f"received {_bytes(data['received_bytes'].get(p, 0))}, "
                      f"reduced {_bytes(data['reduced_bytes'].get(p, 0))}, peak memory {_bytes(b)}")
-    from distal.lower.memory import memory_line
+    return lines
 
-    lines.append(memory_line(plan, data))
-    lines.extend(f"  warning: {w}" for w in data["warnings"])
+
+def _reduction_lines(plan: Plan) -> list[str]:
     red = plan.reduction
-    if red is not None:
-        name = plan.tensors[red.tensor].name
-        if red.synthesized:
-            head = f"synthesized program of collectives over per-processor partials ({red.reason})"
-        else:
-            head = red.reason
-        lines.append(f"  distributed reduction into {name}: {head}")
-        if red.groups:
-            what = "the whole output" if red.whole else "its output tile"
-            lines.append(f"    partial per processor: {list(red.row)} ({what}); processors (device ids) "
-                         f"reduced together: {[list(g) for g in red.groups]}")
-        if red.description:
-            label = "chosen program" if red.synthesized else "the program it would run"
-            lines.append(f"    {label}:")
-            lines.extend("      " + x for x in red.description.splitlines())
-    from distal.model.predict import explain_lines
-
-    lines.extend(explain_lines(plan, model, data))
-    return "\n".join(lines)
+    if red is None:
+        return []
+    name = plan.tensors[red.tensor].name
+    if red.synthesized:
+        head = f"synthesized program of collectives over per-processor partials ({red.reason})"
+    else:
+        head = red.reason
+    lines = [f"  distributed reduction into {name}: {head}"]
+    if red.groups:
+        what = "the whole output" if red.whole else "its output tile"
+        lines.append(f"    partial per processor: {list(red.row)} ({what}); processors (device ids) "
+                     f"reduced together: {[list(g) for g in red.groups]}")
+    if red.description:
+        label = "chosen program" if red.synthesized else "the program it would run"
+        lines.append(f"    {label}:")
+        lines.extend("      " + x for x in red.description.splitlines())
+    return lines
