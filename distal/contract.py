@@ -32,7 +32,7 @@ arrays' strides) to a `calls` counter, so that tests can compare the two.
 >>> x, y = np.ones((4, 5, 6)), np.ones((6, 5, 3))
 >>> c = plan("abc,cbd->ad", (x, y))
 >>> print(c.describe())
-GEMM [4x30] @ [30x3] by numpy.matmul, copies: operand 2 (transposed, 90 elements); into the output
+GEMM [4x30] @ [30x3] by numpy.matmul, copying operand 2 (90 elements); into the output
 >>> c.run((x, y), np).shape
 (4, 3)
 """
