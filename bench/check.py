@@ -16,27 +16,32 @@ in interleaved rounds (each round runs every method once, so load from
 elsewhere affects all alike), and each figure is the median. A run whose
 memory need exceeds the machine's available memory is refused (exit 2).
 Timed: distal's `plan.run()` and a fence, cuPyNumeric's call and a fence
-(each result ready on Legate), NumPy's call. The recorded higher-order
-ratios are the baseline `python bench/suite.py --interleaved` measures with
-this script's method at the same sizes (the `check` section of
-bench/results/suite_interleaved.json; suite.json's `summary` where there is
-none), SUMMA's come from bench/results/matmul.json (`numpy`, `distal`) of
-this checkout (`--against DIR` for another folder). A ratio that fell by
-more than `--tolerance` (default 15 %) of its recorded value is printed,
-and the exit status is 1.
+(each result ready on Legate), NumPy's call.
+
+A run is compared only with a baseline measured on the same kind of CPU
+(`_common.cpu_kind`: vendor, family and vector extensions, which decide the
+kernels NumPy's, cuPyNumeric's and distal's BLAS run): the higher-order
+ratios of the newest `python bench/suite.py --interleaved` record from such
+a CPU (its `check` section, measured by this script's method at the same
+sizes) and SUMMA's of the newest `bench/matmul.py` record from one, found
+among the dated records of the results folder and its history.json
+(`--against DIR` for another folder). With no such record it prints the
+ratios, says which kinds of CPU have baselines, and compares nothing. A
+ratio that fell by more than `--tolerance` (default 15 %) of its recorded
+value is printed, and the exit status is 1.
 
 Run it before merging a change that may affect performance (kernels,
 leaves, lowering, the runtime), on a quiet machine: `distal bench check` or
 `python bench/check.py [--rounds N] [--tolerance F]`. `--quick` is a smoke
 run at small sizes: it prints the ratios and compares nothing (ratios depend
-on the size). Writes check.json (the new ratios, the recorded ones, what
-fell) with the machine description to the results folder.
+on the size). Records check.json (the new ratios, the recorded ones and
+where they come from, what fell, the CPU kind and the BLAS kernels each
+library ran) in the results folder's record of the day and commit.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -48,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # its neighbours (_common, suite, matmul), also when loaded by path
 RECORDED = HERE / "results"
 KERNELS = ("ttv", "innerprod", "ttm", "mttkrp")
 AGAINST = ("numpy", "cupynumeric")
@@ -72,45 +79,68 @@ class Fall:
         return f"{self.name}: {self.new:.2f}x, recorded {self.recorded:.2f}x ({self.change:+.0%})"
 
 
-def recorded_ratios(folder: Path = RECORDED) -> dict[str, float]:
-    """The last recorded ratios (higher is better for distal) by name, e.g. `ttm_vs_numpy`, `summa_vs_numpy`.
+@dataclass(frozen=True)
+class Baseline:
+    """What a run is compared with: the recorded ratios (higher is better for distal) by name, e.g.
+    `ttm_vs_numpy`, `summa_vs_numpy`, the sizes they were measured at, and the records they come from."""
 
-    The higher-order ratios come from the `check` section of
-    suite_interleaved.json (measured by this script's method at its sizes, in
-    the suite's run); a folder without one gives suite.json's `summary`.
-    """
-    out: dict[str, float] = {}
-    baseline = _check_baseline(folder)
-    if baseline is not None:
-        for name, value in baseline.get("ratios", {}).items():
+    ratios: dict[str, float]
+    higher: dict[str, tuple[int, int]]
+    matmul_n: int
+    sources: tuple[str, ...]
+
+
+def _has_check(data: dict[str, Any]) -> bool:
+    found = data.get("check")
+    return isinstance(found, dict) and bool(found.get("ratios")) and not found.get("quick")
+
+
+def _has_summa(data: dict[str, Any]) -> bool:
+    return bool(data.get("distal", {}).get("summa_2x2_chunk4096", {}).get("seconds")
+                and data.get("numpy", {}).get("seconds"))
+
+
+def recorded(kind: str | None, folder: Path = RECORDED) -> Baseline:
+    """The newest baseline measured on a CPU of `kind` (`_common.cpu_kind`): the higher-order ratios of the
+    `check` section of the newest full `suite_interleaved` record (measured by this script's method at its
+    sizes, in the suite's run), SUMMA's from the newest `matmul` record (bench/matmul.py). A kind no record
+    has gives no ratios (check's own sizes, nothing to compare with)."""
+    import _common
+
+    ratios: dict[str, float] = {}
+    higher = check_sizes()
+    n = 4096
+    sources: list[str] = []
+    found = _common.find("suite_interleaved", kind, folder, _has_check)
+    if found is not None:
+        where, data = found
+        for name, value in data["check"]["ratios"].items():
             if name.split("_vs_")[0] in KERNELS:
-                out[name] = float(value)
-    else:
-        suite = folder / "suite.json"
-        if suite.is_file():
-            summary = json.loads(suite.read_text()).get("summary", {})
-            for name in KERNELS:
-                row = summary.get(f"{name}_p2", {})
-                for who in AGAINST:
-                    if f"vs_{who}" in row:
-                        out[f"{name}_vs_{who}"] = float(row[f"vs_{who}"])
-    matmul = folder / "matmul.json"
-    if matmul.is_file():
-        data = json.loads(matmul.read_text())
-        summa = data.get("distal", {}).get("summa_2x2_chunk4096", {}).get("seconds")
-        numpy_s = data.get("numpy", {}).get("seconds")
-        if summa and numpy_s:
-            out["summa_vs_numpy"] = float(numpy_s) / float(summa)
-    return out
+                ratios[name] = float(value)
+        for name, size in data["check"].get("sizes", {}).items():
+            if name in higher:
+                higher[name] = (int(size[0]), int(size[1]))
+        sources.append(where)
+    found = _common.find("matmul", kind, folder, _has_summa)
+    if found is not None:
+        where, data = found
+        summa = float(data["distal"]["summa_2x2_chunk4096"]["seconds"])
+        ratios["summa_vs_numpy"] = float(data["numpy"]["seconds"]) / summa
+        n = int(data.get("n", n))
+        sources.append(where)
+    return Baseline(ratios, higher, n, tuple(sources))
 
 
-def _check_baseline(folder: Path) -> dict[str, Any] | None:
-    """The `check` section of folder/suite_interleaved.json (a full run's, not a --quick one's), if any."""
-    path = folder / "suite_interleaved.json"
-    if not path.is_file():
-        return None
-    found = json.loads(path.read_text()).get("check")
-    return found if isinstance(found, dict) and found.get("ratios") and not found.get("quick") else None
+def recorded_kinds(folder: Path = RECORDED) -> list[str]:
+    """The CPU kinds of the suite's records that hold a baseline, newest first."""
+    import _common
+
+    kinds: list[str] = []
+    for _, data in _common.records("suite_interleaved", folder):
+        kind = _common.cpu_kind(data.get("machine"))
+        if _has_check(data) and kind is not None and kind not in kinds:
+            kinds.append(kind)
+    return kinds
 
 
 def check_sizes(quick: bool = False) -> dict[str, tuple[int, int]]:
@@ -123,26 +153,6 @@ def check_sizes(quick: bool = False) -> dict[str, tuple[int, int]]:
     if quick:
         return {k: (max(8, n // 10), max(1, l // 10)) for k, (n, l) in CHECK_SIZES.items()}
     return dict(CHECK_SIZES)
-
-
-def recorded_sizes(folder: Path = RECORDED) -> tuple[dict[str, tuple[int, int]], int]:
-    """The sizes the recorded ratios were measured at: the higher-order kernels' (n, l), and matmul's n."""
-    higher = check_sizes()
-    n = 4096
-    baseline = _check_baseline(folder)
-    suite = folder / "suite.json"
-    if baseline is not None:
-        for name, size in baseline.get("sizes", {}).items():
-            if name in higher:
-                higher[name] = (int(size[0]), int(size[1]))
-    elif suite.is_file():
-        for name, row in json.loads(suite.read_text()).get("higher", {}).items():
-            if name in higher and "size" in row:
-                higher[name] = (int(row["size"][0]), int(row["size"][1]))
-    matmul = folder / "matmul.json"
-    if matmul.is_file():
-        n = int(json.loads(matmul.read_text()).get("n", n))
-    return higher, n
 
 
 def compare(recorded: Mapping[str, float], new: Mapping[str, float], tolerance: float = TOLERANCE) -> list[Fall]:
@@ -323,12 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, default=RECORDED, help="folder of the recorded results")
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 round, no comparison (a smoke run)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(HERE))
     import _common
     from suite import check_host_memory
 
-    recorded = recorded_ratios(args.against)
-    higher, n = recorded_sizes(args.against)
+    kind = _common.cpu_kind({"cpu": _common.cpu()})
+    base = recorded(kind, args.against)
+    higher, n = base.higher, base.matmul_n
     rounds = args.rounds
     if args.quick:
         higher, n, rounds = check_sizes(quick=True), 256, 1
@@ -347,18 +357,24 @@ def main(argv: list[str] | None = None) -> int:
 
     samples = measure(higher, n, rounds, report)
     new = ratios(samples)
-    falls = [] if args.quick else compare(recorded, new, args.tolerance)
+    falls = [] if args.quick else compare(base.ratios, new, args.tolerance)
     for name in sorted(new):
-        was = recorded.get(name)
+        was = base.ratios.get(name)
         print(f"{name:28s} {new[name]:6.2f}x" + (f"   recorded {was:.2f}x" if was is not None else ""))
-    path = _common.write("check", {
+    path = _common.record("check", {
         "quick": args.quick, "rounds": rounds, "tolerance": args.tolerance, "sizes": {"higher": higher, "matmul_n": n},
-        "ratios": new, "recorded": recorded, "fell": [str(f) for f in falls],
+        "cpu_kind": kind, "blas": _common.blas_kernels(), "baseline": list(base.sources),
+        "ratios": new, "recorded": base.ratios, "fell": [str(f) for f in falls],
         "seconds": {k: statistics.median(v) for k, v in samples.items() if v},
         "loadavg": list(os.getloadavg()),
     })
     if args.quick:
         print("smoke run at small sizes: nothing compared")
+    elif not base.ratios:
+        others = recorded_kinds(args.against)
+        print(f"no baseline from this kind of CPU ({kind}): nothing compared; the recorded baselines are from "
+              + ("; ".join(others) if others else "no CPU") + "; record one here with "
+              "`python bench/suite.py --interleaved` on a quiet machine")
     elif falls:
         print(f"fell by more than {args.tolerance:.0%}:")
         for f in falls:

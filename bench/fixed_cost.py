@@ -173,7 +173,7 @@ def main() -> None:
     previous = _common.labels("fixed_cost")
     previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
                             "legate_config": os.environ.get("LEGATE_CONFIG", "")}
-    path = _common.write("fixed_cost", {
+    path = _common.record("fixed_cost", {
         "what": "plan.run() + fence, median over interleaved rounds; cProfile calls and seconds per task point",
         "labels": previous,
     })

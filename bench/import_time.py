@@ -21,7 +21,7 @@ import sys
 import tempfile
 from typing import Any
 
-from _common import write  # bench/ is on sys.path when run as a script
+import _common  # bench/ is on sys.path when run as a script
 
 _PROBE = (
     "import sys, time; start = time.perf_counter(); import {module}; seconds = time.perf_counter() - start; "
@@ -74,7 +74,7 @@ def main() -> None:
     # numpy is most of it; on a loaded machine every import slows alike, so record distal's own share too.
     record["distal_over_numpy_s"] = round(record["distal"]["median_s"] - record["numpy"]["median_s"], 4)
     record["load_average_1min"] = round(os.getloadavg()[0], 2)
-    path = write("import_time", record)
+    path = _common.record("import_time", record)
     print(f"wrote {path}")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from _common import median_seconds, write  # bench/ is on sys.path when run as a script
+from _common import median_seconds, record  # bench/ is on sys.path when run as a script
 
 import distal as dt
 from distal.lower import task_body as kernel
@@ -61,7 +61,7 @@ def main() -> None:
     block = _plan(2000, fuse=False)
     per_point = _seconds(block, None) / 2000**2
     print(f"slice block, 2000x2000 unfused: {per_point * 1e9:.2f} ns per point")
-    path = write("kernel_modes", {"fused": rows, "slice_block_ns_per_point": round(per_point * 1e9, 2)})
+    path = record("kernel_modes", {"fused": rows, "slice_block_ns_per_point": round(per_point * 1e9, 2)})
     print(f"wrote {path}")
 
 

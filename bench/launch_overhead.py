@@ -31,7 +31,6 @@ import numpy as np
 from distal import runtime as rt
 
 R, RW = rt.Privilege.READ, rt.Privilege.READ_WRITE
-RESULTS = _common.RESULTS / "launch_overhead.json"  # bench/results/ unless distal bench --results
 
 
 def _noop(point: tuple[int, ...], *tiles: np.ndarray) -> None:
@@ -147,15 +146,18 @@ def _mapping_cost(touch: int, launches: int, repeats: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Measure and write bench/results/launch_overhead.json."""
+    """Measure and record launch_overhead.json (`_common.record`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None, help="file to write (default: the dated record)")
     options = parser.parse_args()
     record = measure(options.launches, options.repeats)
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(json.dumps(record, indent=2) + "\n")
+    if options.out is None:
+        print(f"wrote {_common.record('launch_overhead', record)}")
+    else:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
+        options.out.write_text(json.dumps({"machine": _common.machine(), **record}, indent=2) + "\n")
     print(json.dumps({"results": record["results"], "behaviour_4": record["behaviour_4"]},
                      indent=2))
 

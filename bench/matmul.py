@@ -36,7 +36,6 @@ import distal as dt
 from distal.format.format import Format
 from distal.lower import lower
 
-RESULTS = _common.RESULTS / "matmul.json"  # bench/results/ unless distal bench --results
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
 
 
@@ -219,7 +218,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="file to write (default: the dated record matmul.json, _common.record)")
     options = parser.parse_args()
     n, repeats = options.n, options.repeats
     rng = np.random.default_rng(0)
@@ -287,12 +287,15 @@ def main() -> None:
     record["launch_overhead"] = _launch_overhead(repeats)
     record["rotation"] = _rotation(repeats)
     print("rotation:", json.dumps(record["rotation"]), flush=True)
-    record["machine"] = info.as_dict()
+    record["legate_machine"] = info.as_dict()
     record["load_average_after"] = list(os.getloadavg())
     record["environment"] = {"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
                              "LEGATE_CONFIG": os.environ.get("LEGATE_CONFIG")}
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(json.dumps(record, indent=2) + "\n")
+    if options.out is None:
+        print(f"wrote {_common.record('matmul', record)}")
+    else:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
+        options.out.write_text(json.dumps({"machine": _common.machine(), **record}, indent=2) + "\n")
     print(json.dumps({"best": record["best"], "compile_summa_ms": record["compile_summa_ms"],
                       "launch_overhead": record["launch_overhead"]}, indent=2))
 

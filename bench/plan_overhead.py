@@ -117,7 +117,7 @@ def main() -> None:
     previous = _common.labels("plan_overhead")
     previous[args.label] = {"plans": figures, "rounds": args.rounds, "loadavg": list(load),
                             "cores": os.cpu_count()}
-    path = _common.write("plan_overhead", {
+    path = _common.record("plan_overhead", {
         "what": "A(i) = B(i) and A(i) += B(i), n = 8, Grid(4): one plan.run() + fence, median over rounds",
         "labels": previous,
     })

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import RESULTS, Progress, median_seconds, write
+from _common import Progress, blas_kernels, median_seconds, record, record_path
 
 HERE = Path(__file__).resolve().parent
 MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
@@ -262,6 +262,7 @@ def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
         gc.collect()
         rt.fence()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["blas"] = blas_kernels()  # the kernels NumPy's, cuPyNumeric's and distal's BLAS ran in this process
     return out
 
 
@@ -332,6 +333,8 @@ def higher_systems() -> tuple[str, ...]:
 CALIBRATION = {"ttv": (300, 0), "innerprod": (300, 0), "ttm": (150, 900), "mttkrp": (200, 128)}
 QUICK_CALIBRATION = {"ttv": (40, 0), "innerprod": (40, 0), "ttm": (20, 90), "mttkrp": (24, 16)}
 TARGET_NUMPY_S = 0.2  # aimed at, so that the measured NumPy median stays at 0.1 s or more under noise
+# the sizes measured: where NumPy takes about 0.2 s, and where it takes about 0.03 s (the fixed costs show there)
+TARGETS_NUMPY_S = (TARGET_NUMPY_S, 0.03)
 MIN_NUMPY_S = 0.1  # the issue's condition on the sizes
 RUNTIME_MIB = 768.0  # a Legate process's own resident memory (runtime, Python, libraries: about 0.5 GB), with room
 NUMPY_RUNTIME_MIB = 400.0  # a NumPy-only child's own resident memory
@@ -525,7 +528,7 @@ def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: i
         times.append(time.perf_counter() - t0)
     return {"system": system, "kernel": name, "size": [n, l], "seconds": times, "setup_s": setup,
             "fingerprint": fingerprint(host(result)), "legate_config": os.environ.get("LEGATE_CONFIG"),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "blas": blas_kernels()}
 
 
 def calibrate_child(bases: dict[str, tuple[int, int]], repeats: int = 3) -> dict[str, float]:
@@ -599,6 +602,7 @@ def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
     samples: dict[str, list[float]] = {f"{k}:{s}": [] for k in sizes for s in systems}
     prints: dict[str, dict[str, list[float]]] = {k: {} for k in sizes}
     children = []
+    blas: dict[str, Any] = {}  # per system, the BLAS libraries its child loaded and the kernels each runs
     for job in higher_plan(sizes, rounds, systems):
         name, system = job["kernel"], job["system"]
         n, l = job["size"]
@@ -612,13 +616,14 @@ def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
         wall = time.perf_counter() - start
         samples[f"{name}:{system}"].extend(part["seconds"])
         prints[name][system] = part["fingerprint"]
+        blas[system] = part.get("blas", {})
         children.append({**job, "seconds": part["seconds"], "setup_s": part["setup_s"], "wall_s": wall,
                          "peak_rss_mib": part["peak_rss_mib"]})
         progress(f"{label}: {part['seconds'][0]:.3f} s (peak RSS {part['peak_rss_mib']:.0f} MiB, "
                  f"estimated {job['need_mib']:.0f}; child {wall:.0f} s)")
         if record is not None:
-            record({**summarise_higher(samples, prints), "children": list(children)})
-    return {**summarise_higher(samples, prints), "children": children}
+            record({**summarise_higher(samples, prints), "children": list(children), "blas": blas})
+    return {**summarise_higher(samples, prints), "children": children, "blas": blas}
 
 
 def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None,
@@ -705,7 +710,7 @@ def plot(results: dict[str, Any]) -> list[Path]:
         ax.set_title(f"float64 matmul, n = {n} (numpy: 2 BLAS threads, no Legate)")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        path = RESULTS / f"suite_matmul_{n}.png"
+        path = record_path(f"suite_matmul_{n}.png")
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)
@@ -726,7 +731,7 @@ def plot(results: dict[str, Any]) -> list[Path]:
         ax.set_title("higher-order kernels, 2 CPU processors")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        path = RESULTS / "suite_higher.png"
+        path = record_path("suite_higher.png")
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)
@@ -746,8 +751,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", nargs="*", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=None,
                         help="interleaved rounds after the warm-up (default 5; 1 with --quick)")
-    parser.add_argument("--target", type=float, default=None,
-                        help=f"NumPy seconds the higher-order sizes aim at (default {TARGET_NUMPY_S}; 0.003 quick)")
+    parser.add_argument("--target", type=float, nargs="*", default=None,
+                        help="NumPy seconds the higher-order sizes aim at, one measurement per value (default "
+                             f"{' and '.join(map(str, TARGETS_NUMPY_S))}; 0.003 with --quick)")
     parser.add_argument("--sample-child", choices=(*SYSTEMS, NUMPY_AVX512), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--shape", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-child", action="store_true", help=argparse.SUPPRESS)
@@ -811,7 +817,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "vs_cupynumeric": row["cupynumeric"] / row["distal"],
                                  "vs_numpy": results["numpy"]["higher"][name] / row["distal"]}
     results["summary"] = summary
-    path = write("suite_quick" if args.quick else "suite", results)
+    path = record("suite_quick" if args.quick else "suite", results)
     if not args.quick:
         plot(results)
     print(json.dumps(summary, indent=2))
@@ -826,19 +832,25 @@ def check_child(rounds: int, quick: bool) -> dict[str, Any]:
     higher = check.check_sizes(quick)
     samples = check.measure(higher, 0, rounds)
     return {"sizes": {k: list(v) for k, v in higher.items()}, "rounds": rounds, "ratios": check.ratios(samples),
-            "seconds": {k: float(np.median(v)) for k, v in samples.items() if v}, "quick": quick}
+            "seconds": {k: float(np.median(v)) for k, v in samples.items() if v}, "quick": quick,
+            "blas": blas_kernels()}
 
 
-def higher_sizes(quick: bool, target: float, kernels_: list[str], timeout: float) -> dict[str, Any]:
-    """Calibrate NumPy (a child without Legate) and choose each kernel's size (`choose_size`)."""
+def calibrate(quick: bool, kernels_: list[str], timeout: float) -> dict[str, float]:
+    """NumPy's time of each kernel at its calibration size (a child without Legate)."""
     bases = QUICK_CALIBRATION if quick else CALIBRATION
     names = [k for k in bases if k in kernels_]
-    times = _child(["--calibrate-child", *(["--quick"] if quick else []), "--kernels", *names], numpy_env(),
-                   timeout=timeout)
+    return _child(["--calibrate-child", *(["--quick"] if quick else []), "--kernels", *names], numpy_env(),
+                  timeout=timeout)
+
+
+def higher_sizes(quick: bool, target: float, times: dict[str, float]) -> dict[str, Any]:
+    """Each calibrated kernel's size for NumPy to take about `target` seconds (`choose_size`)."""
+    bases = QUICK_CALIBRATION if quick else CALIBRATION
     have = available_mib()
     budget = 0.9 * have if have is not None else 16000.0  # the needs are upper bounds; a tenth is left over
     return {name: {**choose_size(name, bases[name], times[name], target, budget), "available_mib": have}
-            for name in names}
+            for name in bases if name in times}
 
 
 def interleaved_main(args: argparse.Namespace) -> int:
@@ -872,27 +884,38 @@ def interleaved_main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     results: dict[str, Any] = {"sizes": sizes, "repeats": repeats}
     if not args.no_higher:
-        target = args.target if args.target is not None else (0.003 if args.quick else TARGET_NUMPY_S)
-        sizing = higher_sizes(args.quick, target, kernels_, args.timeout)
-        chosen = {k: (int(v["size"][0]), int(v["size"][1])) for k, v in sizing.items()}
-        for name, (n, _) in chosen.items():
-            if n == 0:
-                raise MemoryError(f"expected room for {name} at its calibration size, but found "
-                                  f"{sizing[name]['available_mib']:.0f} MiB available; run on a quieter machine")
-        count = len(higher_plan(chosen, repeats, higher_systems())) + 2  # and the calibration, and check's baseline
+        targets = args.target or ([0.003] if args.quick else list(TARGETS_NUMPY_S))
+        times = calibrate(args.quick, kernels_, args.timeout)
+        sizing_by = {t: higher_sizes(args.quick, t, times) for t in targets}
+        chosen_by = {t: {k: (int(v["size"][0]), int(v["size"][1])) for k, v in sz.items()}
+                     for t, sz in sizing_by.items()}
+        for t, chosen in chosen_by.items():
+            for name, (n, _) in chosen.items():
+                if n == 0:
+                    raise MemoryError(f"expected room for {name} at its calibration size, but found "
+                                      f"{sizing_by[t][name]['available_mib']:.0f} MiB available; run on a quieter "
+                                      "machine")
+        count = sum(len(higher_plan(c, repeats, higher_systems())) for c in chosen_by.values()) + 2
         progress = Progress(count + len(jobs))  # children so far go to suite_interleaved_partial.json
-        progress.step("calibration: " + ", ".join(f"{k} ({n}, {l}) wanted n={sizing[k]['wanted_n']}"
-                                                  + (" (memory)" if sizing[k]["capped_by_memory"] else "")
-                                                  for k, (n, l) in chosen.items()))
+        progress.step("calibration: " + "; ".join(
+            f"{t} s: " + ", ".join(f"{k} ({n}, {l})" + (" (memory)" if sizing_by[t][k]["capped_by_memory"] else "")
+                                   for k, (n, l) in chosen.items()) for t, chosen in chosen_by.items()))
         partial = f"suite_interleaved_partial{'_quick' if args.quick else ''}"
+        by_target: dict[str, Any] = {}
+        for t, chosen in chosen_by.items():
 
-        def record(so_far: dict[str, Any]) -> None:
-            write(partial, {"higher_sizes": {k: list(v) for k, v in chosen.items()},
-                            "higher": {**so_far, "sizing": sizing}, "repeats": repeats})
+            def save(so_far: dict[str, Any], t: float = t, chosen: dict[str, tuple[int, int]] = chosen) -> None:
+                record(partial, {"higher_targets": {**by_target, str(t): {
+                    "higher_sizes": {k: list(v) for k, v in chosen.items()},
+                    "higher": {**so_far, "sizing": sizing_by[t]}}}, "repeats": repeats})
 
-        higher = run_higher(chosen, repeats, args.timeout, progress.step, record)
-        results["higher_sizes"] = {k: list(v) for k, v in chosen.items()}
-        results["higher"] = {**higher, "sizing": sizing, "method": HIGHER_METHOD.format(rounds=repeats)}
+            higher = run_higher(chosen, repeats, args.timeout, progress.step, save)
+            by_target[str(t)] = {"target_numpy_s": t, "higher_sizes": {k: list(v) for k, v in chosen.items()},
+                                 "higher": {**higher, "sizing": sizing_by[t],
+                                            "method": HIGHER_METHOD.format(rounds=repeats)}}
+        first = by_target[str(targets[0])]
+        results["higher_targets"] = by_target  # every target; "higher" is the first (0.2 s by default)
+        results["higher_sizes"], results["higher"] = first["higher_sizes"], first["higher"]
         import check
 
         check_higher = check.check_sizes(args.quick)
@@ -908,7 +931,8 @@ def interleaved_main(args: argparse.Namespace) -> int:
         check_host_memory(label, host_need_mib(sysmem, words))
         part = _child(child_args, legate_env(sysmem), timeout=args.timeout)
         for n, row in part["matmul"].items():
-            matmul_part[n] = {**row, "legate_config": part["legate_config"], "peak_rss_mib": part["peak_rss_mib"]}
+            matmul_part[n] = {**row, "legate_config": part["legate_config"], "peak_rss_mib": part["peak_rss_mib"],
+                              "blas": part.get("blas", {})}
         progress.step(f"{label} (--sysmem {sysmem}, peak RSS {part['peak_rss_mib']:.0f} MiB)")
     method = (f"matmul: median of {repeats} interleaved rounds after a warm-up round, one Legate process "
               "(--cpus 2) per size, --sysmem sized for it, numpy with 2 BLAS threads set around each run; "
@@ -916,7 +940,7 @@ def interleaved_main(args: argparse.Namespace) -> int:
     results = {"method": method, **results, "matmul": matmul_part,
                "seconds_total": time.perf_counter() - start, "loadavg_after": list(os.getloadavg())}
     quick = "_quick" if args.quick else ""
-    path = write(f"suite_interleaved{quick}", results)
+    path = record(f"suite_interleaved{quick}", results)
     print(json.dumps({"higher": results["higher"].get("ratios", {}),
                       "numpy_seconds": results["higher"].get("numpy_seconds", {}),
                       "matmul": {n: {k: r[k] for k in ("best", "vs_numpy", "vs_cupynumeric")}
@@ -925,8 +949,8 @@ def interleaved_main(args: argparse.Namespace) -> int:
         sweep = {"method": method, "sizes": sizes, "repeats": repeats, "algorithms": SWEEP_ALGORITHMS,
                  "matmul": matmul_part, "seconds_total": results["seconds_total"],
                  "loadavg_after": results["loadavg_after"]}
-        sweep_path = write(f"matmul_sweep{quick}", sweep)
-        plot_sweep(sweep, RESULTS / f"matmul_sweep{quick}.png")
+        sweep_path = record(f"matmul_sweep{quick}", sweep)
+        plot_sweep(sweep, record_path(f"matmul_sweep{quick}.png"))
         print(f"wrote {sweep_path} and its plot")
     print(f"wrote {path} in {results['seconds_total']:.0f} s")
     return 0

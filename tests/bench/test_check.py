@@ -49,38 +49,61 @@ def test_ratios_are_the_others_median_over_distals(check: ModuleType) -> None:
     assert check.ratios(samples) == {"ttv_vs_numpy": 0.5, "ttv_vs_cupynumeric": 2.0}
 
 
-def test_recorded_ratios_are_read_from_suite_and_matmul_results(check: ModuleType, tmp_path: Path) -> None:
-    (tmp_path / "suite.json").write_text(json.dumps({
-        "higher": {"ttm": {"size": [30, 90]}},
-        "summary": {"ttm_p2": {"vs_numpy": 0.55, "vs_cupynumeric": 2.8}, "matmul_4096_p2": {"vs_numpy": 0.9}}}))
-    (tmp_path / "matmul.json").write_text(json.dumps({
-        "n": 1024, "numpy": {"seconds": 1.5}, "distal": {"summa_2x2_chunk4096": {"seconds": 1.0}}}))
-    assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.55, "ttm_vs_cupynumeric": 2.8,
-                                               "summa_vs_numpy": 1.5}
-    higher, n = check.recorded_sizes(tmp_path)
-    assert higher["ttm"] == (30, 90) and n == 1024
+AVX2 = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse4_2 avx avx2 fma\n"
+AVX512 = AVX2.replace("25", "26").replace("fma", "fma avx512f avx512bw avx512vl avx512dq avx512cd")
 
 
-def test_the_checkouts_recorded_results_give_every_tracked_ratio(check: ModuleType) -> None:
-    names = set(check.recorded_ratios())
-    assert {f"{k}_vs_{w}" for k in check.KERNELS for w in check.AGAINST} | {"summa_vs_numpy"} <= names
+def _record(folder: Path, day: str, name: str, cpuinfo: str, data: dict[str, Any]) -> None:
+    """A dated record as bench/_common.record writes it, measured on the CPU `cpuinfo` describes."""
+    from _common import cpu  # type: ignore[import-not-found]
+
+    (folder / f"{day}_abc1234").mkdir(exist_ok=True)
+    (folder / f"{day}_abc1234" / f"{name}.json").write_text(json.dumps(
+        {"machine": {"cpu": cpu(cpuinfo)}, "recorded": f"{day} 12:00:00", **data}))
 
 
-def test_the_baseline_is_the_check_section_the_suite_records(check: ModuleType, tmp_path: Path) -> None:
-    (tmp_path / "suite.json").write_text(json.dumps({  # the old layout: used only without a check section
-        "higher": {"ttm": {"size": [30, 90]}}, "summary": {"ttm_p2": {"vs_numpy": 0.55, "vs_cupynumeric": 2.8}}}))
-    baseline: dict[str, Any] = {"sizes": {"ttm": [40, 80], "ttv": [60, 0]}, "rounds": 5, "quick": False,
-                                "ratios": {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}}
-    interleaved = {"higher": {"ratios": {"ttm_vs_numpy": 9.0}}, "check": baseline}  # higher: the suite's sizes
-    (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
-    assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0}
-    higher, n = check.recorded_sizes(tmp_path)
-    assert higher["ttm"] == (40, 80) and higher["ttv"] == (60, 0) and n == 4096
-    assert higher["mttkrp"] == check.CHECK_SIZES["mttkrp"]  # not recorded: check's own
-    baseline["quick"] = True  # a smoke run's baseline is no baseline
-    (tmp_path / "suite_interleaved.json").write_text(json.dumps(interleaved))
-    assert check.recorded_ratios(tmp_path) == {"ttm_vs_numpy": 0.55, "ttm_vs_cupynumeric": 2.8}
-    assert check.recorded_sizes(tmp_path)[0]["ttm"] == (30, 90)
+def _suite(ratios: dict[str, float], sizes: dict[str, list[int]], quick: bool = False) -> dict[str, Any]:
+    return {"higher": {"ratios": {"ttm_vs_numpy": 9.0}},  # the suite's own sizes: not check's baseline
+            "check": {"sizes": sizes, "rounds": 5, "quick": quick, "ratios": ratios}}
+
+
+def test_a_run_is_compared_with_the_newest_baseline_from_its_kind_of_cpu(check: ModuleType, tmp_path: Path) -> None:
+    from _common import cpu, cpu_kind  # type: ignore[import-not-found]
+
+    avx2, avx512 = cpu_kind({"cpu": cpu(AVX2)}), cpu_kind({"cpu": cpu(AVX512)})
+    assert avx2 != avx512 and "avx2" in avx2 and "avx512f" in avx512
+    assert cpu_kind({"cpu": cpu(AVX2.replace("model\t\t: 1", "model\t\t: 17"))}) == avx2  # another model: alike
+    _record(tmp_path, "2026-01-01", "suite_interleaved", AVX2, _suite({"ttm_vs_numpy": 0.7}, {"ttm": [40, 80]}))
+    _record(tmp_path, "2026-02-01", "suite_interleaved", AVX2, _suite({"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0},
+                                                                      {"ttm": [40, 80], "ttv": [60, 0]}))
+    _record(tmp_path, "2026-03-01", "suite_interleaved", AVX2, _suite({"ttm_vs_numpy": 5.0}, {}, quick=True))
+    _record(tmp_path, "2026-04-01", "suite_interleaved", AVX512, _suite({"ttm_vs_numpy": 1.9}, {"ttm": [50, 90]}))
+    _record(tmp_path, "2026-02-02", "matmul", AVX2, {"n": 1024, "numpy": {"seconds": 1.5},
+                                                      "distal": {"summa_2x2_chunk4096": {"seconds": 1.0}}})
+    base = check.recorded(avx2, tmp_path)  # the newest full run from this kind: not the quick one, not AVX-512's
+    assert base.ratios == {"ttm_vs_numpy": 0.9, "ttv_vs_cupynumeric": 4.0, "summa_vs_numpy": 1.5}
+    assert base.higher["ttm"] == (40, 80) and base.higher["ttv"] == (60, 0) and base.matmul_n == 1024
+    assert base.higher["mttkrp"] == check.CHECK_SIZES["mttkrp"]  # not recorded: check's own
+    assert len(base.sources) == 2 and all("2026-02-0" in where for where in base.sources)
+    assert check.recorded(avx512, tmp_path).ratios == {"ttm_vs_numpy": 1.9}
+    assert check.recorded_kinds(tmp_path) == [avx512, avx2]
+
+
+def test_a_kind_of_cpu_without_a_record_has_no_baseline(check: ModuleType, tmp_path: Path) -> None:
+    from _common import cpu, cpu_kind  # type: ignore[import-not-found]
+
+    _record(tmp_path, "2026-04-01", "suite_interleaved", AVX512, _suite({"ttm_vs_numpy": 1.9}, {"ttm": [50, 90]}))
+    base = check.recorded(cpu_kind({"cpu": cpu(AVX2)}), tmp_path)
+    assert base.ratios == {} and base.sources == () and base.higher == check.check_sizes()
+
+
+def test_the_checkouts_history_keeps_the_avx512_baseline(check: ModuleType) -> None:
+    history = json.loads((BENCH / "results" / "history.json").read_text())
+    kinds = {r["data"]["machine"]["cpu"]["kind"] for r in history["records"]}
+    assert len(kinds) == 1
+    base = check.recorded(kinds.pop())
+    assert {f"{k}_vs_{w}" for k in check.KERNELS for w in check.AGAINST} | {"summa_vs_numpy"} <= set(base.ratios)
+    assert all("history.json" in where for where in base.sources)
 
 
 def test_the_quick_check_runs_small_sizes(check: ModuleType) -> None:
