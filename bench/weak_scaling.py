@@ -8,14 +8,19 @@ Higher-order kernels (TTV, innerprod, TTM, MTTKRP): B of n x n x n with n
 growing with the cube root of the node count (paper 7.2; the paper gives no
 initial sizes, ours are below). 1 to 256 nodes, square and non-square counts.
 
-Plans are compiled from shadow tensors (shapes, no data) with one abstract
-processor per node, as the paper runs DISTAL with one rank per node: the
-node's processors (4 V100s, or 2 POWER9 sockets) are one processor of the
-model with their summed rates, memory and memory bandwidth, and the node's
-port to the network (InfiniBand EDR) is the link between them; traffic
-inside a node is not timed. Bytes are estimated from the formats
-(`predict(..., exact=False)`: explain's exact accounting takes minutes at this
-scale). Writes bench/results/weak_scaling.json and weak_scaling_matmul.png,
+Plans are compiled from shadow tensors (shapes, no data) on one abstract
+processor per GPU or per CPU socket, as the paper's Figure 15 counts them
+("we model each CPU socket as an abstract DISTAL processor", 7.1.1; Johnson's
+algorithm "when the number of GPUs is a perfect cube", 7.1.2): the library's
+machine for `nodes * per_node` processors (`kernels.machine`), timed on
+`lassen_gpu()` (4 V100 per node, two per socket on NVLink, the X-bus between
+sockets, EDR out) or `lassen_cpu()` (2 sockets per node). Each processor has
+its own memory, the copies of a launch share the ports of their links
+(`distal.model.transfers`), and a tile read by many processors is delivered
+as Legion of the paper's time did it (copies from the nearest valid
+instance). Bytes are estimated from the formats (`predict(..., exact=False)`:
+explain's exact accounting takes minutes at this scale). Writes
+bench/results/weak_scaling.json and weak_scaling_matmul.png,
 weak_scaling_higher.png (per-node GFLOP/s, or GB/s for TTV and innerprod).
 
 Run: `python bench/weak_scaling.py` or `distal bench weak-scaling`
@@ -40,15 +45,11 @@ MATMUL_N0 = {"cpu": 8192, "gpu": 20000}
 HIGHER_N0 = {"ttv": (1024, 0), "innerprod": (768, 0), "ttm": (512, 512), "mttkrp": (512, 64)}
 
 
-def node_model(kind: str) -> Any:
-    """One Lassen node as one processor: the model's processors summed; the node's port as the only link."""
+def machine_model(kind: str) -> Any:
+    """A Lassen node as the paper used it: 4 V100 processors, or 2 POWER9 socket processors."""
     from distal import model
-    from distal.model.hardware import ProcessorModel
 
-    base = model.lassen_gpu() if kind == "gpu" else model.lassen_cpu()
-    p, k = base.processor, base.per_node
-    node = ProcessorModel(p.kind, {name: rate * k for name, rate in p.flops.items()}, p.bandwidth * k, p.memory * k)
-    return base.with_(name=f"lassen-{kind}-node", processor=node, per_node=1, intra=base.inter)
+    return model.lassen_gpu() if kind == "gpu" else model.lassen_cpu()
 
 
 def _shapes(name: str, nodes: int, kind: str) -> list[tuple[int, ...]]:
@@ -85,22 +86,29 @@ def predict_case(name: str, nodes: int, kind: str) -> dict[str, Any]:
     letters = "aBCD" if name == "innerprod" else "ABCD"
     ops = [dt.Tensor(x, s) for x, s in zip(letters, shapes)]
     shape = (shapes[0][0], shapes[0][1], shapes[1][1]) if name in MATMUL else None
-    machine = kernels.machine(name, nodes, shape)
+    mm = machine_model(kind)
+    procs = nodes * mm.per_node
+    machine = kernels.machine(name, procs, shape)
     t0 = time.perf_counter()
     plan = kernels.build(name, machine, *ops).compile()
     compile_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    pred = model.predict(plan, node_model(kind), nodes, exact=False)
+    pred = model.predict(plan, mm, procs, exact=False)
     predict_s = time.perf_counter() - t1
     work, unit = _work(name, shapes)
     rate = work / pred.seconds / 1e9 / nodes
-    inter = max((r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor), default=0.0)
-    return {"algorithm": name, "kind": kind, "nodes": nodes, "shape": [list(s) for s in shapes],
-            "machine": repr(machine), "launches": plan.launch_count(), "compile_seconds": compile_s,
-            "predict_seconds": predict_s, "seconds": pred.seconds, "per_node": rate, "unit": unit,
-            "fits": pred.fits, "peak_bytes_per_node": pred.peak_bytes, "max_inter_node_bytes": inter,
+    into_node: dict[int, float] = {}
+    for r in pred.per_processor:
+        into_node[r["node"]] = into_node.get(r["node"], 0.0) + r["inter_bytes"]
+    reduced = max((r["reduced_bytes"] for r in pred.per_processor), default=0.0)
+    return {"algorithm": name, "kind": kind, "nodes": nodes, "processors": procs,
+            "shape": [list(s) for s in shapes], "machine": repr(machine), "launches": plan.launch_count(),
+            "compile_seconds": compile_s, "predict_seconds": predict_s, "seconds": pred.seconds, "per_node": rate,
+            "unit": unit, "fits": pred.fits, "peak_bytes_per_processor": pred.peak_bytes,
+            "memory_per_processor": pred.memory_bytes, "idle_processors": pred.idle,
+            "max_inter_node_bytes": max(into_node.values(), default=0.0), "max_reduced_bytes": reduced,
             "compute_seconds": pred.compute_seconds, "comm_seconds": pred.comm_seconds,
-            "exposed_comm_seconds": pred.exposed_comm_seconds}
+            "exposed_comm_seconds": pred.exposed_comm_seconds, "runtime_seconds": pred.launch_seconds}
 
 
 def plot(rows: list[dict[str, Any]]) -> list[Path]:
@@ -160,27 +168,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", default=",".join(map(str, NODES)))
     parser.add_argument("--algorithms", default=",".join((*MATMUL, *HIGHER_N0)))
+    parser.add_argument("--kinds", default="cpu,gpu", help="cpu, gpu or both")
     args = parser.parse_args(argv)
     nodes = [int(x) for x in args.nodes.split(",")]
     names = args.algorithms.split(",")
     rows = []
-    for kind in ("cpu", "gpu"):
+    for kind in args.kinds.split(","):
         for name in names:
             for n in nodes:
                 row = predict_case(name, n, kind)
                 rows.append(row)
                 print(f"{kind} {name} {n} nodes: {row['per_node']:.0f} {row['unit']}/node, {row['seconds']:.3g} s, "
-                      f"{'fits' if row['fits'] else 'OUT OF MEMORY'}, compile {row['compile_seconds']:.2f} s",
+                      f"{'fits' if row['fits'] else 'OUT OF MEMORY'} ({row['peak_bytes_per_processor'] / 2**30:.1f} "
+                      f"GiB), compile {row['compile_seconds']:.2f} s, predict {row['predict_seconds']:.2f} s",
                       file=sys.stderr, flush=True)
-    from distal import model
-
     at_max = [r for r in rows if r["nodes"] == max(nodes)]
     summary = {
         "max_nodes": max(nodes),
         "compile_seconds_at_max_nodes": {f"{r['kind']} {r['algorithm']}": round(r["compile_seconds"], 3)
                                          for r in at_max},
-        "models": {k: node_model(k).describe() for k in ("cpu", "gpu")},
-        "per_processor_models": {"cpu": model.lassen_cpu().describe(), "gpu": model.lassen_gpu().describe()},
+        "models": {k: machine_model(k).describe() for k in ("cpu", "gpu")},
     }
     write("weak_scaling", {"summary": summary, "rows": rows,
                            "note": "predicted by distal.model (not measured); see docs/scaling.md. "
