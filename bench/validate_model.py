@@ -215,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from distal import model
 
+    load_before = list(os.getloadavg())
     t0 = time.perf_counter()
     described = model.this_machine().describe()  # calibrated (and cached) before the children read it
     rows: list[dict[str, Any]] = []
@@ -223,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += _run_child(p, args.quick, repeats)
     summary, lib, autos = summarize(rows)
     summary["wall_seconds"] = time.perf_counter() - t0
+    summary["loadavg_before"] = load_before
     summary["loadavg_after"] = list(os.getloadavg())
     table = [f"{a['kind']} {a['size']} on {a['processors']}: auto {a['measured_seconds'] * 1e3:.1f} ms "
              f"({a['chosen']}) vs best {a['best_library']} {a['best_library_seconds'] * 1e3:.1f} ms: "

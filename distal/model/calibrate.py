@@ -294,6 +294,7 @@ def model_of(data: dict[str, Any]) -> MachineModel:
     fixed = {k: float(data.get(k, v)) for k, v in DEFAULT_FIXED_COSTS.items()}
     return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=fixed["launch_seconds"],
                         task_seconds=fixed["task_seconds"], plan_seconds=fixed["plan_seconds"], serial_tasks=True,
+                        shared_memory=True,
                         overlap=0.3, cores=cores,
                         notes=(f"calibrated {data.get('measured', '?')}; fixed costs "
                                f"{data.get('fixed_costs_source', 'default')}",))

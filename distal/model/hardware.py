@@ -221,7 +221,11 @@ class MachineModel:
     slower). `plan_seconds` is paid once per run of a plan (issuing it,
     reading its output back). With `serial_tasks` the per-task cost is paid
     one task after the other by the whole node (Python task bodies under one
-    interpreter lock per process, as Legate runs them).
+    interpreter lock per process, as Legate runs them). With `shared_memory`
+    the processors of a node share one memory (Legate's CPU processors of one
+    process and its system memory): a tile that one instance holds whole is
+    read in place by every processor, and only a tile assembled from several
+    instances is copied, whole, into a new one.
 
     >>> m = lassen_gpu()
     >>> [m.distance(0, q) for q in range(6)]  # same GPU, same socket, same node, other node
@@ -249,6 +253,7 @@ class MachineModel:
     fold: str = "fold"
     radix: int = 8
     launch_point_seconds: float = 0.0
+    shared_memory: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:

@@ -403,6 +403,8 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                         if at == r:
                             continue
                         lacks, holders = size, {at}
+                        if model.shared_memory:  # one instance holds it whole: read in place
+                            continue
                     else:
                         others = [(b, w_) for b, w_ in prior if w_ != r and _meet(box, b)]
                         lacks = min(size, sum(_meet(box, b) for b, _w in others))
@@ -515,6 +517,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             holder_index[n] = BoxIndex(boxes)
         return holder_index[n].holders(box) or {0}
 
+    def covering(n: int, box: tuple[tuple[int, int], ...]) -> set[int]:
+        holders_of(n, box)  # builds the index
+        return holder_index[n].covering(box)
+
     red_share = {a: float(reduced_abs.get(_key(a), 0)) / e if e > 0 else 0.0 for a, e in red_est.items()}
     synthesized = plan.reduction is not None and plan.reduction.synthesized
     reducing = [k for k, pl in enumerate(per_launch) if pl[4]]
@@ -532,6 +538,10 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             needs = {r: b for r, b in needs.items() if b > 0}
             if not needs:
                 continue
+            if model.shared_memory:  # one memory: read in place from one instance, or assembled whole in a new one
+                if tile.tensor >= 0 and (owners.held[tile.tensor] is None or covering(tile.tensor, tile.box)):
+                    continue
+                needs = dict.fromkeys(needs, tile.size)
             holders = tile.holders | holders_of(tile.tensor, tile.box) if tile.tensor >= 0 else tile.holders
             deliveries.append(deliver(model, sorted(holders), needs))
         arrived, _ = arrivals(model, deliveries)

@@ -235,29 +235,37 @@ class BoxIndex:
         self.axes: list[list[tuple[int, int]]] = [sorted({b[d] for b in self.boxes}) for d in range(ndim)]
         self.grid = all(_disjoint(axis) for axis in self.axes)
 
-    def holders(self, box: tuple[tuple[int, int], ...]) -> set[int]:
+    def covering(self, box: tuple[tuple[int, int], ...]) -> set[int]:
+        """The processors holding one box that contains all of `box`."""
         if box in self.boxes:
             return set(self.boxes[box])
         out: set[int] = set()
+        for b in self._meeting(box):
+            if all(bl <= lo and hi <= bh for (lo, hi), (bl, bh) in zip(box, b)):
+                out |= self.boxes[b]
+        return out
+
+    def _meeting(self, box: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], ...]]:
         if not self.grid:
-            for b, procs in self.boxes.items():
-                if all(min(h, bh) > max(lo, bl) for (lo, h), (bl, bh) in zip(box, b)):
-                    out |= procs
-            return out
+            return [b for b in self.boxes if all(min(h, bh) > max(lo, bl) for (lo, h), (bl, bh) in zip(box, b))]
         per_dim: list[list[tuple[int, int]]] = []
         for (lo, hi), axis in zip(box, self.axes):
-            k = bisect.bisect_right(axis, (lo, math.inf)) - 1
-            k = max(k, 0)
+            k = max(bisect.bisect_right(axis, (lo, math.inf)) - 1, 0)
             hits = []
             while k < len(axis) and axis[k][0] < hi:
                 if axis[k][1] > lo:
                     hits.append(axis[k])
                 k += 1
             per_dim.append(hits)
-        for combo in _product(per_dim):
-            found = self.boxes.get(combo)
-            if found:
-                out |= found
+        return [combo for combo in _product(per_dim) if combo in self.boxes]
+
+    def holders(self, box: tuple[tuple[int, int], ...]) -> set[int]:
+        """The processors holding a box that meets `box`."""
+        if box in self.boxes:
+            return set(self.boxes[box])
+        out: set[int] = set()
+        for b in self._meeting(box):
+            out |= self.boxes[b]
         return out
 
 

@@ -139,3 +139,22 @@ def test_a_plan_over_a_gpus_memory_is_flagged() -> None:
     assert not got.fits and got.peak_bytes > v100.processor.memory and "DOES NOT FIT" in got.summary()
     bigger = v100.with_(processor=ProcessorModel("gpu", v100.processor.flops, v100.processor.bandwidth, 31 << 30))
     assert model.predict(plan, bigger, 128, exact=False).fits
+
+
+def test_one_shared_memory_reads_whole_instances_in_place_and_copies_assembled_tiles() -> None:
+    """Legate's CPUs of one process share its memory: b held whole by processor 0 is read in place; a row tile of
+    a column-distributed B spans two instances and is assembled, whole, into a new one."""
+    shared = _flat(64, shared_memory=True)
+    plan, _size = _broadcast_plan(4, 1 << 20)
+    assert plan.predict(shared).comm_seconds == 0.0  # type: ignore[attr-defined]
+    i, j, io, ii = dt.index_vars("i j io ii")
+    m = dt.Machine(dt.Grid(2))
+    n = 1024
+    A = dt.Tensor("A", (n, n), format=dt.Format("xy -> x", m))
+    B = dt.Tensor("B", (n, n), format=dt.Format("yx -> x", m))
+    A[i, j] = B[i, j]
+    rows_from_cols = A.schedule().distribute([i], [io], [ii], m).communicate(A, io).compile()
+    tile = 8.0 * n * n / 2
+    got = rows_from_cols.predict(shared)
+    assert got.comm_seconds == pytest.approx(tile / BW)  # the whole tile, not the half held elsewhere
+    assert rows_from_cols.predict(_flat(64)).comm_seconds == pytest.approx(tile / 2 / BW)
