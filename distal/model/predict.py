@@ -31,7 +31,10 @@ and step the model adds:
   in a round share its bandwidth (`transfers.arrivals`): a processor's data
   has arrived when its last copy has. The bytes are the exact ones of
   `distal.lower.explain.stats` (what earlier launches left on a processor is
-  not sent again), split over the tiles as the formats split them;
+  not sent again), split over the tiles as the formats split them. With
+  `MachineModel.shared_memory` (this machine) nothing is sent: a tile one
+  instance holds whole is read in place, and a tile spanning several
+  instances is copied whole into a new one by its reader (the `intra` link);
 - reductions after the step: the contributions to a tile a processor does
   not hold reach its holder as copies (`MachineModel.fold`: folded into the
   holder one after the other, or a collective tree; `transfers.collect`); a
@@ -533,15 +536,20 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         else:
             scale_of = dict.fromkeys(est_need, 1.0)
         deliveries: list[list[Copy]] = []
+        assembled: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])  # shared memory: bytes, copies
         for tile in readers.values():
+            if model.shared_memory:  # one memory: read in place from one instance, or assembled whole in a new one
+                if tile.tensor >= 0 and (owners.held[tile.tensor] is None or covering(tile.tensor, tile.box)):
+                    continue
+                for r in tile.need:
+                    if max(scale_of.get(a, 0.0) for a in tile.readers[r]) > 0:
+                        assembled[r][0] += tile.size
+                        assembled[r][1] += 1
+                continue
             needs = {r: b * max(scale_of.get(a, 0.0) for a in tile.readers[r]) for r, b in tile.need.items()}
             needs = {r: b for r, b in needs.items() if b > 0}
             if not needs:
                 continue
-            if model.shared_memory:  # one memory: read in place from one instance, or assembled whole in a new one
-                if tile.tensor >= 0 and (owners.held[tile.tensor] is None or covering(tile.tensor, tile.box)):
-                    continue
-                needs = dict.fromkeys(needs, tile.size)
             holders = tile.holders | holders_of(tile.tensor, tile.box) if tile.tensor >= 0 else tile.holders
             deliveries.append(deliver(model, sorted(holders), needs))
         arrived, _ = arrivals(model, deliveries)
@@ -552,6 +560,9 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                     inter_total[cp.dst] += cp.nbytes
                 elif d > 0:
                     intra_total[cp.dst] += cp.nbytes
+        for r, (nbytes, copies_) in assembled.items():  # each processor copies into its new instances
+            arrived[r] = arrived.get(r, 0.0) + model.intra.seconds(nbytes, int(copies_))
+            intra_total[r] += nbytes
         recv: dict[int, float] = {r: t for r, t in arrived.items() if t > 0}
         red: dict[int, float] = defaultdict(float)
         for a, (near, far) in red_where.items():
