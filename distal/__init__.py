@@ -37,6 +37,7 @@ from distal.sizes import MachineDim, Param
 if TYPE_CHECKING:
     import distal.kernels as kernels
     import distal.runtime as runtime
+    from distal.kernels import einsum, einsum_plan
     from distal import reduction
     from distal.redist import DistType, Mesh, Program, synthesize
     from distal.reduction import System, plan_reduction
@@ -80,6 +81,8 @@ __all__ = [
     "exp",
     "index_vars",
     "kernels",
+    "einsum",
+    "einsum_plan",
     "leaf",
     "parse",
     "plan_reduction",
@@ -122,6 +125,10 @@ def _lazy(name: str) -> object:
         return distal.kernels
     if name == "reduction":
         import distal.reduction
+    if name in ("einsum", "einsum_plan"):
+        import distal.kernels
+
+        return getattr(distal.kernels, name)
 
         return distal.reduction
     if name == "runtime":

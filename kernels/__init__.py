@@ -23,10 +23,11 @@ from distal.schedule import Schedule
 
 from ._algorithms import ALGORITHMS, Algorithm
 from ._auto import Candidate, candidates
-from ._search import auto_schedule
+from ._einsum import cache_info, clear_cache, einsum, einsum_plan
+from ._search import Option, auto_schedule, options, realise
 
-__all__ = ["ALGORITHMS", "Algorithm", "Candidate", "auto_schedule", "build", "candidates", "describe", "machine",
-           "names"]
+__all__ = ["ALGORITHMS", "Algorithm", "Candidate", "Option", "auto_schedule", "build", "cache_info", "candidates",
+           "clear_cache", "describe", "einsum", "einsum_plan", "machine", "names", "options", "realise"]
 
 
 def names() -> list[str]:

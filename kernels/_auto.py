@@ -136,11 +136,27 @@ def _best(cands: list[Candidate]) -> Candidate:
 
 def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, model: Any = None,
                **params: Any) -> Schedule:
-    """The library schedule predicted fastest for the operands on `machine.size` processors."""
-    from . import build
+    """The library schedule predicted fastest for the operands on `machine.size` processors.
+
+    Where the output's statement is none of the library's algorithms (or the operands fit none), the
+    schedule `Schedule.auto` chooses for that statement (`distal.kernels.search`).
+    """
+    from . import _same_up_to_renaming, build
+    from ._search import auto_schedule
 
     if not isinstance(machine, Machine):
         raise DistalError(f"expected a Machine for auto, but found {machine!r}")
+    ops = tuple(operands)
+    stmt = ops[0].assignment if ops and isinstance(ops[0], Tensor) else None
+    library = [a for a in ALGORITHMS.values() if _fits(a, ops)]
+    if stmt is not None and not any(_same_up_to_renaming(a, ops, stmt) for a in library):
+        return auto_schedule(ops[0].schedule(), machine, memory=memory, model=model)
+    if not library:
+        orders = ", ".join(str(t.order) for t in ops if isinstance(t, Tensor))
+        raise DistalError(
+            f"expected operands matching a library algorithm ({', '.join(ALGORITHMS)}), but found orders "
+            f"({orders}); for any other statement, write it first (e.g. R[a, b, c, d] = T[a, b, i, j] * V[c, d, i, j]) "
+            f"and call build('auto', machine, R, ...) or R.schedule().auto(machine), or use dt.einsum")
     cands = candidates(machine, *operands, memory=memory, model=model)
     ok = [c for c in cands if c.fits] or cands
     best = _best(cands)

@@ -1,17 +1,439 @@
-"""`Schedule.auto`: a schedule for any statement, chosen by distal's time model (work in progress)."""
+"""`Schedule.auto`: a schedule for any statement, chosen by distal's time model.
+
+Candidates, each compiled on shadow tensors (same names, shapes, dtypes and
+formats, no data) and timed by `distal.model.predict` on `machine.size`
+processors:
+
+* one task on one processor (the statement's default schedule);
+* the index variables distributed onto 1-, 2- and 3-D grids of the
+  processors (every grid shape whose sides multiply to the processor count,
+  a 1-D grid over-decomposed twice as fine), free variables and summed ones
+  alike (a summed variable distributed is a reduction across processors,
+  as COSMA and Johnson do), the variables with the largest extents first;
+  tensors without a format get the one that puts each tile where the
+  launch point computing it runs (partitioned along distributed variables,
+  replicated along the others, an output of a distributed sum held by the
+  first processor of that dimension);
+* a split of the largest summed variable into sequential steps whose tiles
+  are fetched step by step (`communicate`), where the whole tiles would not
+  fit the memory bound;
+* the algorithm library's schedules (`kernels.candidates`) where the
+  statement is one of its algorithms' up to renaming;
+* for `dt.einsum` (`eager=True`), running the statement eagerly in the
+  calling process with NumPy, no Legate tasks: predicted as the one-task
+  plan's leaf work without the runtime's fixed costs, plus reading back
+  operands that live on Legate; the Legate candidates then pay for copying
+  host operands onto Legate. `DISTAL_EAGER=0` in the environment leaves
+  this candidate out (every einsum then runs on Legate).
+
+The fastest candidate whose peak memory per processor fits the bound
+(`memory=` bytes, else the model's processor memory) wins; a plan leaving
+processors idle wins only when predicted faster than every plan using them
+all. The winner is built on the real tensors: an ordinary Schedule (its
+trace replays it) whose notes, shown by explain(), list every candidate with
+its predicted time, bytes moved and peak memory.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from distal.errors import NotSupportedYet
+from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
+from distal.format import Format
 from distal.format.machine import Grid, Machine
+from distal.notation.ast import Access, Assignment, Expr, IndexVar
+from distal.notation.tensor import Tensor
+from distal.notation.variable import Bindings, TensorVar
+from distal.notation.visit import ExprRewriter, product_factors
 from distal.schedule import Schedule
 
-__all__ = ["auto_schedule"]
+__all__ = ["Option", "auto_schedule", "default_machine", "options", "realise"]
+
+_TOP_VARS = 4  # variables (largest extents) tried on grids of two and three dimensions
+_STEPS = (2, 4, 8, 16, 32)  # sequential steps tried for a summed variable when tiles do not fit
+_EAGER_OVERHEAD = 30e-6  # seconds: an eager run's Python (planning cached, one task body call)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One schedule auto considers, with its plan's predicted numbers, and how to build it."""
+
+    kind: str  # "one task", "distributed", "library", "eager"
+    what: str  # in words
+    seconds: float
+    comm_bytes: int  # most bytes one processor receives and reduces
+    peak_bytes: int  # most memory one processor holds
+    fits: bool
+    idle: int  # processors that run nothing
+    vars: tuple[IndexVar, ...] = ()
+    grid: tuple[int, ...] = ()
+    split: tuple[IndexVar, int] | None = None  # a summed variable in this many sequential steps
+    algorithm: str = ""
+    order: tuple[int, ...] = ()  # the statement's inputs in the algorithm's operand order
+    machine: Machine | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self) -> str:
+        idle = f", {self.idle} processor(s) idle" if self.idle else ""
+        fit = "" if self.fits else " (over the memory bound)"
+        return (f"{self.what}: predicted {_fmt(self.seconds)}, moves {_bytes(self.comm_bytes)} per processor, "
+                f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def default_machine(kind: str | None = None) -> Machine:
+    """Every processor the running Legate has (GPUs where it has any, else CPUs) as a 1-D machine; before
+    Legate starts, the processors its configuration (LEGATE_CONFIG) asks for."""
+    import distal.runtime as rt
+    from distal.lower.grouping import configured_processors
+
+    if rt.is_started():
+        gpus = rt.processor_count("gpu") if kind in (None, "gpu") else 0
+        if gpus:
+            return Machine(Grid(gpus, kind="gpu"))
+        return Machine(Grid(max(rt.processor_count("cpu"), 1)))
+    tokens = os.environ.get("LEGATE_CONFIG", "").split()
+    gpus = next((int(b) for a, b in itertools.pairwise(tokens) if a == "--gpus" and b.isdigit()), 0)
+    if gpus and kind in (None, "gpu"):
+        return Machine(Grid(gpus, kind="gpu"))
+    return Machine(Grid(configured_processors("cpu")))
+
+
+def _machine(machine: Machine | Grid | None) -> Machine:
+    if machine is None:
+        return default_machine()
+    if isinstance(machine, Grid):
+        machine = Machine(machine)
+    if not isinstance(machine, Machine):
+        raise MachineError(f"expected a Machine, a Grid or None (every processor) for auto, but found {machine!r}")
+    if machine.params:
+        raise MachineError(f"expected a machine of concrete sizes for auto, but found {machine!r} (bind its "
+                           f"parameters first)")
+    return machine
+
+
+# -- shadows: the statement over tensors without data --------------------------------------------------------
+
+
+class _Rename(ExprRewriter):
+    def __init__(self, vars_: dict[int, TensorVar]) -> None:
+        self.vars = vars_
+
+    def visit_access(self, e: Access) -> Expr:
+        return Access(self.vars[e.tensor.uid], e.indices)
+
+
+def _shadow(source: Assignment, formats: dict[int, Format]) -> Schedule:
+    """The default schedule of `source` over new tensors with the same names, shapes and dtypes (no data):
+    each keeps its tensor's format, or takes the one in `formats` (by uid)."""
+    tensors = {}
+    for v in source.tensors():
+        fmt = v.format if v.format is not None else formats.get(v.uid)
+        tensors[v.uid] = Tensor(v.name, v.shape, fmt, dtype=v.dtype, casting=v.casting)
+    rename = _Rename({uid: t.var for uid, t in tensors.items()})
+    stmt = Assignment(rename(source.lhs), rename(source.rhs), source.accumulate)  # type: ignore[arg-type]
+    return Schedule.of(stmt, Bindings(tensors.values()))
+
+
+def _extents(source: Assignment) -> dict[IndexVar, int]:
+    out: dict[IndexVar, int] = {}
+    for acc in (source.lhs, *source.rhs.accesses()):
+        shape = acc.tensor.concrete_shape()
+        for v, n in zip(acc.indices, shape):
+            out.setdefault(v, n)
+    return out
+
+
+def _names(source: Assignment) -> set[str]:
+    return {v.name for v in source.index_vars()}
+
+
+def _fresh(v: IndexVar, suffix: str, used: set[str]) -> IndexVar:
+    name = f"{v.name}{suffix}"
+    n = 2
+    while name in used:
+        name, n = f"{v.name}{suffix}{n}", n + 1
+    used.add(name)
+    return IndexVar(name)
+
+
+def _formats(source: Assignment, vars_: Sequence[IndexVar], machine: Machine,
+             split: IndexVar | None = None) -> dict[int, Format]:
+    """A format per tensor without one: each tile where the launch point computing it runs. With a summed
+    variable `split` fetched in steps, a tensor that no distributed variable cuts is cut along `split`
+    instead on the first machine dimension (each processor holds a share; the steps fetch the rest)."""
+    out: dict[int, Format] = {}
+    reduced = set(source.reduction_vars)
+    seen: set[int] = set()
+    for acc in (source.lhs, *source.rhs.accesses()):
+        t = acc.tensor
+        if t.uid in seen or t.format is not None or t.order == 0:
+            seen.add(t.uid)
+            continue
+        seen.add(t.uid)
+        names = "abcdefghijklmnopqrstuvwxyz"[:t.order]
+        dims = []
+        for v in vars_:
+            at = next((d for d, x in enumerate(acc.indices) if x == v), None)
+            if at is not None:
+                dims.append(names[at])
+            elif acc is source.lhs and v in reduced:
+                dims.append("0")  # the result of a distributed sum is held by the dimension's first processor
+            else:
+                dims.append("*")
+        if split is not None and all(d == "*" for d in dims) and split in acc.indices:
+            dims[0] = names[acc.indices.index(split)]
+        out[t.uid] = Format(f"{names} -> {''.join(dims)}", machine)
+    return out
+
+
+def _distributed(sched: Schedule, vars_: Sequence[IndexVar], grid: Grid,
+                 split: tuple[IndexVar, int] | None) -> Schedule:
+    """`sched` with `vars_` distributed over `grid` (compound form), a summed variable split into steps."""
+    used = _names(sched.source)
+    outer = [_fresh(v, "o", used) for v in vars_]
+    inner = [_fresh(v, "i", used) for v in vars_]
+    out = sched.distribute(list(vars_), outer, inner, Machine(grid))
+    if split is not None:
+        k, steps = split
+        extent = _extents(sched.source)[k]
+        ko, ki = _fresh(k, "o", used), _fresh(k, "i", used)
+        out = out.split(k, ko, ki, math.ceil(extent / steps))
+        loops = [v for v in out.loop_vars() if v not in outer]
+        out = out.reorder([ko, *[v for v in loops if v != ko]])
+        inputs = [t for t in out.source.rhs.accesses() if k in t.indices]
+        names = list(dict.fromkeys(a.tensor.uid for a in inputs))
+        tensors = [next(a.tensor for a in inputs if a.tensor.uid == u) for u in names]
+        out = out.communicate(tensors, ko)
+    return out
+
+
+def _grids(p: int, kind: str) -> list[tuple[int, ...]]:
+    """Grid shapes over p processors: 1-D (and twice over-decomposed), 2-D and 3-D with every side >= 2."""
+    out: list[tuple[int, ...]] = [(p,)] if p > 1 else []
+    if p > 1:
+        out.append((2 * p,))
+    for a in range(2, p):
+        if p % a == 0 and p // a >= 2:
+            out.append((a, p // a))
+    for a in range(2, p):
+        for b in range(2, p):
+            if p % (a * b) == 0 and p // (a * b) >= 2:
+                out.append((a, b, p // (a * b)))
+    return out
+
+
+def _assignments(extents: dict[IndexVar, int], grid: tuple[int, ...]) -> list[tuple[IndexVar, ...]]:
+    """Variables to put on the grid's dimensions: distinct, each cut into as many non-empty blocks as its
+    dimension has processors (blocks of ceil(n / g): 9 on 8 would leave three processors without one)."""
+    ranked = sorted(extents, key=lambda v: -extents[v])
+    pool = ranked if len(grid) == 1 else ranked[:_TOP_VARS]
+    return [vs for vs in itertools.permutations(pool, len(grid))
+            if all(math.ceil(extents[v] / math.ceil(extents[v] / g)) == g for v, g in zip(vs, grid))]
+
+
+def _library(sched: Schedule, machine: Machine, memory: int | None, model: Any) -> list[Option]:
+    """The library's candidates where the statement is one of its algorithms' (inputs in some order)."""
+    from . import _same_up_to_renaming
+    from ._algorithms import ALGORITHMS
+    from ._auto import candidates
+
+    source = sched.source
+    factors = product_factors(source.rhs)
+    if not all(isinstance(f, Access) for f in factors) or len(factors) > 3 or machine.levels > 1:
+        return []
+    out: list[Option] = []
+    outv = sched.output
+    inputs = [sched.bindings.tensor(f.tensor) for f in factors if isinstance(f, Access)]
+    if len({t.var.uid for t in inputs}) != len(inputs) or outv.var.uid in {t.var.uid for t in inputs}:
+        return []
+    for order in itertools.permutations(range(len(inputs))):
+        ops = (outv, *(inputs[n] for n in order))
+        names = [a.name for a in ALGORITHMS.values()
+                 if a.arity == len(ops) and _same_up_to_renaming(a, ops, source)]
+        if not names:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                found = candidates(machine, *ops, memory=memory, model=model)
+        except DistalError:
+            continue
+        for c in found:
+            if c.algorithm in names:
+                extra = "".join(f", {k}={v}" for k, v in c.params)
+                out.append(Option("library", f"library {c.algorithm} on {c.machine!r}{extra}", c.seconds,
+                                  c.comm_bytes, c.peak_bytes, c.fits, c.idle, algorithm=c.algorithm,
+                                  order=tuple(order), machine=c.machine, params=c.params))
+    return out
+
+
+def _host_bytes(sched: Schedule, on_legate: bool) -> int:
+    """Bytes of the inputs whose data is on the host (on_legate=False) or on Legate (True)."""
+    total = 0
+    seen: set[int] = set()
+    for acc in sched.source.rhs.accesses():
+        if acc.tensor.uid in seen:
+            continue
+        seen.add(acc.tensor.uid)
+        t = sched.bindings.get_tensor(acc.tensor)
+        if t is not None and t.has_data and t.on_legate == on_legate:
+            total += math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize
+    return total
+
+
+def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory: int | None = None,
+            model: Any = None, eager: bool = False, formats: bool = True) -> list[Option]:
+    """Every schedule `auto` considers for `schedule`'s statement on `machine`, each with its prediction.
+    Without `formats`, tensors without a format keep none (one store each, tiles read from it)."""
+    from distal.model import MachineModel
+
+    from ._auto import default_model
+
+    m = _machine(machine)
+    mm = model if model is not None else default_model(m)
+    if not isinstance(mm, MachineModel):
+        raise DistalError(f"expected a distal.model.MachineModel as model=, but found {mm!r}")
+    p = m.size
+    bound = memory if memory is not None else mm.processor.memory
+    source = schedule.source
+    extents = {v: n for v, n in _extents(source).items() if n >= 2}
+    copy_in = _host_bytes(schedule, on_legate=False) / mm.processor.bandwidth if eager else 0.0
+
+    def timed(sched: Schedule, kind_: str, what: str, **fields: Any) -> Option:
+        with warnings.catch_warnings():  # a candidate's traps and fallbacks are its predicted time, not warnings
+            warnings.simplefilter("ignore", UserWarning)
+            pred = sched.compile().predict(mm, p)
+        comm = max((r["intra_bytes"] + r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor), default=0)
+        return Option(kind_, what, pred.seconds + copy_in, int(comm), pred.peak_bytes, pred.peak_bytes <= bound,
+                      pred.idle, **fields)
+
+    one = timed(_shadow(source, {}), "one task", "one task on one processor")
+    found = [one]
+    if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            pred = _shadow(source, {}).compile().predict(mm, 1)
+        back = _host_bytes(schedule, on_legate=True) / mm.processor.bandwidth
+        leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
+        found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)",
+                            leaf + back + _EAGER_OVERHEAD, 0, pred.peak_bytes, pred.peak_bytes <= bound, p - 1))
+    for shape in _grids(p, m.kind):
+        grid = Grid(*shape, kind=m.kind)
+        for vs in _assignments(extents, shape):
+            gm = Machine(grid)
+            what = f"{', '.join(map(str, vs))} distributed over {grid!r}"
+            try:
+                sched = _distributed(_shadow(source, _formats(source, vs, gm) if formats else {}), vs, grid, None)
+                found.append(timed(sched, "distributed", what, vars=vs, grid=shape))
+            except (ScheduleError, ShapeError):
+                continue
+    if not any(o.fits for o in found):  # tiles too large: fetch them in steps of a summed variable
+        summed = [v for v in source.reduction_vars if extents.get(v, 0) >= 2]
+        best = sorted((o for o in found if o.kind == "distributed"), key=lambda o: o.peak_bytes)[:3]
+        for o in best:
+            for k in summed[:1] if summed else []:
+                if k in o.vars:
+                    continue
+                for steps in _STEPS:
+                    if steps > extents[k]:
+                        break
+                    grid = Grid(*o.grid, kind=m.kind)
+                    what = f"{o.what}, {k} in {steps} steps"
+                    try:
+                        given = _formats(source, o.vars, Machine(grid), k) if formats else {}
+                        sched = _distributed(_shadow(source, given), o.vars, grid, (k, steps))
+                        found.append(timed(sched, "distributed", what, vars=o.vars, grid=o.grid,
+                                           split=(k, steps)))
+                    except (ScheduleError, ShapeError):
+                        continue
+    for o in _library(schedule, m, memory, mm):
+        found.append(replace(o, seconds=o.seconds + copy_in))
+    return found
+
+
+def _best(found: list[Option]) -> Option:
+    """The fastest option that fits (any, when none fits); on a tie, the one leaving fewer processors idle."""
+    ok = [o for o in found if o.fits] or found
+    return min(ok, key=lambda o: (o.seconds, o.idle, o.peak_bytes))
 
 
 def auto_schedule(schedule: Schedule, machine: Machine | Grid | None = None, *, memory: int | None = None,
-                  model: Any = None) -> Schedule:
-    """The schedule of `schedule`'s statement predicted fastest on `machine`."""
-    raise NotSupportedYet("Schedule.auto is being built")
+                  model: Any = None, eager: bool = False, formats: bool = True) -> Schedule:
+    """The schedule of `schedule`'s statement predicted fastest on `machine` (see the module docstring).
+
+    `schedule` must be the statement's default schedule (auto chooses every command). With `eager`
+    (dt.einsum), running the statement eagerly in the calling process is a candidate too; without
+    `formats` (dt.einsum), tensors without a format are left without one.
+    """
+    if schedule.trace:
+        commands = ", ".join(c.name for c in schedule.trace)
+        raise ScheduleError(
+            f"auto: expected the statement's default schedule ({schedule.source.lhs.tensor.name}.schedule()), but "
+            f"found one with commands ({commands}); auto chooses every command: call it on the default schedule",
+            str(schedule.source))
+    try:
+        for v in schedule.tensors():
+            v.concrete_shape()
+    except ShapeError as exc:
+        raise ScheduleError(f"auto: expected tensors of concrete shapes, but {exc.message}",
+                            str(schedule.source)) from None
+    m = _machine(machine)
+    found = options(schedule, m, memory=memory, model=model, eager=eager, formats=formats)
+    best = _best(found)
+    ok = [o for o in found if o.fits]
+    why = "least predicted time" if len(ok) > 1 else "the only candidate that fits" if ok else \
+        "least predicted time; no candidate fits the memory bound"
+    if best.idle and best.kind != "eager":
+        why += f"; {best.idle} of {m.size} processors idle: the work is too small to pay for spreading it"
+    notes = [f"auto: chose {best.describe()} ({why}), on {m.size} {m.kind} processor(s)"]
+    ranked = sorted(found, key=lambda o: o.seconds)
+    notes += [f"auto: considered {o.describe()}" for o in ranked[:24]]
+    if len(ranked) > 24:
+        notes.append(f"auto: and {len(ranked) - 24} more candidates, slower")
+    return realise(best, schedule, m, formats=formats).with_notes(*notes)
+
+
+def realise(best: Option, schedule: Schedule, machine: Machine | Grid | None = None, *,
+            formats: bool = True) -> Schedule:
+    """The schedule of `options(...)`'s `best` built on the real tensors of `schedule` (the statement's
+    default schedule), tensors without a format given the option's (with `formats`)."""
+    machine = _machine(machine)
+    source = schedule.source
+    if best.kind == "library":
+        from . import build
+
+        factors = [f for f in product_factors(source.rhs) if isinstance(f, Access)]
+        inputs = [schedule.bindings.tensor(factors[n].tensor) for n in best.order]
+        assert best.machine is not None
+        return build(best.algorithm, best.machine, schedule.output, *inputs, **dict(best.params))
+    base = Schedule.of(source, schedule.bindings)
+    if best.kind == "eager":
+        return replace(base, eager=f"auto predicted {_fmt(best.seconds)} in this process, faster than any plan "
+                                   f"of Legate tasks")
+    if best.kind == "one task":
+        return base
+    grid = Grid(*best.grid, kind=machine.kind)
+    split = best.split[0] if best.split is not None else None
+    for uid, fmt in (_formats(base.source, best.vars, Machine(grid), split) if formats else {}).items():
+        t = schedule.bindings[uid]
+        if t.format is None:
+            t.set_format(fmt)
+    return _distributed(Schedule.of(source, schedule.bindings), best.vars, grid, best.split)

@@ -275,6 +275,9 @@ class Plan:
     bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
 
     def tensor(self, info: TensorInfo) -> Tensor:
+    # why the plan runs in the calling process with NumPy, no Legate tasks (`Schedule.auto`'s choice for a
+    # problem too small to pay for them: `distal.lower.eager`); empty: `run()` runs it on Legate
+    eager: str = ""
         """The user's tensor holding the data of `info` (the executors read and write data only here)."""
         return self.bindings.tensor(info.tensor)
 
@@ -315,7 +318,9 @@ class Plan:
     def run(self, backend: str = "legate") -> Tensor:
         """Execute the plan; the output tensor then holds the result.
 
-        backend="legate" runs on Legate through `distal.runtime`;
+        backend="legate" runs on Legate through `distal.runtime`, or, for a
+        plan `Schedule.auto` chose to run eagerly (`eager` says why), in this
+        process with NumPy on the tensors' own arrays (`distal.lower.eager`);
         backend="numpy" runs every launch point by point in this process.
         """
         if backend == "numpy":
@@ -324,6 +329,10 @@ class Plan:
             run_numpy(self)
         elif backend == "legate":
             from distal.runtime import run_plan
+        elif backend == "legate" and self.eager:
+            from distal.lower.eager import run_eager
+
+            run_eager(self)
 
             run_plan(self)
         else:

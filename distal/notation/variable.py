@@ -127,6 +127,18 @@ class Bindings(Mapping[int, "Tensor"]):
             found.append(t)
         return cls(found)
 
+    @classmethod
+    def pairs(cls, items: Iterable[tuple[TensorVar, Tensor]]) -> Bindings:
+        """Each var's data in the tensor paired with it, which may hold another var of the same shape, dtype
+        and format (a compiled plan run on other tensors: `dt.einsum`'s cached plans)."""
+        out = cls()
+        for var, t in items:
+            if tuple(t.shape) != tuple(var.shape) or t.dtype != var.dtype or t.format != var.format:
+                raise NotationError(f"expected a tensor of shape {var.shape_text()}, dtype {var.dtype} and format "
+                                    f"{var.format} for {var.name}, but found {t!r}")
+            out._by_uid[var.uid] = t
+        return out
+
     def tensor(self, var: TensorVar) -> Tensor:
         """The user's tensor of `var` (a `NotationError` for a var without one)."""
         t = self._by_uid.get(var.uid)

@@ -90,6 +90,10 @@ class Schedule:
     notes: tuple[str, ...] = field(default=(), compare=False)
     # the data side: the user tensor of each var (by uid); not part of the schedule's identity
     bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
+    # why `auto` chose to run the statement eagerly in the calling process with NumPy (no Legate tasks), for a
+    # problem too small to pay for them; empty: it runs on Legate. No command sets it: a schedule you write
+    # (any command applied, auto's included) runs on Legate
+    eager: str = ""
 
     @classmethod
     def of(cls, assignment: Assignment, bindings: Bindings | None = None) -> Schedule:
@@ -242,7 +246,7 @@ class Schedule:
 
     def _traced(self, name: str, *args: object, **kwargs: object) -> Schedule:
         kw = tuple((k, v) for k, v in kwargs.items() if v is not None)
-        return replace(self, trace=(*self.trace, Command(name, args, kw)))
+        return replace(self, trace=(*self.trace, Command(name, args, kw)), eager="")
 
     def _tensor(self, t: object, cmd: str) -> TensorVar:
         """The statement's var of `t` (a user Tensor or a TensorVar, matched by uid)."""
@@ -717,6 +721,8 @@ def _remap(value: Any, new: Mapping[int, TensorVar]) -> Any:
     """`value` (an IR node, relation, command or tuple of them) with every var of a uid in `new` replaced."""
     if isinstance(value, TensorVar):
         return new.get(value.uid, value)
+        if self.eager:
+            plan = replace(plan, eager=self.eager)
     if isinstance(value, tuple | list):
         items = [_remap(v, new) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else type(value)(items)

@@ -1,0 +1,170 @@
+"""Schedule.auto for any statement (distal.kernels.search): what it considers, what it returns, and that the
+schedules it builds compute the statement (NumPy plan executor; Legate runs are in test_einsum*.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import distal as dt
+from distal import kernels
+from distal import model
+from distal.model.hardware import LEAF_KINDS
+from tests._strategies import einsum_oracle, statements
+
+TWO = dt.Machine(dt.Grid(2))
+
+
+def _contraction(n: int = 24) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
+    rng = np.random.default_rng(0)
+    a, b, c, d, i, j = dt.index_vars("a b c d i j")
+    T = dt.Tensor.from_array("T", rng.standard_normal((n, n, n, n)))
+    V = dt.Tensor.from_array("V", rng.standard_normal((n, n, n, n)))
+    R = dt.Tensor("R", (n, n, n, n))
+    R[a, b, c, d] = T[a, b, i, j] * V[c, d, i, j]
+    return R, T, V
+
+
+def test_auto_returns_an_ordinary_schedule_that_replays() -> None:
+    R, T, V = _contraction()
+    sched = R.schedule().auto(TWO)
+    assert sched.trace and sched.trace[0].name == "distribute"
+    names = {v.name: v for v in sched.provenance.variables()}
+    replayed = eval(sched.trace_text(), {"dt": dt, "R": R, "T": T, "V": V, **names})  # noqa: S307
+    assert replayed == sched
+    assert str(sched).startswith("∀")  # concrete index notation with its relations
+
+
+def test_auto_distributes_the_four_index_contraction_over_every_processor() -> None:
+    R, T, V = _contraction()
+    plan = R.schedule().auto(TWO).compile()
+    assert plan.machine is not None and plan.machine.size == 2
+    assert plan.predict(processors=2).idle == 0
+    plan.run(backend="numpy")
+    want = np.einsum("abij,cdij->abcd", T.to_numpy(), V.to_numpy())
+    np.testing.assert_allclose(R.to_numpy(), want, rtol=1e-10, atol=1e-10)
+    # its tiles are one GEMM each, as explain says
+    leaf = next(line for line in str(plan).splitlines() if "leaf:" in line)
+    assert "GEMM [288x576] @ [576x576]" in leaf and "copying" not in leaf
+
+
+def test_auto_gives_formats_only_to_tensors_without_one() -> None:
+    R, T, V = _contraction()
+    keep = dt.Format("abcd -> *", TWO)
+    V.set_format(keep)
+    R.schedule().auto(TWO)
+    assert V.format == keep
+    assert T.format is not None and R.format is not None  # auto's choice: tiles where they are computed
+
+
+def test_auto_says_why_processors_are_idle_on_a_tiny_statement() -> None:
+    i = dt.index_vars("i")[0]
+    x, y = dt.Tensor("x", (5,)), dt.Tensor("y", (5,))
+    z = dt.Tensor("z", ())
+    z[()] = x[i] * y[i]
+    sched = z.schedule().auto(TWO)
+    assert not sched.trace
+    assert "1 of 2 processors idle: the work is too small to pay for spreading it" in sched.notes[0]
+
+
+def test_explain_lists_the_candidates_with_time_bytes_and_peak() -> None:
+    R, _, _ = _contraction()
+    text = R.schedule().auto(TWO).compile().explain()
+    considered = [line for line in text.splitlines() if "auto: considered" in line]
+    assert len(considered) >= 4
+    assert all("predicted" in line and "moves" in line and "peak" in line for line in considered)
+    assert any("one task on one processor" in line for line in considered)
+
+
+def test_auto_considers_the_library_for_a_matrix_product() -> None:
+    i, j, k = dt.index_vars("i j k")
+    A, B, C = (dt.Tensor(n, (64, 64)) for n in "ABC")
+    A[i, j] = B[i, k] * C[k, j]
+    found = kernels.options(A.schedule(), dt.Machine(dt.Grid(4)))
+    kinds = {o.kind for o in found}
+    assert {"one task", "distributed", "library"} <= kinds
+    assert any(o.algorithm == "summa" for o in found) and any(o.grid == (2, 2) for o in found)
+
+
+def test_build_auto_schedules_a_statement_outside_the_library() -> None:
+    R, T, V = _contraction(8)
+    sched = kernels.build("auto", TWO, R, T, V)
+    assert sched.notes[0].startswith("auto: chose")
+    sched.compile().run(backend="numpy")
+    np.testing.assert_allclose(R.to_numpy(), np.einsum("abij,cdij->abcd", T.to_numpy(), V.to_numpy()),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_tiles_over_the_memory_bound_are_fetched_in_steps_of_a_summed_variable() -> None:
+    i, j, k = dt.index_vars("i j k")
+    A, B, C = (dt.Tensor(n, (64, 64)) for n in "ABC")
+    A[i, j] = B[i, k] * C[k, j]
+    found = kernels.options(A.schedule(), TWO, memory=53_000)
+    stepped = [o for o in found if o.split is not None]
+    assert stepped and any(o.fits for o in stepped)
+    sched = A.schedule().auto(TWO, memory=53_000)
+    assert any(c.name == "communicate" for c in sched.trace) and "fits" not in sched.notes[0]
+    plan = sched.compile()
+    assert plan.predict(processors=2).peak_bytes <= 53_000
+
+
+def test_only_einsum_considers_running_eagerly_and_a_command_runs_on_legate_again() -> None:
+    i = dt.index_vars("i")[0]
+    x, y = dt.Tensor("x", (5,)), dt.Tensor("y", (5,))
+    z = dt.Tensor("z", ())
+    z[()] = x[i] * y[i]
+    assert all(o.kind != "eager" for o in kernels.options(z.schedule(), TWO))
+    eager = kernels.auto_schedule(z.schedule(), TWO, eager=True)
+    assert eager.eager and eager.compile().eager
+    io, ii = dt.index_vars("io ii")
+    assert eager.divide(i, io, ii, 2).eager == ""
+
+
+def test_auto_uses_the_model_it_is_given() -> None:
+    R, _, _ = _contraction(8)
+    here = model.this_machine()
+    slow_leaves = replace(here, processor=replace(here.processor, flops=dict.fromkeys(LEAF_KINDS, 1e6), curves={},
+                                                  streaming={}))
+    slow_tasks = replace(here, task_seconds=10.0, launch_seconds=10.0)
+
+    def best(m: model.MachineModel) -> str:
+        found = kernels.options(R.schedule(), TWO, model=m)
+        return min((o for o in found if o.fits), key=lambda o: (o.seconds, o.idle)).kind
+
+    assert best(slow_leaves) == "distributed"  # slow leaves: spreading the work pays
+    assert best(slow_tasks) == "one task"  # slow tasks: one is cheapest
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+@given(data=st.data())
+def test_auto_on_random_statements_equals_einsum(data: st.DataObject) -> None:
+    drawn = data.draw(statements(max_extent=9))
+    machine = dt.Machine(dt.Grid(data.draw(st.sampled_from([2, 3, 4]))))
+    sched = drawn.output.schedule().auto(machine)
+    drawn.reset()
+    sched.compile().run(backend="numpy")
+    want = einsum_oracle(drawn.assignment, drawn.inputs, drawn.output_init)
+    got = drawn.output.to_numpy()
+    tol = 1e-3 if got.dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0.0))))
+
+
+@pytest.mark.parametrize("machine", [dt.Machine(dt.Grid(2)), dt.Machine(dt.Grid(2, 2)), dt.Machine(dt.Grid(8))])
+def test_every_candidate_auto_considers_computes_the_statement(machine: dt.Machine) -> None:
+    rng = np.random.default_rng(2)
+    i, j, k, l = dt.index_vars("i j k l")
+    X = dt.Tensor.from_array("X", rng.standard_normal((6, 7, 5)))
+    U = dt.Tensor.from_array("U", rng.standard_normal((7, 9)))
+    Y = dt.Tensor("Y", (6, 9, 5))
+    Y[i, l, k] = X[i, j, k] * U[j, l]
+    want = np.einsum("ijk,jl->ilk", X.to_numpy(), U.to_numpy())
+    for option in kernels.options(Y.schedule(), machine):
+        if option.kind == "library":
+            continue
+        sched = kernels.realise(option, Y.schedule(), machine, formats=False)
+        sched.compile().run(backend="numpy")
+        np.testing.assert_allclose(Y.to_numpy(), want, rtol=1e-10, atol=1e-10, err_msg=option.what)
