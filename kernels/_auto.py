@@ -153,10 +153,11 @@ def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, m
         return auto_schedule(ops[0].schedule(), machine, memory=memory, model=model)
     if not library:
         orders = ", ".join(str(t.order) for t in ops if isinstance(t, Tensor))
+        out = ops[0].name if ops and isinstance(ops[0], Tensor) else "R"
         raise DistalError(
             f"expected operands matching a library algorithm ({', '.join(ALGORITHMS)}), but found orders "
-            f"({orders}); for any other statement, write it first (e.g. R[a, b, c, d] = T[a, b, i, j] * V[c, d, i, j]) "
-            f"and call build('auto', machine, R, ...) or R.schedule().auto(machine), or use dt.einsum")
+            f"({orders}); for any other statement, write it first (e.g. {out}[i, j] = ...) and call "
+            f"build('auto', machine, {out}, ...) or {out}.schedule().auto(machine), or use dt.einsum")
     cands = candidates(machine, *operands, memory=memory, model=model)
     ok = [c for c in cands if c.fits] or cands
     best = _best(cands)

@@ -149,8 +149,9 @@ def _parse(subscripts: Any, operands: Sequence[Any]) -> _Call:
                                            and c not in ell_letters))
     elif "..." in out:
         out = out.replace("...", ell_letters)
-    elif ell_letters and any(c in letters for c in ell_letters):
-        pass  # an explicit output without '...' sums the broadcast dimensions, as NumPy does
+    elif ell_letters:
+        raise NotationError(f"expected '...' in the output of {subscripts!r}, whose operands have dimensions under "
+                            f"'...' (NumPy refuses it too: give the output '...' or sum them with letters)")
     for c in out:
         if out.count(c) > 1:
             raise NotationError(f"expected each output subscript once, but found {c!r} more than once in "
