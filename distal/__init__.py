@@ -14,6 +14,7 @@ from distal import leaf
 from distal.errors import (
     DistalError,
     DistalFallbackWarning,
+    DistalPerformanceWarning,
     DtypeError,
     FormatError,
     MachineError,
@@ -49,6 +50,7 @@ __all__ = [
     "DistType",
     "DistalError",
     "DistalFallbackWarning",
+    "DistalPerformanceWarning",
     "Distribution",
     "DtypeError",
     "Format",

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "DistalError",
     "DistalFallbackWarning",
+    "DistalPerformanceWarning",
     "FormatError",
     "MachineError",
     "NotSupportedYet",
@@ -104,3 +105,7 @@ class NotSupportedYet(DistalError):
 
 class DistalFallbackWarning(UserWarning):
     """Something asked for runs another way: processors Legate does not run, a parallel unit the processors lack."""
+
+
+class DistalPerformanceWarning(UserWarning):
+    """A schedule that runs but wastes time or data movement (a performance lint, docs/reference.md's table)."""

@@ -92,6 +92,7 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
     ),
     ("distal", "distal.kernels"): "the facade's dt.kernels, loaded on first use (it builds on the facade)",
     ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",
+    ("distal.schedule.schedule", "distal.lower.lints"): "Schedule.compile(): the performance lints of its plan",
     ("distal.schedule.schedule", "distal.reference"): "Schedule.evaluate(): the reference evaluator of the schedule",
     ("distal.schedule.schedule", "distal.kernels"): (
         "Schedule.auto(): the schedule search lives with the algorithm library, whose algorithms are among its "

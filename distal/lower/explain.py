@@ -285,7 +285,7 @@ def stats(plan: Plan) -> dict[str, Any]:
     peak = dict(base)
     peak_at: dict[str, int] = {}  # the launch at which each processor's peak is reached
     out_launches: list[dict[str, Any]] = []
-    warnings: list[str] = []
+    warnings: list[str] = [str(lint) for lint in plan.lints]  # the schedule's performance lints first
     traffic = Recorder(owners.level_dims)
     for index, (group, launch) in enumerate(plan.launches()):
         step_recv: dict[str, int] = {}
@@ -569,6 +569,8 @@ def describe(plan: Plan) -> str:
         steps = ", ".join(map(str, g.steps)) or "-"
         lines.append(f"  kernel {g.kernel.name}: launch over ({dist}), sequential steps ({steps}), "
                      f"{len(g.launches)} launch(es)")
+        if g.distributed and plan.machine is not None:
+            lines.append(f"    on the machine: {_machine_dims_text(plan, g)}")
         lines.append(f"    leaf: {_leaf_text(plan, g)}")
         for n, launch in enumerate(g.launches):
             lines.append(f"    launch {n}: {_domain_text(g, launch)}")
@@ -590,6 +592,27 @@ def _leaf_text(plan: Plan, g: Group) -> str:
     point = next(first.points())
     tiles = [tuple(hi - lo for lo, hi in op.box(point, plan.tensors[op.tensor].shape)) for op in first.operands]
     return g.kernel.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
+
+
+def _machine_dims_text(plan: Plan, g: Group) -> str:
+    """Which machine dimension, and on a hierarchical machine which level, each distributed loop runs along."""
+    machine = plan.machine
+    assert machine is not None
+    where: list[tuple[int, str]] = [(lv, name) for lv, grid in enumerate(machine.grids) for name in grid.names]
+    parts = []
+    for d, v in enumerate(g.vars[: g.distributed]):
+        slot = plan.processor_slots[d] if d < len(plan.processor_slots) else -1
+        if not 0 <= slot < len(where):
+            parts.append(f"{v} on no machine dimension")
+            continue
+        level, name = where[slot]
+        if machine.levels == 1:
+            parts.append(f"{v} along {name}")
+        else:
+            scope = ("between nodes" if level == 0 else "inside each node" if level == machine.levels - 1
+                     else f"inside each level-{level - 1} group")
+            parts.append(f"{v} along {name} of level {level} ({scope})")
+    return ", ".join(parts)
 
 
 def _domain_text(g: Group, launch: Launch) -> str:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from distal.format.machine import Machine
+    from distal.lower.lints import Lint
     from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
     from distal.notation.variable import TensorVar
@@ -268,6 +269,7 @@ class Plan:
     notes: tuple[str, ...] = ()
     symbolic: tuple[tuple[str, str, int], ...] = ()  # (variable, sympy extent, bound value) with dt.Param
     reduction: Reduction | None = None  # how REDUCE_ADD launches into the output run (None: there are none)
+    lints: tuple[Lint, ...] = ()  # performance traps of its schedule (distal.lower.lints), warned at compile
     # what running the plan works out once per launch and binding (plain data, e.g. distal.runtime's task groups)
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     source: Assignment | None = field(default=None, compare=False, repr=False)  # the statement scheduled

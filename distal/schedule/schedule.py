@@ -136,6 +136,24 @@ class Schedule:
         return replace(self, source=_remap(self.source, new), stmt=_remap(self.stmt, new),
                        relations=_remap(self.relations, new), trace=_remap(self.trace, new))
 
+    def formats_bound(self, bindings: Mapping[str, int]) -> Schedule:
+        """The same schedule with every format on a symbolic machine bound by `bindings` (itself when none is).
+
+        `compile(gx=2, gy=2)` lowers this: a tensor whose format is on
+        `Machine(Grid(gx, gy))` is placed, read and counted on the machine the
+        plan binds, as the same program written on `Grid(2, 2)` (paper Figure 9
+        as written). A format whose parameters are not all bound stays as it is.
+        """
+        new = {}
+        for v in self.tensors():
+            fmt = v.format
+            if fmt is not None and fmt.params and all(p in bindings for p in fmt.params):
+                new[v.uid] = replace(v, format=fmt.bound(bindings))
+        if not new:
+            return self
+        return replace(self, source=_remap(self.source, new), stmt=_remap(self.stmt, new),
+                       relations=_remap(self.relations, new), trace=_remap(self.trace, new))
+
     def with_notes(self, *notes: str) -> Schedule:
         """The same schedule with notes for explain() (e.g. operands redistributed first)."""
         return replace(self, notes=(*self.notes, *notes))
@@ -469,9 +487,25 @@ class Schedule:
         s = self
         for t, d, l, g in zip(ts, ds, ls, dims):
             s = s._divide(t, d, l, MachineDim(grid.names[g], grid.sizes[g], level))
-        s = s._reorder(ds + ls)._distribute(ds, grid, level, dims)
+        s = s._reorder(ds + ls)._below_distributed(ds)._distribute(ds, grid, level, dims)
         return s._traced("distribute", list(ts), list(ds), list(ls), machine, onto=onto,
                          level=level or None)
+
+    def _below_distributed(self, ds: tuple[IndexVar, ...]) -> Schedule:
+        """`ds` moved up to just below the loops distributed before them in their loop nest (hierarchical
+        distribute, paper 3.3): the loops inside stay in their order, so the leaf's loops stay innermost.
+        Unchanged when no distributed loop encloses them in that nest."""
+        path = tree.forall_path(self.stmt, ds[0])
+        assert path is not None
+        top, chain, body = tree.chain_at(self.stmt, path)
+        done = set(self.distributed_vars())
+        first = min(chain.index(d) for d in ds)
+        above = [n for n, v in enumerate(chain[:first]) if v in done]
+        if not above or above[-1] + 1 == first:
+            return self
+        at = above[-1] + 1
+        new_chain = [*chain[:at], *(v for v in chain if v in ds), *(v for v in chain[at:] if v not in ds)]
+        return self._with(tree.replace(self.stmt, top, tree.wrap(new_chain, body)))
 
     def _distribution_grid(
         self, ts: tuple[IndexVar, ...], machine: object, onto: Tensor | TensorVar | None, level: int
@@ -540,12 +574,35 @@ class Schedule:
         used = {a.tensor for s in assignments(node) for a in (s.lhs, *s.rhs.accesses())}
         for t in ts:
             if t not in used:
-                raise self._error(f"communicate: expected {t.name} to be used under loop {var}, but it is not")
+                raise self._error(f"communicate: expected {t.name} to be used under loop {var}, but it is not"
+                                  + self._communicate_hint(t))
             for r in self.relations_of(Communicate):
                 if r.var == var and t in r.tensors:
                     raise self._error(f"communicate: {t.name} is already communicated at {var}")
+                if t in r.tensors:
+                    raise self._error(self._two_communicates(t, r.var, var))
         return self._with(self.stmt, Communicate(ts, var))._traced("communicate", list(items)
                                                                     if len(items) > 1 else items[0], var)
+
+    def _communicate_hint(self, t: TensorVar) -> str:
+        """'; communicate it at ...': the loops `t` is used under (those with an access of it inside)."""
+        loops = [v for v in self.loop_vars()
+                 if (p := tree.forall_path(self.stmt, v)) is not None
+                 and any(a.tensor == t for s in assignments(tree.node_at(self.stmt, p))
+                         for a in (s.lhs, *s.rhs.accesses()))]
+        return f"; communicate it at a loop it is used under ({', '.join(map(str, loops))})" if loops else ""
+
+    def _two_communicates(self, t: TensorVar, first: IndexVar, second: IndexVar) -> str:
+        """The refusal of a second communicate loop for one tensor, saying what each of the two would do."""
+        depth = {v: len(p) for v in (first, second) if (p := tree.forall_path(self.stmt, v)) is not None}
+        head = (f"communicate: expected one communicate loop per tensor, but {t.name} is already communicated at "
+                f"{first} and would also be at {second} (a tensor's data moves at one granularity)")
+        if len(depth) < 2 or depth[first] == depth[second]:
+            return f"{head}; keep one of communicate({t.name}, {first}) and communicate({t.name}, {second})"
+        outer, inner = (first, second) if depth[first] < depth[second] else (second, first)
+        return (f"{head}; keep one: communicate({t.name}, {outer}) fetches {t.name} once per iteration of {outer} "
+                f"(fewer, larger transfers), communicate({t.name}, {inner}) once per iteration of {inner} "
+                "(smaller tiles, less memory)")
 
     def rotate(self, t: IndexVar, by: Seq[IndexVar] | IndexVar, r: IndexVar) -> Schedule:
         """Rotate loop t by the loops `by`: t = (r + sum(by)) mod extent(t)."""
@@ -558,7 +615,10 @@ class Schedule:
         for b in bs:
             bpath = self._loop(b, "rotate", transform=False)
             if bpath != path[: len(bpath)]:
-                raise self._error(f"rotate: expected {b} to be a loop around {t}, but it is not")
+                _, chain, _ = tree.chain_at(self.stmt, path)
+                hint = (f"; reorder it outside first: .reorder([{b}, {t}])"
+                        if b in chain and chain.index(b) > chain.index(t) else "")
+                raise self._error(f"rotate: expected {b} to be a loop around {t}, but it is not{hint}")
         self._fresh([r], "rotate")
         node = tree.node_at(self.stmt, path)
         assert isinstance(node, Forall)
@@ -592,12 +652,13 @@ class Schedule:
             raise self._error(
                 f"substitute: expected the innermost loops above a statement, but found "
                 f"{{{', '.join(v.name for v in vs)}}} where the innermost are {{{inner}}}"
+                + (_innermost_hint(chain, vs) if isinstance(body, Assign) else "")
             )
         if not kernel.matches(body.lhs, body.rhs):
-            found = leaves.einsum_pattern(body.lhs, body.rhs) or "not a product of tensors"
+            found = leaves.einsum_pattern(body.lhs, body.rhs)
             raise self._error(
                 f"substitute: expected a statement of pattern {kernel.pattern} for {kernel.name}, "
-                f"but found {found} in {body}"
+                f"but found {found or 'not a product of tensors'} in {body}" + _leaf_hint(found)
             )
         def covered(u: IndexVar) -> bool:
             """Whether the loops `vs` run all of `u` (u itself, or both parts of a split of u)."""
@@ -647,13 +708,21 @@ class Schedule:
         reductions run (see docs/lowering.md).
         """
         from distal.lower import lower
+        from distal.lower.lints import plan_lints, warn
 
         self._check_bindings(bindings)
-        plan = lower(self.refreshed(), bindings, rotation=rotation, reduction=reduction)
+        sched = self.refreshed().formats_bound(bindings)
+        plan = lower(sched, bindings, rotation=rotation, reduction=reduction)
+        lints = plan_lints(sched, plan)
+        if lints:  # performance traps: kept for explain(), and a DistalPerformanceWarning each
+            plan = replace(plan, lints=lints)
+            warn(lints)
         if self.notes:
             # what happened before scheduling (operands placed or redistributed,
             # the auto choice) is part of what explain() reports
             plan = replace(plan, notes=(*self.notes, *plan.notes))
+        if self.eager:
+            plan = replace(plan, eager=self.eager)
         return plan
 
     def parameters(self) -> tuple[str, ...]:
@@ -717,12 +786,30 @@ class Schedule:
         raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
 
 
+def _innermost_hint(chain: Seq[IndexVar], vs: Seq[IndexVar]) -> str:
+    """'; add .reorder([...]) first': the reorder making `vs` the innermost loops of `chain` (when they are in it)."""
+    if not set(vs) <= set(chain):
+        return ""
+    first = min(chain.index(v) for v in vs)
+    tail = list(chain[first:])
+    order = [v for v in tail if v not in vs] + [v for v in tail if v in vs]
+    return f"; add .reorder([{', '.join(v.name for v in order)}]) first"
+
+
+def _leaf_hint(pattern: str | None) -> str:
+    """'; dt.leaf.X matches it': the registered leaves whose pattern is `pattern` (GENERIC runs any product)."""
+    if pattern is None:
+        return ""
+    fits = [f"dt.leaf.{leaf.name}" for leaf in leaves.LEAVES.values() if leaf.pattern == pattern]
+    if fits:
+        return f"; {' or '.join(fits)} matches it"
+    return "; no leaf has this pattern: dt.leaf.GENERIC runs any product of tensors"
+
+
 def _remap(value: Any, new: Mapping[int, TensorVar]) -> Any:
     """`value` (an IR node, relation, command or tuple of them) with every var of a uid in `new` replaced."""
     if isinstance(value, TensorVar):
         return new.get(value.uid, value)
-        if self.eager:
-            plan = replace(plan, eager=self.eager)
     if isinstance(value, tuple | list):
         items = [_remap(v, new) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else type(value)(items)

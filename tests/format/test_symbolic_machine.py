@@ -94,3 +94,42 @@ def test_a_schedule_over_a_symbolic_machine_replays_from_its_trace() -> None:
     assert eval(text, namespace) == compound
     named = dt.Grid(gx, 3, names="ab", kind="gpu")
     assert eval(dt.schedule.trace.python(named), {"dt": dt}) == named
+
+
+def _figure9_summa(m: dt.Machine, n: int = 64) -> tuple[dt.Schedule, dt.Tensor, dt.Tensor, dt.Tensor]:
+    """SUMMA as paper Figure 9 writes it: formats and distribute on the machine `m`."""
+    f = dt.Format("xy -> xy", m)
+    rng = np.random.default_rng(9)
+    A = dt.Tensor("A", (n, n), f)
+    B = dt.Tensor.from_array("B", rng.random((n, n)), f)
+    C = dt.Tensor.from_array("C", rng.random((n, n)), f)
+    A[i, j] = B[i, k] * C[k, j]
+    s = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m).split(k, ko, ki, n // 4)
+         .reorder([ko, ii, ji, ki]).communicate(A, jo).communicate([B, C], ko)
+         .substitute([ii, ji, ki], dt.leaf.GEMM))
+    return s, A, B, C
+
+
+def test_formats_on_a_symbolic_machine_place_data_on_the_machine_the_plan_binds() -> None:
+    # issue 27 item 4: on main the symbolic formats placed nothing on the bound Grid(2, 2), so every
+    # processor received 32768 B (all of its B row block and C column block) instead of 16384 B
+    symbolic, *_ = _figure9_summa(dt.Machine(dt.Grid(gx, gy)))
+    concrete, *_ = _figure9_summa(dt.Machine(dt.Grid(2, 2)))
+    got, want = symbolic.compile(gx=2, gy=2).stats(), concrete.compile().stats()
+    assert got["received_bytes"] == want["received_bytes"] == dict.fromkeys(
+        ("(0,0)", "(0,1)", "(1,0)", "(1,1)"), 2 * 32 * 32 * 8)
+    assert got["placement"] == want["placement"] and got["global_store_bytes"] == {}
+    plan = symbolic.compile(gx=2, gy=2)
+    assert [info.tensor.format for info in plan.tensors] == [dt.Format("xy -> xy", dt.Machine(dt.Grid(2, 2)))] * 3
+    assert "does not place it" not in plan.explain()
+    # the schedule itself keeps its symbolic formats; only its plans are bound
+    assert all(v.format is not None and v.format.params == ("gx", "gy") for v in symbolic.tensors())
+    assert symbolic.formats_bound({"gx": 1}) is symbolic  # gy unbound: nothing bound
+
+
+@pytest.mark.legate
+def test_figure9_with_symbolic_formats_runs_on_legate_placed_on_the_bound_machine(legate: object) -> None:
+    sched, A, B, C = _figure9_summa(dt.Machine(dt.Grid(gx, gy)), n=12)
+    for sizes in ((2, 2), (1, 3)):
+        sched.evaluate(gx=sizes[0], gy=sizes[1])
+        np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-12)
