@@ -278,13 +278,11 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     if red is not None or trace is not None or not _replay_enabled():
         _run(plan, trace)
     else:
-        made = stores_made()
-        launches: list[Recorded] = []
-        with recording(launches):
+        with recording() as recorded:
             _run(plan, trace)
-        if stores_made() == made:
+        if recorded.launches is not None and stores_made() == recorded.made:
             plan.memo[_REPLAY] = _Replay(grouping_enabled(), tuple(plan.tensor(i).storage for i in plan.tensors),
-                                         tuple(launches), live_bytes())
+                                         tuple(recorded.launches), live_bytes())
     if wait:
         fence()
 

@@ -250,6 +250,9 @@ def fence() -> None:
     Stores nothing references any more are freed here, when no launch is queued.
     """
     global _kept_bytes, _dropped
+    from ._launch import abandon_recording
+
+    abandon_recording()  # a run that waits inside is not replayed, and must not keep what this fence frees
     legate_runtime().issue_execution_fence(block=True)
     _KEEP_ALIVE.clear()
     _kept_bytes = 0

@@ -53,12 +53,13 @@ def _two_cpus() -> None:
 _copy = copy_plan
 
 
-def _matmul(name: str, machine: dt.Machine, n: int, rotation: str = "boxes") -> tuple[Any, dt.Tensor, np.ndarray]:
+def _matmul(name: str, machine: dt.Machine, n: int, rotation: str = "boxes",
+            **params: Any) -> tuple[Any, dt.Tensor, np.ndarray]:
     rng = np.random.default_rng(n)
     b, c = rng.random((n, n)), rng.random((n, n))
     A = dt.Tensor("A", (n, n))
     B, C = dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)
-    return lower(kernels.build(name, machine, A, B, C), rotation=rotation), A, b @ c
+    return lower(kernels.build(name, machine, A, B, C, **params), rotation=rotation), A, b @ c
 
 
 def _counted(plan: Any, out: dt.Tensor, expected: np.ndarray, tasks: list[tuple[str, int]],
@@ -80,7 +81,7 @@ def _counted(plan: Any, out: dt.Tensor, expected: np.ndarray, tasks: list[tuple[
 @pytest.mark.parametrize(("build", "grouped", "ungrouped"), [
     (lambda: _copy(8, 4), 2, 4),  # one launch of 4 points: 2 per processor
     (lambda: _copy(11, 4), 2, 4),  # uneven tiles (3, 3, 3, 2)
-    (lambda: _matmul("summa", dt.Machine(dt.Grid(2, 2)), 13), 4, 8),  # 2 steps of 4 points: a row per processor
+    (lambda: _matmul("summa", dt.Machine(dt.Grid(2, 2)), 13, chunk=7), 4, 8),  # 2 steps of 4 points: a row each
     (lambda: _matmul("pumma", dt.Machine(dt.Grid(2, 2)), 7), 4, 8),
 ], ids=["copy-grid4", "copy-grid4-uneven", "summa-2x2-n13", "pumma-2x2-n7"])
 def test_points_of_one_processor_run_as_one_task(tasks: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch,
@@ -153,7 +154,7 @@ def test_grouped_task_runs_each_point_in_order(tasks: list[tuple[str, int]], mon
 def test_a_failure_in_a_grouped_task_names_the_launch_point(machine: rt.MachineInfo,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     _two_cpus()
-    plan, out, expected = _matmul("summa", dt.Machine(dt.Grid(2, 2)), 6)
+    plan, out, expected = _matmul("summa", dt.Machine(dt.Grid(2, 2)), 6, chunk=3)  # two k-steps
     monkeypatch.setenv(ENV, "1")
     real = TaskBody.__call__
 

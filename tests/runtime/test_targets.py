@@ -86,13 +86,33 @@ class _Variant:
         self.name = name
 
 
-class _Context:
-    """What the generic task reads from Legate's TaskContext (the variant as an enum or as its integer)."""
+class _Held:
+    """A scalar (`value()`) or a store (`data()`) of a stand-in task context."""
 
-    def __init__(self, variant: str | int, stream: int | None = None) -> None:
+    def __init__(self, held: Any) -> None:
+        self.held = held
+
+    def value(self) -> Any:
+        return self.held
+
+    def data(self) -> Any:
+        return self.held
+
+
+class _Context:
+    """What the generic task reads from Legate's TaskContext (the variant as an enum or as its integer), and
+    its stores and scalars from a dict as a launch lays them out: the kernel "key", the "layout" and the
+    arrays of its slots ("i0", "o0", ...)."""
+
+    def __init__(self, variant: str | int, stream: int | None = None, stores: dict[str, Any] | None = None) -> None:
         self._variant = _Variant(variant) if isinstance(variant, str) else variant
         self.task_stream = stream
         self.task_index = (1,)
+        given = stores or {}
+        self.scalars = tuple(_Held(given.get(k)) for k in ("key", "layout"))
+        self.inputs, self.outputs, self.reductions = (
+            tuple(_Held(given[f"{kind}{n}"]) for n in range(sum(1 for name in given if name[:1] == kind)))
+            for kind in "ior")
 
     def get_variant_kind(self) -> Any:
         return self._variant
@@ -147,7 +167,7 @@ def test_a_real_cpu_task_is_not_the_gpu_variant(machine: rt.MachineInfo) -> None
 def test_cpu_tasks_see_numpy_tiles() -> None:
     seen: list[Any] = []
     a, out = np.arange(3.0), np.zeros(3)
-    _tasks._run(_Context("CPU"), {"key": _recording_kernel(seen), "layout": "i0,o0", "i0": a, "o0": out})
+    _tasks._run(_Context("CPU", stores={"key": _recording_kernel(seen), "layout": "i0,o0", "i0": a, "o0": out}))
     assert seen == [((1,), np.ndarray, np.ndarray)]
     assert out.tolist() == [0.0, 2.0, 4.0]
 
@@ -158,7 +178,7 @@ def test_gpu_tasks_see_device_tiles_on_the_task_stream(monkeypatch: pytest.Monke
     seen: list[Any] = []
     a, out = np.arange(3.0), np.zeros(3)
     stores = {"key": _recording_kernel(seen), "layout": "i0,o0;4,5", "i0": a, "o0": out}
-    _tasks._run(_Context("GPU", stream=0xBEEF), stores)
+    _tasks._run(_Context("GPU", stream=0xBEEF, stores=stores))
     assert seen == [((4, 5), DeviceArray, DeviceArray)]
     assert streams == [0xBEEF]
     assert out.tolist() == [0.0, 2.0, 4.0]
@@ -171,7 +191,7 @@ def test_a_failing_gpu_task_surfaces_at_the_next_check(monkeypatch: pytest.Monke
         np.asarray(tile)  # a GPU tile refuses this
 
     key = rt.register_kernel(host_only, "host-only")
-    _tasks._run(_Context("GPU", stream=1), {"key": key, "layout": "i0", "i0": np.zeros(2)})
+    _tasks._run(_Context("GPU", stream=1, stores={"key": key, "layout": "i0", "i0": np.zeros(2)}))
     with pytest.raises(RuntimeFailure, match=r"(?s)host-only.*device array"):
         rt.check_failures()
 
