@@ -278,11 +278,11 @@ def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None
     if red is not None or trace is not None or not _replay_enabled():
         _run(plan, trace)
     else:
-        with recording() as recorded:
+        with recording() as made:
             _run(plan, trace)
-        if recorded.launches is not None and stores_made() == recorded.made:
+        if made.launches is not None and stores_made() == made.made:
             plan.memo[_REPLAY] = _Replay(grouping_enabled(), tuple(plan.tensor(i).storage for i in plan.tensors),
-                                         tuple(recorded.launches), live_bytes())
+                                         tuple(made.launches), live_bytes())
     if wait:
         fence()
 
