@@ -28,6 +28,13 @@ __all__ = ["LETTERS", "BlockValue", "Broadcast", "Counts", "SliceStep", "Step", 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+CHUNK = 1 << 18  # elements of an output chunk a broadcast expression computes at a time (2 MiB of float64)
+
+
+def _count(calls: dict[str, int], what: str) -> None:
+    calls[what] = calls.get(what, 0) + 1
+
+
 class Counts(NamedTuple):
     """What the steps of a task body ran: blocks per leaf (by name), and each call as explain() words it."""
 
@@ -134,7 +141,10 @@ class BlockValue:
         contract.plan(self.spec, ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran)
         return True
 
-    def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None) -> tuple[Any, str]:
+    def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None,
+            rows: tuple[str, int, int] | None = None) -> tuple[Any, str]:
+        """The value and its axes; with `rows` (letter, lo, hi), only for that range of that output letter (a
+        chunk of a broadcast expression: `SliceStep.run` streams large outputs chunk by chunk)."""
         if self.factors is not None:
             ops = self.operands(tiles, dtype)
             if self.identity:
@@ -149,7 +159,11 @@ class BlockValue:
 
         def view(acc: Access) -> tuple[Any, str]:
             t, idx, axes = self.views[acc]
-            return operand(tiles[t][idx], dtype), axes
+            arr = tiles[t][idx]
+            if rows is not None and rows[0] in axes:
+                letter, lo, hi = rows
+                arr = arr[tuple(slice(lo, hi) if c == letter else slice(None) for c in axes)]
+            return operand(arr, dtype), axes
 
         value, axes = Broadcast(xp, view, self.letters, self.sums)(self.e)
         drop = tuple(n for n, c in enumerate(axes) if c not in self.out_axes)
@@ -186,7 +200,8 @@ class SliceStep(Step):
         value = self.value
         assert value is not None
         if value.factors is None:
-            return "a broadcast NumPy expression on the block's views"
+            out = tiles[self.out][self.out_idx]
+            return self._broadcast_words(out.shape, self.chunk_rows(out, np if xp_name == "numpy" else None))
         views = [tiles[t][idx] for t, idx in value.factors]
         text = contract.plan(value.spec, views).describe(self.dtype, xp_name)
         if value.leaf is not None or value.keep != self.out_axes or (
@@ -212,10 +227,38 @@ class SliceStep(Step):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.value.run_into(tiles, xp, dtype, out, self.accumulate, counts):
                 return
+            rows = self.chunk_rows(out, xp)
+            if rows:  # an element-wise expression over a large output: chunk by chunk, in cache
+                n = out.shape[0]
+                for lo in range(0, n, rows):
+                    hi = min(n, lo + rows)
+                    part, axes = self.value.run(tiles, xp, dtype, counts, (self.out_axes[0], lo, hi))
+                    if axes != self.out_axes:
+                        part = to_axes(xp, part, axes, self.out_axes)
+                    store(out[lo:hi], part, self.accumulate, xp)
+                _count(counts.ran, self._broadcast_words(out.shape, rows))
+                return
             value, axes = self.value.run(tiles, xp, dtype, counts)
+            if self.value.factors is None:
+                _count(counts.ran, self._broadcast_words(out.shape, 0))
         if axes != self.out_axes:
             value = to_axes(xp, value, axes, self.out_axes)
         store(out, value, self.accumulate, xp)  # cast into the output (the casting rule was checked)
+
+    def chunk_rows(self, out: Any, xp: Any) -> int:
+        """Rows of the output per chunk when a broadcast expression streams it chunk by chunk (NumPy tiles,
+        outputs of at least two chunks of `CHUNK` elements: each chunk's temporaries stay in cache), else 0."""
+        value = self.value
+        if value is None or value.factors is not None or xp is not np or not self.out_axes:
+            return 0
+        size = math.prod(out.shape) * max(1, math.prod(value.sums.values()))  # points the expression computes
+        if size < 2 * CHUNK or out.shape[0] < 2:
+            return 0
+        return max(1, CHUNK * int(out.shape[0]) // int(size))
+
+    def _broadcast_words(self, shape: tuple[int, ...], rows: int) -> str:
+        what = f"a broadcast NumPy expression into [{'x'.join(map(str, shape))}]"
+        return what + (f" in chunks of {rows} row(s)" if rows else "")
 
     def reads(self) -> frozenset[int]:
         """The slots whose arrays the block's right side reads."""

@@ -532,7 +532,12 @@ class _Run(Walker):
             return None
         points = math.prod(self.ext[b] for b in block)
         if not product and points * max(1, math.prod(sums.values())) > BLOCK_LIMIT:
-            return None
+            # a broadcast expression materialises its points: on NumPy tiles a large output is computed chunk
+            # by chunk of its first axis (`SliceStep.chunk_rows`), so one row of it must fit
+            first = forms.get(a.lhs.indices[0]) if a.lhs.indices else None
+            row = points // max(self.ext[first[0]], 1) if first is not None else points
+            if self.xp is not np or row * max(1, math.prod(sums.values())) > BLOCK_LIMIT:
+                return None
         if dry:
             return True
         ranges = {b: (0, upper[b]) for b in block}
