@@ -37,8 +37,8 @@ from distal.sizes import MachineDim, Param
 
 if TYPE_CHECKING:
     import distal.kernels as kernels
-    import distal.runtime as runtime
     from distal.kernels import einsum, einsum_plan
+    import distal.runtime as runtime
     from distal import reduction
     from distal.redist import DistType, Mesh, Program, synthesize
     from distal.reduction import System, plan_reduction
@@ -81,10 +81,10 @@ __all__ = [
     "abs",
     "conj",
     "exp",
-    "index_vars",
-    "kernels",
     "einsum",
     "einsum_plan",
+    "index_vars",
+    "kernels",
     "leaf",
     "parse",
     "plan_reduction",
@@ -125,12 +125,12 @@ def _lazy(name: str) -> object:
         import distal.kernels
 
         return distal.kernels
-    if name == "reduction":
-        import distal.reduction
     if name in ("einsum", "einsum_plan"):
         import distal.kernels
 
         return getattr(distal.kernels, name)
+    if name == "reduction":
+        import distal.reduction
 
         return distal.reduction
     if name == "runtime":

@@ -275,11 +275,11 @@ class Plan:
     source: Assignment | None = field(default=None, compare=False, repr=False)  # the statement scheduled
     # the data side: the user tensor of each var (strong references, so a plan runs after its tensors' names are gone)
     bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
-
-    def tensor(self, info: TensorInfo) -> Tensor:
     # why the plan runs in the calling process with NumPy, no Legate tasks (`Schedule.auto`'s choice for a
     # problem too small to pay for them: `distal.lower.eager`); empty: `run()` runs it on Legate
     eager: str = ""
+
+    def tensor(self, info: TensorInfo) -> Tensor:
         """The user's tensor holding the data of `info` (the executors read and write data only here)."""
         return self.bindings.tensor(info.tensor)
 
@@ -329,12 +329,12 @@ class Plan:
             from distal.lower.numpy_exec import run_numpy
 
             run_numpy(self)
-        elif backend == "legate":
-            from distal.runtime import run_plan
         elif backend == "legate" and self.eager:
             from distal.lower.eager import run_eager
 
             run_eager(self)
+        elif backend == "legate":
+            from distal.runtime import run_plan
 
             run_plan(self)
         else:
