@@ -643,8 +643,11 @@ def explain(plan: Plan, model: Any = None) -> str:
     """
     data = stats(plan)
     from distal.lower.memory import memory_line
+    from distal.model.predict import explain_lines, explained
 
+    found = explained(plan, model, data)
     lines = [
+        *summary_lines(plan, data, found),
         describe(plan),
         *_placement_lines(plan, data),
         *_communication_lines(plan, data),
@@ -653,10 +656,49 @@ def explain(plan: Plan, model: Any = None) -> str:
         *(f"  warning: {w}" for w in data["warnings"]),
         *_reduction_lines(plan),
     ]
-    from distal.model.predict import explain_lines
-
-    lines.extend(explain_lines(plan, model, data))
+    lines.extend(explain_lines(plan, model, data, found))
     return "\n".join(lines)
+
+
+def summary_lines(plan: Plan, data: dict[str, Any], found: tuple[Any, str, str]) -> list[str]:
+    """explain()'s first three lines: the processors used of those available (and why any are idle), the
+    calls the leaves run, the predicted time against memory."""
+    got, name, why = found
+    kind = plan.machine.kind if plan.machine is not None else "cpu"
+    real = int(data["real_processors"])
+    if plan.eager:
+        where = f"runs eagerly in this process with NumPy, no Legate tasks ({plan.eager})"
+    else:
+        used = got.processors_used if got is not None else len({plan.device_of(g, p) for g, launch in
+                                                                  plan.launches() for p in launch.points()})
+        where = f"runs on {used} of {real} {kind} processor(s)"
+        if used < real:
+            where += f"; {real - used} idle: {_idle_reason(plan, used)}"
+    calls = " | ".join(_leaf_text(plan, g) for g in plan.groups if g.launches) or "nothing to compute"
+    if got is None:
+        time = f"predicted time: none ({why})"
+    else:
+        fit = "fits" if got.fits else "DOES NOT FIT"
+        time = (f"predicted {_seconds_text(got.seconds)} ({name} model); peak memory {_bytes(got.peak_bytes)} of "
+                f"{_bytes(got.memory_bytes)} per processor ({fit})")
+        if plan.eager:
+            time = "as Legate tasks it would be " + time
+    return [f"summary: {where}", f"  calls: {calls}", f"  {time}"]
+
+
+def _idle_reason(plan: Plan, used: int) -> str:
+    chose = next((n for n in plan.notes if n.startswith("auto: chose")), None)
+    if chose is not None:
+        return "auto predicted the work too small to pay for spreading it (its candidates are listed below)"
+    if plan.machine is None:
+        return "the schedule distributes no loop (Schedule.auto, or distribute, spreads the work)"
+    if plan.machine.size < used + 1:
+        return f"the plan's machine {plan.machine!r} has fewer points than there are processors"
+    return "some launch points have no work (see the warnings below)"
+
+
+def _seconds_text(s: float) -> str:
+    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
 # per launch, at most this many rows of its transfers; launches past TABLE_LAUNCHES show their totals only

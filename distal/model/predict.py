@@ -67,7 +67,7 @@ from distal.notation.visit import ExprVisitor
 if TYPE_CHECKING:
     from distal.lower.plan import Plan
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "explain_lines", "explained", "predict"]
 
 
 @dataclass(frozen=True)
@@ -253,12 +253,13 @@ def _meet(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
     return math.prod(max(min(ah, bh) - max(al, bl), 0) for (al, ah), (bl, bh) in zip(a, b))
 
 
-def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str, Any] | None = None) -> list[str]:
-    """The lines `plan.explain()` ends with: the predicted time and its parts.
+def explained(plan: Plan, model: MachineModel | None = None,
+              data: dict[str, Any] | None = None) -> tuple[Prediction | None, str, str]:
+    """The prediction `plan.explain()` reports, the model's name and, when there is none, why.
 
     On this machine's model the plan is timed on the real processors Legate is configured with (the run that
-    happens: its points bound to them, grouped into the tasks explain() counts); on another model, on one
-    processor per point of the plan's machine.
+    happens: its points bound to them, grouped into the tasks explain() counts) against the memory Legate
+    has; on another model, on one processor per point of the plan's machine.
     """
     if model is None:
         from distal.model.calibrate import this_machine
@@ -282,10 +283,19 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
     try:
         got = predict(plan, model, processors, data)
     except ModelError as exc:
-        return [f"  predicted time: none ({exc.message})"]
+        return None, model.name, exc.message
     if source:
         got = replace(got, memory_source=source)
-    lines = [f"  predicted time ({model.name} model, distal.model): {got.summary()}"]
+    return got, model.name, ""
+
+
+def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str, Any] | None = None,
+                  found: tuple[Prediction | None, str, str] | None = None) -> list[str]:
+    """The lines `plan.explain()` ends with: the predicted time and its parts (`explained`, or `found`)."""
+    got, name, why = found if found is not None else explained(plan, model, data)
+    if got is None:
+        return [f"  predicted time: none ({why})"]
+    lines = [f"  predicted time ({name} model, distal.model): {got.summary()}"]
     lines.extend("  " + x for x in got.describe().splitlines()[1:])
     return lines
 
