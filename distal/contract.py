@@ -220,7 +220,7 @@ def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] 
         what = f"[{m}x{k}] @ [{k}x{n}]"
         routine = _gemm_routine(dtype, m, n, k, nb, xp_name)
         if nb > 1:
-            head = f"batched GEMM {nb} x {what} (over {', '.join(p.batch + p.a_outer + p.b_outer)})"
+            head = f"batched GEMM {nb} x {what}"
         else:
             head = f"GEMM {what}"
         copies = [f"operand {x} ({size} elements)" for x, c, size in

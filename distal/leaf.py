@@ -42,7 +42,7 @@ array([[1., 1.],
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,21 +66,27 @@ def _factors(e: Expr) -> list[Access] | None:
     return [f for f in factors if isinstance(f, Access)] if all(isinstance(f, Access) for f in factors) else None
 
 
-def einsum_pattern(lhs: Access, rhs: Expr) -> str | None:
-    """The canonical einsum pattern of `lhs = rhs`, or None if rhs is no product of accesses."""
+def einsum_pattern(lhs: Access, rhs: Expr, within: Collection[IndexVar] | None = None) -> str | None:
+    """The canonical einsum pattern of `lhs = rhs`, or None if rhs is no product of accesses.
+
+    With `within`, the pattern of one block of loops over those variables: the others are fixed outside
+    the block and drop out (C(b,i,j) = A(b,i,k) * B(b,k,j) within {i, j, k} is GEMM's ac,cb->ab).
+    """
     factors = _factors(rhs)
     if factors is None:
         return None
     names: dict[IndexVar, str] = {}
     for a in (lhs, *factors):
         for v in a.indices:
+            if within is not None and v not in within:
+                continue
             if v not in names:
                 if len(names) == len(_LETTERS):
                     return None
                 names[v] = _LETTERS[len(names)]
 
     def sub(a: Access) -> str:
-        return "".join(names[v] for v in a.indices)
+        return "".join(names[v] for v in a.indices if v in names)
 
     return ",".join(sub(a) for a in factors) + "->" + sub(lhs)
 
@@ -308,10 +314,11 @@ class Leaf:
         else:
             out[...] = value
 
-    def matches(self, lhs: Access, rhs: Expr) -> bool:
+    def matches(self, lhs: Access, rhs: Expr, within: Collection[IndexVar] | None = None) -> bool:
+        """Whether `lhs = rhs` has the leaf's pattern (with `within`: over those variables, the others fixed)."""
         if self.pattern is None:
             return True
-        return einsum_pattern(lhs, rhs) == self.pattern
+        return einsum_pattern(lhs, rhs, within) == self.pattern
 
     def __str__(self) -> str:
         return self.name

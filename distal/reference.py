@@ -109,7 +109,7 @@ class _Executor(Walker):
 
     def leaf_block(self, a: Assign, env: dict[IndexVar, int], block: list[IndexVar], leaf: Leaf) -> bool:
         """Run the block with the leaf's kernel on boxes of the arrays; False when it is no box."""
-        if einsum_pattern(a.lhs, a.rhs) is None or not leaf.matches(a.lhs, a.rhs):
+        if einsum_pattern(a.lhs, a.rhs) is None:
             return False
         accesses = (a.lhs, *a.rhs.accesses())
         box = self.leaf_box(env, block, {v for acc in accesses for v in acc.indices})

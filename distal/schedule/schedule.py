@@ -654,11 +654,17 @@ class Schedule:
                 f"{{{', '.join(v.name for v in vs)}}} where the innermost are {{{inner}}}"
                 + (_innermost_hint(chain, vs) if isinstance(body, Assign) else "")
             )
-        if not kernel.matches(body.lhs, body.rhs):
-            found = leaves.einsum_pattern(body.lhs, body.rhs)
+        within: set[IndexVar] = set()  # the statement's variables the loops run (the others are fixed outside)
+        for v in vs:
+            within |= self.provenance.roots(v)
+        if not kernel.matches(body.lhs, body.rhs, within):
+            found = leaves.einsum_pattern(body.lhs, body.rhs, within)
+            whole = leaves.einsum_pattern(body.lhs, body.rhs)
+            over = "" if found == whole else \
+                f" over {', '.join(v.name for v in vs)} (the whole statement is {whole})"
             raise self._error(
                 f"substitute: expected a statement of pattern {kernel.pattern} for {kernel.name}, "
-                f"but found {found or 'not a product of tensors'} in {body}" + _leaf_hint(found)
+                f"but found {found or 'not a product of tensors'}{over} in {body}" + _leaf_hint(found)
             )
         def covered(u: IndexVar) -> bool:
             """Whether the loops `vs` run all of `u` (u itself, or both parts of a split of u)."""

@@ -108,7 +108,7 @@ def test_the_four_index_contraction_is_one_gemm_on_reshaped_views() -> None:
 def test_a_batched_matmul_is_one_batched_gemm_and_ttm_on_the_middle_mode_is_copy_free() -> None:
     a, b = np.ones((8, 30, 20)), np.ones((8, 20, 10))
     text = contract.plan("bik,bkj->bij", (a, b)).describe()
-    assert text.startswith("batched GEMM 8 x [30x20] @ [20x10] (over b)") and "copying" not in text
+    assert text.startswith("batched GEMM 8 x [30x20] @ [20x10] by ") and "copying" not in text
     x, u = np.ones((10, 20, 30)), np.ones((20, 40))
     text = contract.plan("ijk,jl->ilk", (x, u)).describe()
     assert "copying" not in text and text.endswith("; into the output"), text
@@ -154,6 +154,6 @@ def test_the_generic_leaf_and_batched_gemm_compute_through_the_engine() -> None:
     calls: dict[str, int] = {}
     leaf.BATCHED_GEMM.compute_into(out, a, b, accumulate=True, calls=calls)
     np.testing.assert_allclose(out, a @ b + 1, rtol=1e-12)
-    assert next(iter(calls)).startswith("batched GEMM 3 x [4x5] @ [5x6] (over ")
+    assert next(iter(calls)).startswith("batched GEMM 3 x [4x5] @ [5x6] by ")
     x = rng.standard_normal((40, 30))
     np.testing.assert_allclose(leaf.GENERIC.compute(x, x, pattern="ab,cb->ac"), x @ x.T, rtol=1e-12)

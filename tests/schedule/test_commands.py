@@ -95,7 +95,8 @@ REFUSED: list[tuple[str, Cmd, str]] = [
     ("rotate-not-around", lambda s, A, B, C: s.rotate(i, [k], kos), "rotate: expected k to be a loop around i"),
     ("rotate-self", lambda s, A, B, C: s.rotate(k, [k], kos), "rotate: expected distinct variables other than k"),
     ("substitute-pattern", lambda s, A, B, C: s.substitute([k], dt.leaf.TTV),
-     "substitute: expected a statement of pattern abc,c->ab for TTV, but found ac,cb->ab"),
+     "substitute: expected a statement of pattern abc,c->ab for TTV, but found a,a-> over k (the whole statement "
+     "is ac,cb->ab)"),
     ("substitute-not-inner", lambda s, A, B, C: s.substitute([i, j], dt.leaf.GEMM),
      "substitute: expected the innermost loops above a statement"),
     ("substitute-fused", lambda s, A, B, C: s.fuse(j, k, f).substitute([f], dt.leaf.GENERIC),
