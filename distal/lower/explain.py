@@ -31,6 +31,14 @@ write; a launch whose points receive more than `WARN_RATIO` times what they
 write (and at least `WARN_MIN_BYTES`) gets a warning: the performance cliff
 of a distribution where every point fetches a whole operand.
 
+Each received, reduced or returned piece also has a sender and a receiver
+(`distal.lower.traffic`): the holder of a placed tile nearest to the reader,
+the writer of values written earlier, or the tensor's global store; they are
+`stats()["traffic"]`, split inside a node or between nodes by the levels of
+the plan's own machine, and explain() prints them per launch. The plan's
+performance lints (`distal.lower.lints`, found at compile) come first among
+the warnings.
+
 A distributed reduction into the output (`Plan.reduction`) is reported with
 its strategy: Legate's one reduction (and why), or the synthesized program
 of collectives with its lowered steps, its predicted time and the predicted
@@ -263,7 +271,8 @@ def stats(plan: Plan) -> dict[str, Any]:
     and a `warning` or None), `received_bytes`, `reduced_bytes` and
     `returned_bytes` per processor and in total, `peak_bytes` per processor
     (and `peak_launch`: the launch index where it is reached, absent when the
-    peak is the placement alone), `launch_count`, `notes`, `warnings`, and `reduction` (None without a
+    peak is the placement alone), `launch_count`, `notes`, `warnings` (the plan's lints first, then the
+    launches'), `traffic` (a `distal.lower.traffic.Traffic`: who sends what to whom), and `reduction` (None without a
     distributed reduction into the output; else its strategy, reason, groups
     of device ids, program, steps, predicted seconds and single-AllReduce
     seconds).
