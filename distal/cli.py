@@ -29,6 +29,7 @@ __all__ = ["COMMANDS", "main"]
 BENCHES = {
     "matmul": "matmul.py",
     "suite": "suite.py",
+    "einsum": "einsum.py",  # dt.einsum with no schedule against NumPy and cuPyNumeric (issue 26's targets)
     "redist": "redist_synthesis.py",
     "reduction": "reduction_synthesis.py",
     "redist-legate": "redist_legate.py",
