@@ -37,9 +37,9 @@ from distal.sizes import MachineDim, Param
 
 if TYPE_CHECKING:
     import distal.kernels as kernels
-    from distal.kernels import einsum, einsum_plan
     import distal.runtime as runtime
     from distal import reduction
+    from distal.kernels import einsum, einsum_plan
     from distal.redist import DistType, Mesh, Program, synthesize
     from distal.reduction import System, plan_reduction
 
@@ -80,9 +80,9 @@ __all__ = [
     "TypeNotationError",
     "abs",
     "conj",
-    "exp",
     "einsum",
     "einsum_plan",
+    "exp",
     "index_vars",
     "kernels",
     "leaf",

@@ -659,9 +659,9 @@ class Schedule:
             within |= self.provenance.roots(v)
         if not kernel.matches(body.lhs, body.rhs, within):
             found = leaves.einsum_pattern(body.lhs, body.rhs, within)
-            whole = leaves.einsum_pattern(body.lhs, body.rhs)
-            over = "" if found == whole else \
-                f" over {', '.join(v.name for v in vs)} (the whole statement is {whole})"
+            full = leaves.einsum_pattern(body.lhs, body.rhs)
+            over = "" if found == full else \
+                f" over {', '.join(v.name for v in vs)} (the whole statement is {full})"
             raise self._error(
                 f"substitute: expected a statement of pattern {kernel.pattern} for {kernel.name}, "
                 f"but found {found or 'not a product of tensors'}{over} in {body}" + _leaf_hint(found)
@@ -702,7 +702,8 @@ class Schedule:
         """
         from distal.kernels import auto_schedule
 
-        return auto_schedule(self, machine, memory=memory, model=model)
+        chosen: Schedule = auto_schedule(self, machine, memory=memory, model=model)
+        return chosen
 
     # -- running -----------------------------------------------------------------
 
