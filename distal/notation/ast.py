@@ -200,7 +200,7 @@ class Access(Expr):
         return f"{self.tensor.name}({','.join(v.name for v in self.indices)})"
 
     def __repr__(self) -> str:
-        return f"Access({self})"
+        return f"<Access {self}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,3 +409,13 @@ class Assignment:
 
     def __str__(self) -> str:
         return f"{self.lhs} {self.op} {self.rhs}"
+
+
+def _words(self: object) -> str:
+    """An expression or assignment in words: its kind and its text form (`<Mul B(i,k) * C(k,j)>`)."""
+    return f"<{type(self).__name__} {self}>"
+
+
+# The dataclasses' own reprs dump every field (`Mul(a=Access(...), b=...)`); the text form reads better.
+for _kind in (Literal, Neg, Add, Sub, Mul, Div, Sum, Call, Assignment):
+    _kind.__repr__ = _words  # type: ignore[method-assign,assignment]

@@ -97,4 +97,5 @@ class HostStorage:
         return view
 
     def __repr__(self) -> str:
-        return f"HostStorage(shape={self.shape}, dtype={self.dtype.name})"
+        shape = "x".join(str(n) for n in self.shape) if self.shape else "scalar"
+        return f"<HostStorage {shape} {self.dtype.name} on the host>"

@@ -97,8 +97,9 @@ class TensorVar:
         return self.name
 
     def __repr__(self) -> str:
-        fmt = f", {self.format}" if self.format is not None else ""
-        return f"TensorVar({self.name!r}, {self.shape_text()}{fmt}, dtype={self.dtype.name}, uid={self.uid})"
+        fmt = f", format {self.format}" if self.format is not None else ""
+        shape = "x".join(str(n) for n in self.shape) if self.shape else "scalar"
+        return f"<TensorVar {self.name}: {shape} {self.dtype.name}{fmt}>"
 
 
 class Bindings(Mapping[int, "Tensor"]):
