@@ -181,6 +181,25 @@ def operands(stmt: Statement, n: int, seed: int = 0) -> list[np.ndarray]:
     return [np.random.default_rng([seed, k]).random(s) for k, s in enumerate(shapes)]
 
 
+def work(stmt: Statement, method: str, n: int) -> float:
+    """How much work `method` does at size n, in its own terms: the FLOP count of the contraction order NumPy's
+    einsum (`numpy.einsum_path`, optimize=True) or opt_einsum chooses, n ** exponent for a direct expression."""
+    import re
+
+    import opt_einsum
+
+    shapes = stmt.shapes(n)
+    if method == "numpy.einsum":
+        views = [np.lib.stride_tricks.as_strided(np.zeros(1), s, [0] * len(s)) for s in shapes]  # no memory
+        _, text = np.einsum_path(stmt.spec, *views, optimize=True)
+        found = re.search(r"Optimized FLOP count:\s*([0-9.eE+-]+)", text)
+        assert found is not None, text
+        return float(found.group(1))
+    if method == "opt_einsum":
+        return float(opt_einsum.contract_path(stmt.spec, *shapes, shapes=True)[1].opt_cost)
+    return float(n) ** stmt.exponent
+
+
 def numpy_methods(stmt: Statement) -> dict[str, Callable[..., Any]]:
     """Every way a NumPy user computes the statement: einsum (optimised), opt_einsum, the direct expressions."""
     import opt_einsum
@@ -290,7 +309,6 @@ def calibrate_child(names: list[str], target: float, budget_mib: float, quick: b
             first, _ = _timed(fn, *arrays)
             times[method] = first if first > 0.05 else min(_timed(fn, *arrays)[0] for _ in range(3))
         best = min(times, key=lambda m: times[m])
-        slow = {m: t / times[best] for m, t in times.items() if t > SLOW * times[best]}
         steps = [{"n": n0, "seconds": times[best]}]
         n, capped = n0, False
         if not quick:
@@ -308,10 +326,14 @@ def calibrate_child(names: list[str], target: float, budget_mib: float, quick: b
                 steps.append({"n": n, "seconds": _timed(fn, *arrays)[0]})
                 if capped:
                     break
+        # each method's time at n: its calibrated time scaled by its own work (NumPy's einsum runs the triangle
+        # as one loop over all six indices); one predicted SLOW times slower than the fastest is not run at n
+        predicted = {m: t * work(stmt, m, n) / work(stmt, m, n0) for m, t in times.items()}
+        fastest = steps[-1]["seconds"]
         out[name] = {"n": n, "calibration_n": n0, "calibration_seconds": times, "fastest": best, "steps": steps,
-                     "predicted_numpy_s": steps[-1]["seconds"], "capped_by_memory": capped,
-                     "skipped_methods": {m: f"{r:.0f}x the fastest at n = {n0}; not run at full size"
-                                         for m, r in slow.items()}}
+                     "predicted_numpy_s": fastest, "capped_by_memory": capped, "predicted_seconds_at_n": predicted,
+                     "skipped_methods": {m: f"predicted {t:.3g} s at n = {n}, {t / fastest:.0f}x the fastest; not "
+                                            "run" for m, t in predicted.items() if t > SLOW * fastest}}
         del arrays
         gc.collect()
     return out
