@@ -265,6 +265,10 @@ def explained(plan: Plan, model: MachineModel | None = None,
         from distal.model.calibrate import this_machine
 
         model = this_machine()
+    if plan.machine is not None and plan.machine.levels > 1 and not plan.machine.params:
+        # the plan's own nodes: a point of the machine's outer level is a node (its inner grids' processors),
+        # the split explain's traffic table uses, as auto times hierarchical machines
+        model = model.with_(per_node=math.prod(g.size for g in plan.machine.grids[1:]))
     source = ""
     processors: int | None = None
     if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
