@@ -1,8 +1,34 @@
-"""Small text helpers shared by the notations' parsers."""
+"""Small text helpers: the notations' parsers' splitting, and how reports write bytes and seconds."""
 
 from __future__ import annotations
 
-__all__ = ["split_top_level"]
+__all__ = ["bytes_text", "seconds_text", "split_top_level"]
+
+
+def bytes_text(n: float) -> str:
+    """Bytes in the largest binary unit under 1024 of it, as distal's reports write them.
+
+    >>> bytes_text(512), bytes_text(40960), bytes_text(3 * 2**30)
+    ('512 B', '40.0 KiB', '3.0 GiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def seconds_text(s: float) -> str:
+    """Seconds to three significant digits in us, ms or s, as distal's reports write them.
+
+    >>> seconds_text(3e-5), seconds_text(0.0123), seconds_text(2.5)
+    ('30 us', '12.3 ms', '2.5 s')
+    """
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"
 
 
 def split_top_level(text: str, open_: str = "(", close: str = ")") -> list[str]:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
 from distal.format.machine import Grid, Machine, processor_kind
 from distal.notation.tensor import Tensor
@@ -54,8 +55,6 @@ class Candidate:
                 f"{self.comm_bytes} B/proc, peak {self.peak_bytes} B/proc{idle}{fit}")
 
 
-def _fmt(s: float) -> str:
-    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
 def _fits(alg: Algorithm, operands: tuple[Tensor, ...]) -> bool:

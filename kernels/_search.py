@@ -44,6 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from distal._text import bytes_text as _bytes
+from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
 from distal.format import Format
 from distal.format.machine import Grid, Machine
@@ -86,16 +88,8 @@ class Option:
                 f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
 
 
-def _fmt(s: float) -> str:
-    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def default_machine(kind: str | None = None) -> Machine:

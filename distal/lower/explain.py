@@ -51,6 +51,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from distal._text import bytes_text as _bytes
+from distal._text import seconds_text
 from distal.errors import DistalError
 from distal.lower.grouping import configured_processors, plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
@@ -529,12 +531,6 @@ def _launch_data(plan: Plan, group: Group, launch: Launch, recv: dict[str, int])
     }
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 _ZERO = ("at zero (a new store: where the first launch writes every output tile, each of its tasks zero-fills its "
@@ -688,7 +684,7 @@ def summary_lines(plan: Plan, data: dict[str, Any], found: tuple[Any, str, str])
         time = f"predicted time: none ({why})"
     else:
         fit = "fits" if got.fits else "DOES NOT FIT"
-        time = (f"predicted {_seconds_text(got.seconds)} ({name} model); peak memory {_bytes(got.peak_bytes)} of "
+        time = (f"predicted {seconds_text(got.seconds)} ({name} model); peak memory {_bytes(got.peak_bytes)} of "
                 f"{_bytes(got.memory_bytes)} per processor ({fit})")
         if plan.eager:
             time = "as Legate tasks it would be " + time
@@ -706,8 +702,6 @@ def _idle_reason(plan: Plan, used: int) -> str:
     return "some launch points have no work (see the warnings below)"
 
 
-def _seconds_text(s: float) -> str:
-    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
 # per launch, at most this many rows of its transfers; launches past TABLE_LAUNCHES show their totals only

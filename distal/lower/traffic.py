@@ -42,6 +42,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from distal._text import bytes_text as _bytes
+
 __all__ = ["KINDS", "Split", "Traffic", "Transfer", "crossing_level"]
 
 KINDS = ("read", "reduce", "return")
@@ -217,9 +219,3 @@ def _proc(p: Proc | None) -> str:
     return "store" if p is None else "(" + ",".join(str(x) for x in p) + ")"
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from distal._text import seconds_text as _fmt
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
@@ -144,12 +145,6 @@ class Prediction:
                 "processors": self.processors_total, "idle": self.idle, "points": self.points, "tasks": self.tasks}
 
 
-def _fmt(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
 
 
 def _mib(b: float) -> str:

@@ -39,7 +39,7 @@ def test_explain_refuses_a_malformed_format_flag(capsys: pytest.CaptureFixture[s
 
 def test_bench_refuses_an_unknown_benchmark(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["bench", "matmull", "--results", str(tmp_path)]) == 1
-    assert "distal bench: expected benchmark names among matmul, suite, redist" in capsys.readouterr().err
+    assert "distal bench: expected benchmark names among matmul, suite, einsum, redist" in capsys.readouterr().err
 
 
 def test_pictures_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
