@@ -382,8 +382,11 @@ def _pinned_args(listed: Sequence[tuple[Store, Privilege]]) -> list[Arg] | None:
     `index_launch`), and launching on sub-stores made freeing their store crash Legion (SIGSEGV in
     `DiscardOp::trigger_ready -> EqKDNode::find_to_get_previous`, issue 11 reproducer 4). None
     where this form does not apply: an empty store, two blocks of one store in the launch, or a
-    view written to.
+    view written to; and where it is not needed: every store is a whole store of its own (no block,
+    no view), which a one-point launch hands its single task as it should (one task, not two).
     """
+    if all(store.block_of is None and not getattr(store.handle, "transformed", False) for store, _ in listed):
+        return None
     args: list[Arg] = []
     seen: set[int] = set()
     for store, privilege in listed:
