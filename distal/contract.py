@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -102,12 +102,12 @@ class Prepare:
             x = x.sum(axis=axes, dtype=x.dtype) if xp is np else x.sum(axis=axes)
         return x
 
-    def describe(self) -> str:
+    def describe(self, names: Mapping[str, str] | None = None) -> str:
         parts = []
         if self.diagonal:
-            parts.append(f"diagonal {self.letters}->{self.diagonal} (a view)")
+            parts.append(f"diagonal {_named(self.letters, names)}->{_named(self.diagonal, names)} (a view)")
         if self.summed:
-            parts.append(f"sum over {', '.join(self.summed)}")
+            parts.append(f"sum over {', '.join(_named(c, names) for c in self.summed)}")
         return f"operand {self.index + 1}: " + ", ".join(parts)
 
 
@@ -144,10 +144,11 @@ class Pair:
     extents: tuple[tuple[str, int], ...]
     a_copy: bool  # predicted: the left operand is copied to be read as matrices
     b_copy: bool
+    order: str = ""  # the result's letters where the mode writes them in any order (not "gemm"): the output's
 
     @property
     def result(self) -> str:
-        return self.batch + self.a_outer + self.b_outer + self.left + self.right
+        return self.order or self.batch + self.a_outer + self.b_outer + self.left + self.right
 
     @property
     def sizes(self) -> tuple[int, int, int, int]:
@@ -191,29 +192,42 @@ class Contraction:
         return "GEMM" if any(p.mode == "gemm" for p in self.pairs) else "GENERIC"
 
     def describe(self, dtype: Any = np.float64, xp_name: str = "numpy",
-                 copied: Sequence[tuple[bool, bool]] | None = None) -> str:
+                 copied: Sequence[tuple[bool, bool]] | None = None, names: Mapping[str, str] | None = None) -> str:
         """The calls that run, in words: e.g. "GEMM [1600x1600] @ [1600x1600] by numpy.matmul; into the output".
 
         `copied` gives, per pair, whether each operand was copied (what ran); by default what the plan
-        predicts for operands laid out as planned."""
-        parts = [p.describe() for p in self.prepare]
-        parts += [_describe_pair(p, dtype, xp_name, copied[n] if copied is not None else None)
+        predicts for operands laid out as planned. `names` writes letters as the index variables they stand
+        for (a task body's block letters)."""
+        parts = [p.describe(names) for p in self.prepare]
+        parts += [_describe_pair(p, dtype, xp_name, copied[n] if copied is not None else None, names)
                   for n, p in enumerate(self.pairs)]
         final = self.pairs[-1].result if self.pairs else self.live[0] if self.live else ""
-        into = "into the output" if final == self.output else f"transposed {final}->{self.output} into the output"
+        into = "into the output" if final == self.output else \
+            f"transposed {_named(final, names)}->{_named(self.output, names)} into the output"
         if not parts:
             return "copied " + into
         return "; ".join(parts) + "; " + into
 
     def run(self, operands: Sequence[Any], xp: Any = np, out: Any = None, accumulate: bool = False,
-            calls: dict[str, int] | None = None, dtype: Any = None) -> Any:
+            calls: dict[str, int] | None = None, names: Mapping[str, str] | None = None) -> Any:
         """The product over `operands` (as `numpy.einsum(spec, *operands)`), or written (`=`) / added (`+=`)
         into `out` (an array of the output's shape; cast into its dtype as NumPy's `out=` and `+=` do).
-        `calls` counts the description of what ran (its copies as they happened)."""
-        return _execute(self, operands, xp, out, accumulate, calls)
+        `calls` counts the description of what ran (its copies as they happened; letters written as
+        `names`)."""
+        return _execute(self, operands, xp, out, accumulate, calls, names)
 
 
-def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] | None = None) -> str:
+def _named(letters: str, names: Mapping[str, str] | None) -> str:
+    """Letters written as the variables they stand for: joined when each is one character, else in
+    parentheses separated by spaces ("(io j)")."""
+    if not names:
+        return letters
+    parts = [names.get(c, c) for c in letters]
+    return "".join(parts) if all(len(x) == 1 for x in parts) else "(" + " ".join(parts) + ")"
+
+
+def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] | None = None,
+                   names: Mapping[str, str] | None = None) -> str:
     nb, m, n, k = p.sizes
     a_copy, b_copy = copied if copied is not None else (p.a_copy, p.b_copy)
     if p.mode == "gemm":
@@ -227,12 +241,15 @@ def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] 
                   ((p.i + 1, a_copy, nb * m * k), (p.j + 1, b_copy, nb * k * n)) if c]
         return f"{head} by {routine}" + (f", copying {' and '.join(copies)}" if copies else "")
     if p.mode == "mul":
-        return f"broadcast multiply {p.a},{p.b}->{p.result} by {xp_name}.multiply ({nb * m * n} elements)"
+        pattern = f"{_named(p.a, names)},{_named(p.b, names)}->{_named(p.result, names)}"
+        return f"broadcast multiply {pattern} by {xp_name}.multiply ({nb * m * n} elements)"
     if p.mode == "dot":
         if not (p.batch or p.left or p.right):
             return f"dot of {k} elements by {_dot_routine(dtype, k, xp_name)}"
-        return f"{nb * m * n} dots of {k} elements by {xp_name}.einsum('{p.a},{p.b}->{p.result}')"
-    return f"einsum loop '{p.a},{p.b}->{p.result}' ({nb} x [{m}x{k}] @ [{k}x{n}]) by {xp_name}.einsum"
+        pattern = f"{_named(p.a, names)},{_named(p.b, names)}->{_named(p.result, names)}"
+        return f"{nb * m * n} dots of {k} elements ({pattern}) by {xp_name}.einsum"
+    pattern = f"{_named(p.a, names)},{_named(p.b, names)}->{_named(p.result, names)}"
+    return f"einsum loop {pattern} ({nb} x [{m}x{k}] @ [{k}x{n}]) by {xp_name}.einsum"
 
 
 def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> str:
@@ -430,11 +447,11 @@ def _pair(i: int, j: int, a: str, b: str, keep: set[str], extents: dict[str, int
         mine = _pair(i, j, a, b, keep, extents, a_order, b_order, output, itemsize, _swapped=True)
         other = _pair(j, i, b, a, keep, extents, b_order, a_order, output, itemsize, _swapped=True)
         return mine if _cost(mine, output) <= _cost(other, output) else other
-    if mode != "gemm":
+    if mode != "gemm":  # a multiply, a dot or an einsum loop writes its result in any order: the output's
         order = output or ""
         return Pair(i, j, a, b, _sorted_by(batch_set, order or a_order), "", "", _sorted_by(left_set, order or a_order),
                     _sorted_by(right_set, order or b_order), _sorted_by(contracted_set, a_order), mode, False, False,
-                    ext, False, False)
+                    ext, False, False, order)
     # group orders: the output's where this pair gives the output, else each operand's memory order
     ref = output or ""
     a_strides = dict(zip(a_order, _c_strides([extents[c] for c in a_order], itemsize)))
@@ -569,10 +586,11 @@ def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> t
     dtype = np.result_type(a, b)
     rshape = tuple(ext[c] for c in p.result)
     if p.mode == "mul":
-        shape_a = tuple(ext[c] for c in p.batch + p.left) + (1,) * len(p.right)
-        shape_b = tuple(ext[c] for c in p.batch) + (1,) * len(p.left) + tuple(ext[c] for c in p.right)
-        av = _transposed(a, p.a, p.batch + p.left, xp).reshape(shape_a)
-        bv = _transposed(b, p.b, p.batch + p.right, xp).reshape(shape_b)
+        res = p.result
+        av = _transposed(a, p.a, "".join(c for c in res if c in p.a), xp).reshape(
+            [ext[c] if c in p.a else 1 for c in res])
+        bv = _transposed(b, p.b, "".join(c for c in res if c in p.b), xp).reshape(
+            [ext[c] if c in p.b else 1 for c in res])
         if out is not None and not accumulate and xp is np and out.dtype == dtype:
             np.multiply(av, bv, out=out)
             return out, _NO_COPY
@@ -664,7 +682,7 @@ def _count(calls: dict[str, int] | None, what: str) -> None:
 
 
 def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumulate: bool,
-             calls: dict[str, int] | None) -> Any:
+             calls: dict[str, int] | None, names: Mapping[str, str] | None = None) -> Any:
     arrays = list(operands)
     dtype = np.result_type(*arrays) if arrays else np.dtype(np.float64)
     if any(n == 0 for _, n in c.extents):
@@ -676,7 +694,8 @@ def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumul
         arrays[prep.index] = prep.run(arrays[prep.index], xp)
     copied: list[tuple[bool, bool]] = []
     if not c.pairs:
-        _count(calls, c.describe(dtype, _xp_name(xp), copied))
+        if calls is not None:
+            _count(calls, c.describe(dtype, _xp_name(xp), copied, names))
         value = _transposed(arrays[0], c.live[0], c.output, xp)
         return _deliver(value, out, accumulate, xp) if out is not None else value
     live = list(arrays)
@@ -691,7 +710,8 @@ def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumul
             del live[n], ids[n]
         live.append(value)
         ids.append(len(c.live) + step)
-    _count(calls, c.describe(dtype, _xp_name(xp), copied))
+    if calls is not None:
+        _count(calls, c.describe(dtype, _xp_name(xp), copied, names))
     value = live[0]
     if out is not None and c.pairs[-1].result == c.output:
         return out

@@ -20,6 +20,7 @@ that plan instead of running it, for `explain()`.
 
 from __future__ import annotations
 
+import functools
 import string
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from distal import contract
 from distal.errors import DistalError, NotationError, NotSupportedYet
 from distal.format.machine import Grid, Machine
 from distal.lower.plan import Plan
@@ -63,13 +65,36 @@ class _Entry:
     output: TensorVar
 
 
+@dataclass(frozen=True)
+class _Eager:
+    """A cached plan that runs eagerly, of a product over NumPy arrays: the result's dtype and shape (the
+    operands are converted to the dtype, as the plan's task body converts them)."""
+
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+
 _CACHE: OrderedDict[Any, _Entry] = OrderedDict()
+_EAGER: OrderedDict[Any, _Eager] = OrderedDict()  # eager plans of products on NumPy arrays, by the call's key
 _STATS = {"hits": 0, "misses": 0}
 
 
 def clear_cache() -> None:
     """Forget every compiled plan."""
     _CACHE.clear()
+    _EAGER.clear()
+
+
+def _run_eager(fast: _Eager, call: _Call) -> Tensor:
+    """A call whose cached plan runs eagerly: the contraction its task body runs (`distal.contract`), straight
+    on the NumPy operands, into a new host tensor."""
+    arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in call.arrays]
+    value = np.empty(fast.shape, dtype=fast.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        contract.plan(call.spec, arrays).run(arrays, np, out=value)
+    result = Tensor("R", fast.shape, dtype=fast.dtype)
+    result.bind(HostStorage(value))
+    return result
 
 
 def cache_info() -> dict[str, int]:
@@ -101,26 +126,51 @@ def _sublists(args: Sequence[Any]) -> tuple[str, list[Any]]:
     return spec, ops
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """Subscripts read for operands of given shapes: each operand's letters (size-one broadcast dimensions
+    dropped: `drops`), the output's."""
+
+    inputs: tuple[str, ...]
+    output: str
+    drops: tuple[tuple[int, ...], ...]  # per operand, the size-one dimensions broadcast against longer ones
+
+
 def _parse(subscripts: Any, operands: Sequence[Any]) -> _Call:
     if not isinstance(subscripts, str):
         subscripts, ops = _sublists([subscripts, *operands])
         operands = ops
+    shapes = tuple(tuple(int(n) for n in np.shape(op)) if not isinstance(op, Tensor) else op.concrete_shape()
+                   for op in operands)
+    spec = _read(subscripts, shapes)
+    arrays: list[Any] = []
+    for term, shape, op, drop in zip(spec.inputs, shapes, operands, spec.drops):
+        if drop:
+            if isinstance(op, Tensor) or hasattr(op, "__legate_data_interface__"):
+                raise NotSupportedYet(f"a size-one dimension broadcast against a longer one in operand {term!r} "
+                                      f"of {subscripts!r} is supported for NumPy arrays only; give it full size")
+            op = np.asarray(op).reshape([n for d, n in enumerate(shape) if d not in drop])
+        arrays.append(op)
+    return _Call(spec.inputs, spec.output, tuple(arrays))
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> _Spec:
+    """The subscripts for operands of these shapes, as NumPy reads them (cached: a call reads them once)."""
     text = subscripts.replace(" ", "")
     if text.count("->") > 1:
         raise NotationError(f"expected at most one '->' in the subscripts, but found {subscripts!r}")
     explicit = "->" in text
     lhs, out = text.split("->") if explicit else (text, None)
     terms = lhs.split(",")
-    if len(terms) != len(operands):
+    if len(terms) != len(shapes):
         raise NotationError(f"expected {len(terms)} operand(s) for the subscripts {subscripts!r}, but found "
-                            f"{len(operands)}")
+                            f"{len(shapes)}")
     for term in (*terms, out or ""):
         bad = [c for c in term.replace("...", "") if c not in _LETTERS]
         if bad or term.replace("...", "").count(".") or term.count("...") > 1:
             raise NotationError(f"expected subscripts of letters a-z, A-Z and at most one '...' per operand, but "
                                 f"found {term!r} in {subscripts!r}")
-    shapes = [tuple(int(n) for n in np.shape(op)) if not isinstance(op, Tensor) else op.concrete_shape()
-              for op in operands]
     # '...' becomes letters no term uses, one per broadcast dimension (NumPy aligns them from the right)
     used = set(text)
     spare = [c for c in _LETTERS if c not in used]
@@ -167,19 +217,13 @@ def _parse(subscripts: Any, operands: Sequence[Any]) -> _Call:
                 if extent.setdefault(c, n) != n:
                     raise NotationError(f"expected one extent for subscript {c!r} in {subscripts!r}, but found "
                                         f"{extent[c]} and {n}")
-    arrays: list[Any] = []
     final: list[str] = []
-    for term, shape, op in zip(inputs, shapes, operands):
-        drop = [d for d, (c, n) in enumerate(zip(term, shape)) if n == 1 and extent.get(c, 1) != 1]
-        if drop:
-            if isinstance(op, Tensor) or hasattr(op, "__legate_data_interface__"):
-                raise NotSupportedYet(f"a size-one dimension broadcast against a longer one in operand {term!r} "
-                                      f"of {subscripts!r} is supported for NumPy arrays only; give it full size")
-            op = np.asarray(op).reshape([n for d, n in enumerate(shape) if d not in drop])
-            term = "".join(c for d, c in enumerate(term) if d not in drop)
-        arrays.append(op)
-        final.append(term)
-    return _Call(tuple(final), out, tuple(arrays))
+    drops: list[tuple[int, ...]] = []
+    for term, shape in zip(inputs, shapes):
+        drop = tuple(d for d, (c, n) in enumerate(zip(term, shape)) if n == 1 and extent.get(c, 1) != 1)
+        final.append("".join(c for d, c in enumerate(term) if d not in drop))
+        drops.append(drop)
+    return _Spec(tuple(final), out, tuple(drops))
 
 
 # -- tensors ------------------------------------------------------------------------------------------------
@@ -238,9 +282,7 @@ def _build(call: _Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine
     return _Entry(plan, tuple(t.var for t in tensors), holder.var)
 
 
-def _prepare(subscripts: Any, operands: Sequence[Any], machine: Machine | Grid | None,
-             out: Any) -> tuple[_Entry, list[Tensor], Tensor]:
-    call = _parse(subscripts, operands)
+def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_Entry, list[Tensor], Tensor]:
     tensors = [_tensor(f"T{n}", op) for n, op in enumerate(call.arrays)]
     dtype = _result_dtype(tensors)
     ext = {c: n for term, t in zip(call.inputs, tensors) for c, n in zip(term, t.concrete_shape())}
@@ -276,7 +318,8 @@ def _bound(entry: _Entry, tensors: Sequence[Tensor], result: Tensor) -> Plan:
 def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None) -> Plan:
     """The plan `einsum` would run for these operands (compiled once, cached), bound to them: print it,
     `explain()` it, or `run()` it (its output is a new tensor, `plan.tensor(plan.output)`)."""
-    entry, tensors, result = _prepare(subscripts, operands, machine, out if isinstance(out, Tensor) else None)
+    call = _parse(subscripts, operands)
+    entry, tensors, result = _prepare(call, machine, out if isinstance(out, Tensor) else None)
     return _bound(entry, tensors, result)
 
 
@@ -294,9 +337,21 @@ def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = Non
     """
     if out is not None and not isinstance(out, Tensor | np.ndarray):
         raise DistalError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__}")
-    entry, tensors, result = _prepare(subscripts, operands, machine, out if isinstance(out, Tensor) else None)
-    plan = _bound(entry, tensors, result)
-    plan.run()
+    call = _parse(subscripts, operands)
+    host = not isinstance(out, Tensor) and all(type(a) is np.ndarray for a in call.arrays)
+    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), _machine(machine)) if host else None
+    fast = _EAGER.get(key) if key is not None else None
+    if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them
+        _STATS["hits"] += 1
+        result = _run_eager(fast, call)
+    else:
+        entry, tensors, result = _prepare(call, machine, out if isinstance(out, Tensor) else None)
+        plan = _bound(entry, tensors, result)
+        plan.run()
+        if key is not None and plan.eager:  # an einsum is a product: its task body runs one contraction
+            _EAGER[key] = _Eager(result.dtype, result.concrete_shape())
+            while len(_EAGER) > CACHE_SIZE:
+                _EAGER.popitem(last=False)
     if isinstance(out, np.ndarray):
         value = result.to_numpy()
         if out.shape != value.shape:

@@ -92,9 +92,22 @@ class Option:
 
 
 
+_DEFAULT: dict[tuple[Any, ...], Machine] = {}  # default_machine's answer, by kind, Legate started, configuration
+
+
 def default_machine(kind: str | None = None) -> Machine:
     """Every processor the running Legate has (GPUs where it has any, else CPUs) as a 1-D machine; before
     Legate starts, the processors its configuration (LEGATE_CONFIG) asks for."""
+    import distal.runtime as rt
+
+    key = (kind, rt.is_started(), os.environ.get("LEGATE_CONFIG", ""))
+    found = _DEFAULT.get(key)
+    if found is None:
+        found = _DEFAULT[key] = _default_machine(kind)
+    return found
+
+
+def _default_machine(kind: str | None) -> Machine:
     import distal.runtime as rt
     from distal.lower.grouping import configured_processors
 
@@ -279,9 +292,18 @@ def _library(sched: Schedule, machine: Machine, memory: int | None, model: Any) 
     return out
 
 
-def _host_bytes(sched: Schedule, on_legate: bool) -> int:
-    """Bytes of the inputs whose data is on the host (on_legate=False) or on Legate (True)."""
-    total = 0
+def _moving(sched: Schedule, on_legate: bool, mm: Any) -> float:
+    """Seconds to move the inputs whose data is on the host onto Legate (on_legate=False), or those on Legate
+    back to the host (True): per operand a blocking transfer (the model's cost of a plan run, a fence and a
+    mapping) and its bytes at a quarter of the memory bandwidth (Legate's copy between a NumPy buffer and a
+    store: 1.0-2.6 GB/s measured here at 7.6 GB/s of bandwidth)."""
+    count, nbytes = _host_bytes(sched, on_legate)
+    return float(count * mm.plan_seconds + nbytes / (mm.processor.bandwidth / 4))
+
+
+def _host_bytes(sched: Schedule, on_legate: bool) -> tuple[int, int]:
+    """How many inputs have their data on the host (on_legate=False) or on Legate (True), and their bytes."""
+    total = count = 0
     seen: set[int] = set()
     for acc in sched.source.rhs.accesses():
         if acc.tensor.uid in seen:
@@ -290,7 +312,8 @@ def _host_bytes(sched: Schedule, on_legate: bool) -> int:
         t = sched.bindings.get_tensor(acc.tensor)
         if t is not None and t.has_data and t.on_legate == on_legate:
             total += math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize
-    return total
+            count += 1
+    return count, total
 
 
 def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory: int | None = None,
@@ -309,7 +332,7 @@ def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory
     bound = memory if memory is not None else mm.processor.memory
     source = schedule.source
     extents = {v: n for v, n in _extents(source).items() if n >= 2}
-    copy_in = _host_bytes(schedule, on_legate=False) / mm.processor.bandwidth if eager else 0.0
+    copy_in = _moving(schedule, False, mm) if eager else 0.0
 
     def timed(sched: Schedule, kind_: str, what: str, **fields: Any) -> Option:
         with warnings.catch_warnings():  # a candidate's traps and fallbacks are its predicted time, not warnings
@@ -325,7 +348,7 @@ def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             pred = _shadow(source, {}).compile().predict(mm, 1)
-        back = _host_bytes(schedule, on_legate=True) / mm.processor.bandwidth
+        back = _moving(schedule, True, mm)
         leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)",
                             leaf + back + _EAGER_OVERHEAD, 0, pred.peak_bytes, pred.peak_bytes <= bound, p - 1))

@@ -88,11 +88,13 @@ class BlockValue:
     (`Broadcast`), summed over axes not in the output.
     """
 
-    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "out_axes", "scale", "spec", "sums", "views")
+    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "names", "out_axes", "scale", "spec", "sums",
+                 "views")
 
     def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
-                 out_axes: str, leaf: Leaf | None) -> None:
+                 out_axes: str, leaf: Leaf | None, names: Mapping[str, str] | None = None) -> None:
         self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
+        self.names = names  # the variable each letter stands for, in descriptions
         self.factors: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
         self.leaf: Leaf | None = None
         self.scale: Any = 1
@@ -138,7 +140,8 @@ class BlockValue:
                 return False
             small = min(range(len(ops)), key=lambda n: ops[n].size)
             ops[small] = ops[small] * self.scale  # the scale on the smallest factor, not on the result
-        contract.plan(self.spec, ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran)
+        contract.plan(self.spec, ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran,
+                                          names=self.names)
         return True
 
     def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None,
@@ -152,7 +155,8 @@ class BlockValue:
             elif self.leaf is not None:
                 result = self.leaf.compute(*ops, xp=xp)
             else:
-                result = contract.plan(self.spec, ops).run(ops, xp, calls=counts.ran if counts else None)
+                result = contract.plan(self.spec, ops).run(ops, xp, calls=counts.ran if counts else None,
+                                                           names=self.names)
             if self.scale != 1:
                 result = result * self.scale
             return result, self.keep
@@ -203,7 +207,7 @@ class SliceStep(Step):
             out = tiles[self.out][self.out_idx]
             return self._broadcast_words(out.shape, self.chunk_rows(out, np if xp_name == "numpy" else None))
         views = [tiles[t][idx] for t, idx in value.factors]
-        text = contract.plan(value.spec, views).describe(self.dtype, xp_name)
+        text = contract.plan(value.spec, views).describe(self.dtype, xp_name, names=value.names)
         if value.leaf is not None or value.keep != self.out_axes or (
                 value.scale != 1 and np.dtype(self.dtype).kind not in "fc"):
             text += f", then {'scaled and ' if value.scale != 1 else ''}stored (broadcast) into the output view"

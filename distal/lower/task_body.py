@@ -322,6 +322,16 @@ class TaskBody:
                 return p.mode
         return None
 
+    def names(self, letters: Mapping[IndexVar, str]) -> dict[str, str]:
+        """What each block letter stands for in descriptions: the statement's variable it runs over (the
+        root of a divided or split variable), or its own name where that would be ambiguous."""
+        roots = {v: self.prov.roots(v) for v in letters}
+        shown = {v: next(iter(r)).name if len(r) == 1 else v.name for v, r in roots.items()}
+        counts: dict[str, int] = {}
+        for name in shown.values():
+            counts[name] = counts.get(name, 0) + 1
+        return {c: shown[v] if counts[shown[v]] == 1 else v.name for v, c in letters.items()}
+
     def leaf_of(self, chain: Sequence[IndexVar]) -> Leaf | None:
         """The leaf substituted for loops all in `chain`, or None (cached for the plan)."""
         key = tuple(chain)
@@ -593,7 +603,8 @@ class _Run(Walker):
             if (len(factors) == len(product_factors(a.rhs))
                     and canonical(tuple(ax for _, _, ax in factors), out_axes) == leaf.pattern):
                 into = tuple((t, idx) for t, idx, _ in factors)  # the leaf writes or adds into the output view
-        value = None if into is not None else BlockValue(a.rhs, views, letters, sums, out_axes, leaf)
+        value = None if into is not None else BlockValue(a.rhs, views, letters, sums, out_axes, leaf,
+                                                         self.body.names(letters))
         return SliceStep(self.slots[a.lhs.tensor], out_idx, a.accumulate, dtype, leaf, into, value, out_axes, a)
 
     def run_step(self, step: Step) -> None:
