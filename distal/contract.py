@@ -43,8 +43,8 @@ import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -111,6 +111,22 @@ class Prepare:
         return f"operand {self.index + 1}: " + ", ".join(parts)
 
 
+class _Shapes(NamedTuple):
+    """What running a pair needs, worked out when it is planned: each operand's transpose (None: none) and
+    the shape it is viewed in, whether its matrices are then transposed, the output's stack of matrices and
+    the result's shape."""
+
+    a_perm: tuple[int, ...] | None
+    a_shape: tuple[int, ...]
+    a_swap: bool
+    b_perm: tuple[int, ...] | None
+    b_shape: tuple[int, ...]
+    b_swap: bool
+    out_shape: tuple[int, ...]
+    result: tuple[int, ...]
+    dtype_free: bool  # whether the product's dtype is its operands' (checked per call otherwise)
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     """Two live operands (by id) contracted into one with letters `result`.
@@ -145,6 +161,7 @@ class Pair:
     a_copy: bool  # predicted: the left operand is copied to be read as matrices
     b_copy: bool
     order: str = ""  # the result's letters where the mode writes them in any order (not "gemm"): the output's
+    shapes: _Shapes | None = field(default=None, compare=False, repr=False)  # worked out once (`_shapes`)
 
     @property
     def result(self) -> str:
@@ -373,6 +390,7 @@ def _pairs_of(path: Sequence[tuple[int, int]], live: Sequence[str], order: Seque
         last = step == len(path) - 1
         p = _pair(i, j, a, b, keep, extents, current_order[i], current_order[j], output if last else None, itemsize)
         p = replace(p, i=ids[p.i], j=ids[p.j])  # positions -> ids (the pair may read j's operand first)
+        p = replace(p, shapes=_shapes(p))
         pairs.append(p)
         for n in sorted((i, j), reverse=True):
             del current[n], current_order[n], ids[n]
@@ -532,27 +550,6 @@ def _group_stride(axes: Sequence[str], shape: dict[str, int], strides: dict[str,
 # -- running -----------------------------------------------------------------------------------------------
 
 
-def _as_matrices(x: Any, letters: str, stack: str, ones_at: int, ones: int, rows: str, cols: str,
-                 xp: Any) -> tuple[Any, bool]:
-    """`x` (axes `letters`) as a stack of (rows, cols) matrices: its `stack` letters kept as leading axes
-    (with `ones` axes of extent one inserted at position `ones_at`, for broadcasting against the other
-    operand), the row and column letters each merged into one axis. A view where the layout allows it,
-    else a C-ordered copy; returns (array, whether it was copied)."""
-    t = _transposed(x, letters, stack + rows + cols, xp)
-    ext = dict(zip(letters, x.shape))
-    lead = [ext[c] for c in stack]
-    lead[ones_at:ones_at] = [1] * ones
-    shape = (*lead, math.prod(ext[c] for c in rows), math.prod(ext[c] for c in cols))
-    if isinstance(t, np.ndarray):
-        view = t.view()
-        try:
-            view.shape = shape
-            return view, False
-        except AttributeError:
-            return np.ascontiguousarray(t).reshape(shape), True
-    return t.reshape(shape), False
-
-
 def _blas_ready(m: Any) -> tuple[Any, bool]:
     """A matrix (or stack of them) BLAS reads without a copy: `m` itself, or a C-ordered copy."""
     if not isinstance(m, np.ndarray) or m.ndim < 2:
@@ -564,34 +561,14 @@ def _blas_ready(m: Any) -> tuple[Any, bool]:
     return np.ascontiguousarray(m), True
 
 
-def _out_matrices(out: Any, p: Pair) -> Any:
-    """`out` (laid out as `p.result`) viewed as the pair's stack of (rows, columns) matrices, or None."""
-    if not isinstance(out, np.ndarray):
-        return None
-    ext = dict(p.extents)
-    shape = (*(ext[c] for c in p.batch + p.a_outer + p.b_outer), math.prod(ext[c] for c in p.left),
-             math.prod(ext[c] for c in p.right))
-    view = out.view()
-    try:
-        view.shape = shape
-    except AttributeError:
-        return None
-    return view
-
-
 def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> tuple[Any, tuple[bool, bool]]:
     """The pair's product (letters `p.result`); with `out` (laid out as `p.result`), written or added there.
     Returns it with whether each operand was copied to be read as matrices."""
-    ext = dict(p.extents)
-    dtype = np.result_type(a, b)
-    rshape = tuple(ext[c] for c in p.result)
+    sh = p.shapes if p.shapes is not None else _shapes(p)
     if p.mode == "mul":
-        res = p.result
-        av = _transposed(a, p.a, "".join(c for c in res if c in p.a), xp).reshape(
-            [ext[c] if c in p.a else 1 for c in res])
-        bv = _transposed(b, p.b, "".join(c for c in res if c in p.b), xp).reshape(
-            [ext[c] if c in p.b else 1 for c in res])
-        if out is not None and not accumulate and xp is np and out.dtype == dtype:
+        av = (a if sh.a_perm is None else xp.transpose(a, sh.a_perm)).reshape(sh.a_shape)
+        bv = (b if sh.b_perm is None else xp.transpose(b, sh.b_perm)).reshape(sh.b_shape)
+        if out is not None and not accumulate and xp is np and out.dtype == np.result_type(a, b):
             np.multiply(av, bv, out=out)
             return out, _NO_COPY
         return _deliver(av * bv, out, accumulate, xp), _NO_COPY
@@ -603,34 +580,83 @@ def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> t
             value = xp.einsum(f"{p.a},{p.b}->{p.result}", a, b)
         return _deliver(value, out, accumulate, xp), _NO_COPY
     # gemm: (stack..., rows, k) @ (stack..., k, cols), each operand read as stored or as a transposed matrix
-    nb_a, nb_b = len(p.batch) + len(p.a_outer), len(p.batch)
-    if p.a_trans:
-        av, a_copy = _as_matrices(a, p.a, p.batch + p.a_outer, nb_a, len(p.b_outer), p.contracted, p.left, xp)
+    av, a_copy = _view(a, sh.a_perm, sh.a_shape, xp)
+    bv, b_copy = _view(b, sh.b_perm, sh.b_shape, xp)
+    if sh.a_swap:
         av = _swap_last(av, xp)
-    else:
-        av, a_copy = _as_matrices(a, p.a, p.batch + p.a_outer, nb_a, len(p.b_outer), p.left, p.contracted, xp)
-    if p.b_trans:
-        bv, b_copy = _as_matrices(b, p.b, p.batch + p.b_outer, nb_b, len(p.a_outer), p.right, p.contracted, xp)
+    if sh.b_swap:
         bv = _swap_last(bv, xp)
-    else:
-        bv, b_copy = _as_matrices(b, p.b, p.batch + p.b_outer, nb_b, len(p.a_outer), p.contracted, p.right, xp)
     av, more_a = _blas_ready(av)
     bv, more_b = _blas_ready(bv)
     copied = (a_copy or more_a, b_copy or more_b)
     if xp is not np:
-        return _deliver(xp.matmul(av, bv).reshape(rshape), out, accumulate, xp), copied
-    stacked = bool(p.batch or p.a_outer or p.b_outer)
-    target = _out_matrices(out, p) if out is not None else None
+        return _deliver(xp.matmul(av, bv).reshape(sh.result), out, accumulate, xp), copied
+    stacked = len(sh.out_shape) > 2
+    target = None
+    if isinstance(out, np.ndarray):
+        target = out.view()
+        try:
+            target.shape = sh.out_shape
+        except AttributeError:
+            target = None
     if not stacked and target is not None and tile_blas.gemm(av, bv, out=target, accumulate=accumulate) is not None:
         return out, copied
-    if target is not None and not accumulate and out.dtype == dtype:
+    if target is not None and not accumulate and out.dtype == np.result_type(av, bv):
         np.matmul(av, bv, out=target)
         return out, copied
     value = np.matmul(av, bv) if stacked else tile_blas.matmul(av, bv, np)
-    return _deliver(value.reshape(rshape), out, accumulate, xp), copied
+    return _deliver(value.reshape(sh.result), out, accumulate, xp), copied
 
 
 _NO_COPY = (False, False)
+
+
+def _perm(letters: str, want: str) -> tuple[int, ...] | None:
+    perm = tuple(letters.index(c) for c in want)
+    return None if perm == tuple(range(len(perm))) else perm
+
+
+def _shapes(p: Pair) -> _Shapes:
+    """How the pair's operands are viewed and its result shaped (see `_Shapes`)."""
+    ext = dict(p.extents)
+    result = tuple(ext[c] for c in p.result)
+    if p.mode == "mul":
+        res = p.result
+        in_a, in_b = "".join(c for c in res if c in p.a), "".join(c for c in res if c in p.b)
+        return _Shapes(_perm(p.a, in_a), tuple(ext[c] if c in p.a else 1 for c in res), False,
+                       _perm(p.b, in_b), tuple(ext[c] if c in p.b else 1 for c in res), False, result, result, True)
+    if p.mode != "gemm":
+        return _Shapes(None, (), False, None, (), False, result, result, True)
+
+    def stack(x: str, own: str, ones_at: int, ones: int, rows: str, cols: str) -> tuple[tuple[int, ...] | None,
+                                                                                          tuple[int, ...]]:
+        lead = [ext[c] for c in own]
+        lead[ones_at:ones_at] = [1] * ones
+        return _perm(x, own + rows + cols), (*lead, math.prod(ext[c] for c in rows),
+                                              math.prod(ext[c] for c in cols))
+
+    nb_a, nb_b = len(p.batch) + len(p.a_outer), len(p.batch)
+    a_rows, a_cols = (p.contracted, p.left) if p.a_trans else (p.left, p.contracted)
+    b_rows, b_cols = (p.right, p.contracted) if p.b_trans else (p.contracted, p.right)
+    a_perm, a_shape = stack(p.a, p.batch + p.a_outer, nb_a, len(p.b_outer), a_rows, a_cols)
+    b_perm, b_shape = stack(p.b, p.batch + p.b_outer, nb_b, len(p.a_outer), b_rows, b_cols)
+    out_shape = (*(ext[c] for c in p.batch + p.a_outer + p.b_outer), math.prod(ext[c] for c in p.left),
+                 math.prod(ext[c] for c in p.right))
+    return _Shapes(a_perm, a_shape, p.a_trans, b_perm, b_shape, p.b_trans, out_shape, result, True)
+
+
+def _view(x: Any, perm: tuple[int, ...] | None, shape: tuple[int, ...], xp: Any) -> tuple[Any, bool]:
+    """`x` transposed by `perm` and reshaped to `shape`: a view where its layout allows it, else a C-ordered
+    copy; with whether it was copied."""
+    t = x if perm is None else xp.transpose(x, perm)
+    if isinstance(t, np.ndarray):
+        view = t.view()
+        try:
+            view.shape = shape
+            return view, False
+        except AttributeError:
+            return np.ascontiguousarray(t).reshape(shape), True
+    return t.reshape(shape), False
 
 
 def _matching(a: str, b: str) -> str:
