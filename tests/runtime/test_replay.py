@@ -72,9 +72,9 @@ def test_runs_after_one_that_made_no_store_replay_its_launches(calls: dict[str, 
 
 def test_a_tensor_given_other_storage_makes_the_next_run_work_its_launches_out(calls: dict[str, int]) -> None:
     fmt = dt.Format("x -> x", dt.Machine(dt.Grid(4)))
-    first, second = np.arange(9.0), -np.arange(9.0) - 5
+    first, second = np.arange(12.0), -np.arange(12.0) - 5
     A = dt.Tensor.from_array("A", first, fmt)
-    plan, out = _copy(A, 9)
+    plan, out = _copy(A, 12)
     for _ in range(3):
         plan.run()
     np.testing.assert_array_equal(out.to_numpy(), first)
