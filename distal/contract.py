@@ -193,6 +193,7 @@ class Contraction:
     output: str
     extents: tuple[tuple[str, int], ...]
     layouts: tuple[tuple[int, ...], ...]  # each operand's axes by decreasing stride (what the plan assumed)
+    texts: dict[Any, str] = field(default_factory=dict, compare=False, repr=False)  # descriptions, once each
 
     @property
     def flops(self) -> float:
@@ -214,7 +215,16 @@ class Contraction:
 
         `copied` gives, per pair, whether each operand was copied (what ran); by default what the plan
         predicts for operands laid out as planned. `names` writes letters as the index variables they stand
-        for (a task body's block letters)."""
+        for (a task body's block letters). Each distinct description is worked out once."""
+        key = (np.dtype(dtype).str, xp_name, None if copied is None else tuple(copied),
+               None if names is None else tuple(sorted(names.items())))
+        found = self.texts.get(key)
+        if found is None:
+            found = self.texts[key] = self._describe(dtype, xp_name, copied, names)
+        return found
+
+    def _describe(self, dtype: Any, xp_name: str, copied: Sequence[tuple[bool, bool]] | None,
+                  names: Mapping[str, str] | None) -> str:
         parts = [p.describe(names) for p in self.prepare]
         parts += [_describe_pair(p, dtype, xp_name, copied[n] if copied is not None else None, names)
                   for n, p in enumerate(self.pairs)]

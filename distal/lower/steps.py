@@ -88,13 +88,14 @@ class BlockValue:
     (`Broadcast`), summed over axes not in the output.
     """
 
-    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "names", "out_axes", "scale", "spec", "sums",
-                 "views")
+    __slots__ = ("e", "factors", "identity", "keep", "leaf", "letters", "names", "out_axes", "planned", "scale", "spec",
+                 "sums", "views")
 
     def __init__(self, e: Expr, views: dict[Access, View], letters: dict[IndexVar, str], sums: Mapping[IndexVar, int],
                  out_axes: str, leaf: Leaf | None, names: Mapping[str, str] | None = None) -> None:
         self.e, self.views, self.letters, self.sums, self.out_axes = e, views, letters, dict(sums), out_axes
         self.names = names  # the variable each letter stands for, in descriptions
+        self.planned: tuple[Any, contract.Contraction] | None = None  # the last views' key and contraction
         self.factors: tuple[tuple[int, tuple[Any, ...]], ...] | None = None
         self.leaf: Leaf | None = None
         self.scale: Any = 1
@@ -140,9 +141,16 @@ class BlockValue:
                 return False
             small = min(range(len(ops)), key=lambda n: ops[n].size)
             ops[small] = ops[small] * self.scale  # the scale on the smallest factor, not on the result
-        contract.plan(self.spec, ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran,
-                                          names=self.names)
+        self.contraction(ops).run(ops, xp, out=out, accumulate=accumulate, calls=counts.ran, names=self.names)
         return True
+
+    def contraction(self, ops: list[Any]) -> contract.Contraction:
+        """The contraction of the product for views like `ops`: planned at the first call, kept for later calls
+        with views of the same shapes and strides (a point's program runs its steps on the same tiles)."""
+        key = tuple((x.shape, getattr(x, "strides", None)) for x in ops)
+        if self.planned is None or self.planned[0] != key:
+            self.planned = (key, contract.plan(self.spec, ops))
+        return self.planned[1]
 
     def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None,
             rows: tuple[str, int, int] | None = None) -> tuple[Any, str]:
@@ -155,8 +163,8 @@ class BlockValue:
             elif self.leaf is not None:
                 result = self.leaf.compute(*ops, xp=xp)
             else:
-                result = contract.plan(self.spec, ops).run(ops, xp, calls=counts.ran if counts else None,
-                                                           names=self.names)
+                result = self.contraction(ops).run(ops, xp, calls=counts.ran if counts else None,
+                                                   names=self.names)
             if self.scale != 1:
                 result = result * self.scale
             return result, self.keep
