@@ -654,10 +654,12 @@ class Schedule:
                 f"{{{', '.join(v.name for v in vs)}}} where the innermost are {{{inner}}}"
                 + (_innermost_hint(chain, vs) if isinstance(body, Assign) else "")
             )
-        within: set[IndexVar] = set()  # the statement's variables the loops run (the others are fixed outside)
+        # the statement's pattern, or its block's over the substituted loops (others fixed outside: GEMM
+        # under a batch loop); a block of another shape than the leaf's runs as the contraction it is
+        within: set[IndexVar] = set()
         for v in vs:
             within |= self.provenance.roots(v)
-        if not kernel.matches(body.lhs, body.rhs, within):
+        if not (kernel.matches(body.lhs, body.rhs) or kernel.matches(body.lhs, body.rhs, within)):
             found = leaves.einsum_pattern(body.lhs, body.rhs, within)
             full = leaves.einsum_pattern(body.lhs, body.rhs)
             over = "" if found == full else \
