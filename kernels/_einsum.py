@@ -43,6 +43,7 @@ __all__ = ["CACHE_SIZE", "cache_info", "clear_cache", "einsum", "einsum_plan"]
 
 CACHE_SIZE = 64  # compiled plans kept (least recently used dropped first)
 _LETTERS = string.ascii_letters
+_SUBLIST = string.ascii_uppercase + string.ascii_lowercase  # the letter NumPy's sublist form gives each integer
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,8 @@ def _sublists(args: Sequence[Any]) -> tuple[str, list[Any]]:
         for x in sub:
             if x is Ellipsis:
                 out += "..."
-            elif isinstance(x, int | np.integer) and 0 <= int(x) < len(_LETTERS):
-                out += _LETTERS[int(x)]
+            elif isinstance(x, int | np.integer) and 0 <= int(x) < len(_SUBLIST):
+                out += _SUBLIST[int(x)]  # NumPy's: 0-25 are A-Z, 26-51 are a-z
             else:
                 raise NotationError(f"expected subscripts as integers 0-{len(_LETTERS) - 1} or ..., but found {x!r}")
         return out
