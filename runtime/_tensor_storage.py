@@ -412,10 +412,11 @@ def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:
         return zeros(shape or (1,), kind), shape  # nothing to copy (or a scalar: below)
     runtime = legate_runtime()
     own = wrap(runtime.create_store(legate_type(kind), shape or (1,)), kind)
-    if shape and not handle.transformed:
+    if shape and not handle.transformed and not handle.has_scalar_storage:
         runtime.issue_copy(own.handle, handle)
     else:
-        # a view (a slice, a transpose) or a scalar: Legate's copy takes neither; one task copies it
+        # a view (a slice, a transpose), a scalar or a one-element array held as a future (cuPyNumeric's
+        # (1, 1)): Legate's copy takes none of them; one task copies it
         source = wrap(handle if shape else handle.promote(0, 1), kind)
         index_launch(copy_kernel(), (1,), [Arg(source, Privilege.READ), Arg(own, Privilege.WRITE)])
     return own, shape

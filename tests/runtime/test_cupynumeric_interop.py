@@ -105,3 +105,11 @@ def test_cupynumeric_gets_its_own_copy(cn: Any) -> None:
     u[0] = 10.0
     assert np.array_equal(U.to_numpy(), np.arange(4.0))
     assert float(u.sum()) == 16.0
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1,), (1, 1, 1)])
+def test_one_element_cupynumeric_arrays_go_in(cn: Any, shape: tuple[int, ...]) -> None:
+    """cuPyNumeric holds one-element arrays as futures, which Legate's store copy does not take: one task
+    copies them (the random einsum suite found `issue_copy` failing on a (1, 1) operand)."""
+    t = dt.Tensor.from_array("X", cn.full(shape, 7.0))
+    assert t.to_numpy().shape == shape and float(t.to_numpy().ravel()[0]) == 7.0
