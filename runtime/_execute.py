@@ -50,6 +50,7 @@ from distal.lower.grouping import Cut, TaskGroups, check_cuts, grouping_enabled,
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
+from distal.notation.storage import HostStorage
 from distal.redist.formats import Layout
 
 from ._launch import Affine, Arg, Recorded, index_launch, point_launch, recording, replay
@@ -114,7 +115,10 @@ def store_of(plan: Plan, info: TensorInfo) -> Store:
         return held.store
     if isinstance(held, FormatStore) and held.shape == info.shape and held.dtype == info.dtype:
         return held.store
-    data = np.asarray(t.to_numpy(), dtype=info.dtype).reshape(_store_shape(info.shape))
+    held = t.storage
+    # host data is read in place (Legate copies it into the store: one copy, not two)
+    host = held.view() if isinstance(held, HostStorage) else t.to_numpy()
+    data = np.asarray(host, dtype=info.dtype).reshape(_store_shape(info.shape))
     store = from_numpy(data)
     t.bind(TensorStore(store, info.shape))
     return store
