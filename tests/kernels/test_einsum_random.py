@@ -11,10 +11,11 @@ of them so that plans run on Legate; one random candidate of
 `dt.kernels.options` realised and run; `Schedule.auto` on the differential
 generator's statements) is described in `tests/_strategies/einsum_cases.py`.
 
-Sizes: `DISTAL_EINSUM_CASES` (default 500, about 1 to 1.5 minutes on the
-project's 2-core machines, depending on load) cases in CI; the
-nightly-size run is `DISTAL_EINSUM_CASES=10000` (about 20 to 30 minutes)
-with a new `DISTAL_EINSUM_SEED` each night (default 0). Replay one case
+Sizes: `DISTAL_EINSUM_CASES` (default 500, about 50 s on the project's
+2-core machines at load 1 to 4) cases in CI; the nightly-size run is
+`DISTAL_EINSUM_CASES=3000` (about 4 minutes of cases and 2 more while
+Legate shuts down, 3 GiB of memory) with a new `DISTAL_EINSUM_SEED` each
+night (default 0), for as many seeds as the night allows. Replay one case
 with `python -m tests._strategies.einsum_cases --seed S --case N` (in a
 fresh process: a failure that depends on the plans cached by earlier
 cases may need the whole run, `--cases N+1`).
