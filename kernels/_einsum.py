@@ -21,6 +21,7 @@ that plan instead of running it, for `explain()`.
 from __future__ import annotations
 
 import functools
+import os
 import string
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -84,6 +85,11 @@ def clear_cache() -> None:
     """Forget every compiled plan."""
     _CACHE.clear()
     _EAGER.clear()
+
+
+def _eager_allowed() -> bool:
+    """Whether auto may choose an eager run (`DISTAL_EAGER=0` says no): part of a cached plan's key."""
+    return os.environ.get("DISTAL_EAGER", "1") != "0"
 
 
 def _run_eager(fast: _Eager, call: _Call) -> Tensor:
@@ -295,8 +301,8 @@ def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_En
     else:
         result = Tensor("R", shape, dtype=dtype)
     m = _machine(machine)
-    key = (call.spec, tuple((t.concrete_shape(), t.dtype.str, t.format, _location(t)) for t in tensors),
-           (result.dtype.str, result.format, result.casting), m)
+    operands = tuple((t.concrete_shape(), t.dtype.str, t.format, _location(t)) for t in tensors)
+    key = (call.spec, _eager_allowed(), operands, (result.dtype.str, result.format, result.casting), m)
     entry = _CACHE.get(key)
     if entry is None:
         _STATS["misses"] += 1
@@ -340,7 +346,8 @@ def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = Non
         raise DistalError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__}")
     call = _parse(subscripts, operands)
     host = not isinstance(out, Tensor) and all(type(a) is np.ndarray for a in call.arrays)
-    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), _machine(machine)) if host else None
+    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), _machine(machine)) \
+        if host and _eager_allowed() else None
     fast = _EAGER.get(key) if key is not None else None
     if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them
         _STATS["hits"] += 1

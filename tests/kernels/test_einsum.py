@@ -139,3 +139,12 @@ def test_a_large_contraction_runs_distributed_on_every_processor(monkeypatch: py
     ran = plan.groups[0].kernel.ran
     leaf = next(line for line in str(plan).splitlines() if "leaf:" in line)
     assert ran and all(call in leaf for call in ran)  # explain names the calls that ran
+
+
+def test_a_cached_plan_follows_distal_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random suite found a plan cached while eager runs were allowed reused after DISTAL_EAGER=0."""
+    a = np.ones((3, 4))
+    assert dt.einsum_plan("ij->i", a).eager
+    dt.einsum("ij->i", a)
+    monkeypatch.setenv("DISTAL_EAGER", "0")
+    assert not dt.einsum_plan("ij->i", a).eager
