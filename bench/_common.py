@@ -278,3 +278,22 @@ class Progress:
         self.done += 1
         elapsed = time.perf_counter() - self.start
         print(f"[{self.done}/{self.total}] {what}  (elapsed {elapsed:.0f} s)", flush=True)
+
+
+def validation_child(script: Path, procs: int, quick: bool, repeats: int, sysmem: int) -> list[dict[str, Any]]:
+    """Run a model validation script's child (`script --child P`) on P CPU processors of a Legate with
+    `sysmem` MiB; its rows (the last line it prints, JSON)."""
+    env = dict(os.environ)
+    env["LEGATE_CONFIG"] = f"--cpus {procs} --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"
+    args = [sys.executable, str(script), "--child", str(procs), "--repeats", str(repeats)]
+    if quick:
+        args.append("--quick")
+    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=script.parent.parent)
+    if proc.returncode != 0:
+        raise SystemExit(f"child with {procs} cpus failed ({proc.returncode})")
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def model_error(ratio: float) -> float:
+    """A prediction's error from its predicted/measured ratio: max(r, 1/r) - 1 (2x off either way is 1.0)."""
+    return ratio - 1.0 if ratio >= 1 else 1.0 / ratio - 1.0

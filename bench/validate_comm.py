@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import interleaved_rounds, write
+from _common import interleaved_rounds, model_error, validation_child, write
 
 HERE = Path(__file__).resolve().parent
 PROCS = (1, 2)
@@ -130,33 +128,20 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
-    env = dict(os.environ)
-    env["LEGATE_CONFIG"] = f"--cpus {procs} --gpus 0 --omps 0 --utility 1 --sysmem 4000"
-    args = [sys.executable, str(HERE / "validate_comm.py"), "--child", str(procs), "--repeats", str(repeats)]
-    if quick:
-        args.append("--quick")
-    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=HERE.parent)
-    if proc.returncode != 0:
-        raise SystemExit(f"child with {procs} cpus failed ({proc.returncode})")
-    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def _error(ratio: float) -> float:
-    """max(r, 1/r) - 1: 2x off either way is 1.0."""
-    return ratio - 1.0 if ratio >= 1 else 1.0 / ratio - 1.0
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for procs in sorted({r["processors"] for r in rows}):
         mine = [r for r in rows if r["processors"] == procs]
-        errors = [_error(r["ratio"]) for r in mine]
+        errors = [model_error(r["ratio"]) for r in mine]
         worst = max(range(len(mine)), key=lambda k: errors[k])
         out[f"{procs} cpus"] = {"cases": len(mine), "median_ratio": statistics.median(r["ratio"] for r in mine),
                                 "median_error": statistics.median(errors), "worst_error": errors[worst],
                                 "worst_case": mine[worst]["case"]}
-    errors = [_error(r["ratio"]) for r in rows]
+    errors = [model_error(r["ratio"]) for r in rows]
     out["all"] = {"cases": len(rows), "median_error": statistics.median(errors), "worst_error": max(errors)}
     return out
 
@@ -180,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for p in (int(x) for x in args.procs.split(",")):
         print(f"== {p} CPU processor(s)", file=sys.stderr, flush=True)
-        rows += _run_child(p, args.quick, repeats)
+        rows += validation_child(HERE / "validate_comm.py", p, args.quick, repeats, 4000)
     summary = summarize(rows)
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["loadavg_before"] = load_before

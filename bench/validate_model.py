@@ -34,14 +34,13 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import interleaved_rounds, write
+from _common import interleaved_rounds, model_error, validation_child, write
 
 HERE = Path(__file__).resolve().parent
 PROCS = (1, 2, 4)
@@ -152,21 +151,8 @@ def child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_child(procs: int, quick: bool, repeats: int) -> list[dict[str, Any]]:
-    env = dict(os.environ)
-    env["LEGATE_CONFIG"] = f"--cpus {procs} --gpus 0 --omps 0 --utility 1 --sysmem 6000"
-    args = [sys.executable, str(HERE / "validate_model.py"), "--child", str(procs), "--repeats", str(repeats)]
-    if quick:
-        args.append("--quick")
-    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=HERE.parent)
-    if proc.returncode != 0:
-        raise SystemExit(f"child with {procs} cpus failed ({proc.returncode})")
-    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def _error(ratio: float) -> float:
-    """max(r, 1/r) - 1: 2x off either way is 1.0."""
-    return ratio - 1.0 if ratio >= 1 else 1.0 / ratio - 1.0
 
 
 def summarize(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -181,7 +167,7 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str
         a["best_library"] = best["algorithm"]
         a["best_library_seconds"] = best["measured_seconds"]
         a["auto_over_best"] = a["measured_seconds"] / best["measured_seconds"]
-    errors = [_error(r["ratio"]) for r in lib]
+    errors = [model_error(r["ratio"]) for r in lib]
     worst = max(range(len(lib)), key=lambda k: errors[k])
     matmul_auto = [a["auto_over_best"] for a in autos if a["kind"] == "matmul"]
     higher_auto = [a["auto_over_best"] for a in autos if a["kind"] != "matmul"]
@@ -221,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for p in (int(x) for x in args.procs.split(",")):
         print(f"== {p} CPU processor(s)", file=sys.stderr, flush=True)
-        rows += _run_child(p, args.quick, repeats)
+        rows += validation_child(HERE / "validate_model.py", p, args.quick, repeats, 6000)
     summary, lib, autos = summarize(rows)
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["loadavg_before"] = load_before

@@ -258,17 +258,7 @@ def _data(nrng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype[Any
 
 def _format(rng: random.Random, order: int) -> dt.Format:
     """A random format of an order-`order` tensor on a small machine of its own."""
-    grid = dt.Grid(*rng.choice(FORMAT_GRIDS))
-    names = "abcd"[:order]
-    free = list(names)
-    entries = []
-    for _ in range(grid.ndim):
-        choice = rng.randint(0, 3)
-        if choice <= 1 and free:
-            entries.append(free.pop(rng.randrange(len(free))))
-        else:
-            entries.append("0" if choice == 2 else "*")
-    return dt.Format(f"{names} -> {''.join(entries)}", dt.Machine(grid))
+    return legate_cases.draw_format(rng, order, dt.Machine(dt.Grid(*rng.choice(FORMAT_GRIDS))))
 
 
 @dataclass

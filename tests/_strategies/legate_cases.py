@@ -52,7 +52,7 @@ from distal.notation.ast import Access, Add, Expr, IndexVar, Literal, Mul
 from distal.schedule import tree
 from tests._strategies import Fresh, einsum_oracle
 
-__all__ = ["COMMANDS", "FEATURES", "Case", "case_seed", "run_case"]
+__all__ = ["COMMANDS", "FEATURES", "Case", "case_seed", "draw_format", "run_case"]
 
 COMMANDS = ("divide", "split", "reorder", "fuse", "parallelize", "precompute", "distribute", "communicate",
             "rotate", "substitute")
@@ -98,7 +98,9 @@ def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype[Any]
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _format(rng: random.Random, order: int, machine: dt.Machine, case: Case) -> Format:
+def draw_format(rng: random.Random, order: int, machine: dt.Machine, case: Case | None = None) -> Format:
+    """A random format of an order-`order` tensor on `machine`: per level, each machine dimension partitions a
+    dimension not partitioned yet, or is fixed (0) or broadcast (*) (drawn features noted in `case`)."""
     levels = []
     for grid in machine.grids:
         names = "abcd"[:order]
@@ -110,10 +112,12 @@ def _format(rng: random.Random, order: int, machine: dt.Machine, case: Case) -> 
                 entries.append(free.pop(rng.randrange(len(free))))
             elif choice == 2:
                 entries.append("0")
-                case.features.add("fixed-dim")
+                if case is not None:
+                    case.features.add("fixed-dim")
             else:
                 entries.append("*")
-                case.features.add("broadcast-dim")
+                if case is not None:
+                    case.features.add("broadcast-dim")
         levels.append(f"{names} -> {''.join(entries)}")
     return Format(levels if len(levels) > 1 else levels[0], machine)
 
@@ -151,7 +155,7 @@ def _statement(rng: random.Random, nrng: np.random.Generator, case: Case) -> _Dr
         idx = rng.sample(vars_, order)
         name = string.ascii_uppercase[1 + n]
         data = _data(nrng, tuple(ext[v] for v in idx), dtype)
-        fmt = _format(rng, order, machine, case) if formatted and order and rng.random() < 0.8 else None
+        fmt = draw_format(rng, order, machine, case) if formatted and order and rng.random() < 0.8 else None
         t = dt.Tensor.from_array(name, data, fmt)
         if fmt is not None:
             formats[name] = fmt
@@ -171,7 +175,7 @@ def _statement(rng: random.Random, nrng: np.random.Generator, case: Case) -> _Dr
     shape = tuple(ext[v] for v in out_idx)
     accumulate = rng.random() < 0.4
     init = _data(nrng, shape, dtype) if accumulate else np.zeros(shape, dtype)
-    fmt = _format(rng, len(shape), machine, case) if formatted and shape and rng.random() < 0.8 else None
+    fmt = draw_format(rng, len(shape), machine, case) if formatted and shape and rng.random() < 0.8 else None
     out = dt.Tensor.from_array("A", init, fmt) if accumulate else dt.Tensor("A", shape, fmt, dtype=dtype)
     if fmt is not None:
         formats["A"] = fmt
@@ -365,7 +369,7 @@ def run_case(seed: int, n: int) -> dict[str, Any]:
             name = rng.choice(sorted(k for k in drawn.formats if k != "A") or ["A"])
             if name != "A":
                 tensor = next(t for t in drawn.out.operands if t.name == name)
-                target = _format(rng, tensor.order, drawn.machine, case)
+                target = draw_format(rng, tensor.order, drawn.machine, case)
                 case.note(f"{name}.redistribute(Format({str(target)!r}, machine))")
                 case.features.add("redistribute")
                 tensor.redistribute(target)

@@ -16,44 +16,23 @@ nightly-size run is `DISTAL_DIFFERENTIAL_CASES=30000` (about 15 to 40 minutes) w
 from __future__ import annotations
 
 import collections
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._strategies.child_suite import run_suite
 from tests._strategies.legate_cases import COMMANDS, FEATURES
 
 pytestmark = [pytest.mark.legate, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 CASES = int(os.environ.get("DISTAL_DIFFERENTIAL_CASES", "2000"))
 SEED = int(os.environ.get("DISTAL_DIFFERENTIAL_SEED", "0"))
 
 
 def _run_suite(cases: int, seed: int) -> tuple[list[dict[str, Any]], int | None, int]:
-    env = dict(os.environ)
-    # a modest Legate of its own next to the test process's (the user's LEGATE_CONFIG wins, e.g. --gpus 1)
-    env.setdefault("LEGATE_CONFIG", "--cpus 2 --sysmem 2000 --utility 1")
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests._strategies.legate_cases", "--cases", str(cases), "--seed", str(seed)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(600, cases),
-    )
-    results, started = [], None
-    for line in proc.stdout.splitlines():
-        if not line.startswith('{"'):
-            continue
-        record = json.loads(line)
-        if "start" in record:
-            started = record["start"]
-        elif "case" in record:
-            results.append(record)
-            started = None
-    return results, started, proc.returncode
+    results, started, code, _ = run_suite("tests._strategies.legate_cases", cases, seed)
+    return results, started, code
 
 
 def test_random_cases_on_legate_equal_einsum() -> None:
