@@ -77,7 +77,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     `rotation` chooses how launches whose projections are not affine (rotate)
     run: "boxes" (the default: launches over sub-domains where the offset is
     affine, each on its bound processor) or "points" (one pinned launch per
-    point). Measured on Cannon (bench/results/matmul.json, "rotation"): equal
+    point). Measured on Cannon (matmul.json in bench/results/history.json, "rotation"): equal
     within noise for large tiles, boxes up to 10% faster for small ones, and
     boxes issue fewer launches (at most 2g per step on a g x g grid instead
     of g*g). The environment variable DISTAL_ROTATION sets the default.
