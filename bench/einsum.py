@@ -245,7 +245,7 @@ def child_memory(stmt: Statement, n: int, system: str) -> tuple[int, float]:
         # measured at contract4 n = 44: 400 MiB of live stores when auto's plan ran (its formats replicate
         # an operand on both processors, earlier runs' outputs are kept for reuse) and 142 MiB for the plan:
         # the pool is sized for that, with room for Legate's fragmentation
-        pool = int(1.2 * (3 * ops + 2 * big + 4 * out))
+        pool = int(1.5 * (3 * ops + 2 * big + 5 * out))
         resident = ops + big + 2 * out + 2 * temp
     elif system == "cupynumeric":
         pool = ops + 2 * out + 2 * f["intermediate"]

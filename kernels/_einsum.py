@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import string
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +66,11 @@ class _Entry:
     plan: Plan
     inputs: tuple[TensorVar, ...]  # the plan's var of each operand, in operand order
     output: TensorVar
+    # the store of the last result on Legate, and that result (weakly): when the result is gone by the next
+    # call, that call writes into its store, memory Legate has already touched (a new store lands in pool
+    # memory nothing touched yet: a 264 MB outer product took 0.22 s that way, 0.02 s in a store reused)
+    spare: Any = None
+    last: Any = None
 
 
 @dataclass(frozen=True)
@@ -319,7 +325,9 @@ def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_En
 def _bound(entry: _Entry, tensors: Sequence[Tensor], result: Tensor) -> Plan:
     """The cached plan with its vars bound to this call's tensors."""
     pairs = [*zip(entry.inputs, tensors), (entry.output, result)]
-    return replace(entry.plan, bindings=Bindings.pairs(pairs))
+    # a memo of its own: the runtime's record of a run holds that run's stores (a cached plan shared it
+    # between calls, pinning each call's result until the next), and every call has a new output anyway
+    return replace(entry.plan, bindings=Bindings.pairs(pairs), memo={})
 
 
 def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None) -> Plan:
@@ -354,8 +362,13 @@ def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = Non
         result = _run_eager(fast, call)
     else:
         entry, tensors, result = _prepare(call, machine, out if isinstance(out, Tensor) else None)
+        mine = out is None or isinstance(out, np.ndarray)
+        if mine and entry.spare is not None and (entry.last is None or entry.last() is None):
+            result.bind(entry.spare)  # the last result is gone: its store takes this one
         plan = _bound(entry, tensors, result)
         plan.run()
+        if mine and result.on_legate:
+            entry.spare, entry.last = result.storage, weakref.ref(result)
         if key is not None and plan.eager:  # an einsum is a product: its task body runs one contraction
             _EAGER[key] = _Eager(result.dtype, result.concrete_shape())
             while len(_EAGER) > CACHE_SIZE:

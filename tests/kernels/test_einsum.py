@@ -148,3 +148,22 @@ def test_a_cached_plan_follows_distal_eager(monkeypatch: pytest.MonkeyPatch) -> 
     dt.einsum("ij->i", a)
     monkeypatch.setenv("DISTAL_EAGER", "0")
     assert not dt.einsum_plan("ij->i", a).eager
+
+
+@pytest.mark.legate
+def test_a_dropped_result_s_store_takes_the_next_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated einsum writes into the store of its last result when that result is gone (memory Legate
+    has touched already), never into a result the caller still holds."""
+    monkeypatch.setenv("DISTAL_EAGER", "0")
+    kernels.clear_cache()
+    a, b = RNG.standard_normal(50), RNG.standard_normal(40)
+    first = dt.einsum("i,j->ij", a, b)
+    held = first.storage.store.handle  # type: ignore[union-attr]
+    second = dt.einsum("i,j->ij", a, 2 * b)
+    assert second.storage.store.handle is not held  # type: ignore[union-attr]  # `first` is alive: its data stays
+    np.testing.assert_allclose(first.to_numpy(), np.multiply.outer(a, b), rtol=1e-12)
+    spare = second.storage.store.handle  # type: ignore[union-attr]
+    del first, second
+    third = dt.einsum("i,j->ij", a, 3 * b)
+    assert third.storage.store.handle is spare  # type: ignore[union-attr]
+    np.testing.assert_allclose(third.to_numpy(), np.multiply.outer(a, 3 * b), rtol=1e-12)
