@@ -412,14 +412,31 @@ class Format:
             f"but found {wanted!r}"
         )
 
+    def boxes(self, shape: Sequence[int]) -> dict[Coord, tuple[Bounds, ...]]:
+        """Which boxes of a tensor of `shape` each processor holds: F(P) over the whole tensor (paper 5.3).
+
+        The one answer to "who holds what" that placement, explain's traffic,
+        the time model, redistribution and the runtime's device blocks read.
+        Every processor of the machine is a key; one holding nothing (off a
+        fixed face, or past a non-dividing edge) maps to `()`. Along
+        broadcast dimensions several processors hold the same box. Bounds are
+        global, per tensor dimension [lo, hi), and never empty.
+
+        >>> from distal.format.machine import Grid, Machine
+        >>> Format("x -> x0", Machine(Grid(2, 2))).boxes((3,))
+        {(0, 0): (((0, 2),),), (0, 1): (), (1, 0): (((2, 3),),), (1, 1): ()}
+        """
+        held: dict[Coord, list[Bounds]] = {c: [] for c in self.machine.coords()}
+        for color, bounds in self.tiles(shape):
+            if any(hi <= lo for lo, hi in bounds):
+                continue
+            for p in sorted(self.owners(color)):
+                held[p].append(bounds)
+        return {p: tuple(b) for p, b in held.items()}
+
     def local_size(self, shape: Sequence[int]) -> dict[Coord, int]:
         """The number of tensor elements each processor holds (0 for processors holding nothing)."""
-        held = {c: 0 for c in self.machine.coords()}
-        for color, bounds in self.tiles(shape):
-            n = math.prod(hi - lo for lo, hi in bounds)
-            for p in self.owners(color):
-                held[p] += n
-        return held
+        return {p: sum(math.prod(hi - lo for lo, hi in b) for b in boxes) for p, boxes in self.boxes(shape).items()}
 
     # -- placement (paper 5.3) ---------------------------------------------------
 

@@ -1,0 +1,67 @@
+"""One answer to "which processor holds which box": `Format.boxes`, checked against the runtime's blocks.
+
+The runtime places a formatted tensor as padded device blocks (the
+redistribution layout, `distal.redist.formats.layout`); the box each device's
+block holds must be the one `Format.boxes` names, for every format the
+random suites draw: fixed and broadcast dimensions, prime machines,
+hierarchies, extents that do not divide.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+import distal as dt
+from distal.errors import FormatError
+from distal.format.format import Format
+from distal.redist.formats import layout
+from distal.runtime._tensor_storage import holder_box
+from tests._strategies.legate_cases import draw_format
+from tests._strategies.machines import MACHINES
+
+
+def _block_boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], tuple[tuple[tuple[int, int], ...], ...]]:
+    """Per device, the non-empty box its padded block holds under the runtime's layout."""
+    lay = layout(fmt, shape)
+    out = {}
+    for dev in lay.mesh.devices():
+        box = holder_box(lay, tuple(dev)) if lay.holds(dev) else None
+        out[tuple(dev)] = () if box is None or any(hi <= lo for lo, hi in box) else (box,)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_runtimes_device_blocks_hold_what_format_boxes_says(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(100):
+        machine = rng.choice(MACHINES)
+        order = rng.randint(0, 3)
+        fmt = draw_format(rng, order, machine)
+        shape = tuple(rng.randint(1, 7) for _ in range(order))
+        assert fmt.boxes(shape) == _block_boxes(fmt, shape), (fmt, shape)
+
+
+def test_boxes_cover_the_tensor_once_per_copy() -> None:
+    """Without broadcast or fixed dimensions the boxes tile the tensor exactly; a broadcast doubles them."""
+    m = dt.Machine(dt.Grid(2, 3))
+    shape = (5, 7)
+    cells = [c for boxes in Format("xy -> xy", m).boxes(shape).values() for b in boxes
+             for c in itertools.product(*(range(lo, hi) for lo, hi in b))]
+    assert sorted(cells) == [(i, j) for i in range(5) for j in range(7)]
+    wide = Format("x -> x*", m).boxes((5,))
+    assert wide[(0, 0)] == wide[(0, 2)] == (((0, 3),),) and wide[(1, 1)] == (((3, 5),),)
+    assert Format("x -> x0", m).boxes((5,))[(1, 1)] == ()
+    assert Format("x -> x", dt.Machine(dt.Grid(3))).boxes((2,))[(2,)] == ()  # past a non-dividing edge
+
+
+def test_local_size_is_the_boxes_volume() -> None:
+    fmt = Format("xy -> yx", dt.Machine(dt.Grid(2, 2)))
+    assert fmt.local_size((3, 5)) == {(0, 0): 6, (0, 1): 3, (1, 0): 4, (1, 1): 2}
+
+
+def test_boxes_refuses_a_shape_of_another_order() -> None:
+    with pytest.raises(FormatError):
+        Format("xy -> xy", dt.Machine(dt.Grid(2, 2))).boxes((3,))
