@@ -3,8 +3,12 @@
 A step runs on the point's arrays by slot (operands in argument order, then
 workspaces): a slice-mode block whose views' indices, leaf or einsum spec
 and output axes were worked out when the point was first walked
-(`SliceStep`, its right side a `BlockValue`), or a workspace's fresh zeros
+(`SliceStep`, its right side a `BlockValue`), an index-mode block with its
+points' index values (`IndexStep`), or a workspace's fresh zeros
 (`ZeroStep`). The calls go to the tiles' array namespace `xp`.
+
+explain() works a point's steps out on stand-in arrays that hold no data
+(`stand_in`) and words the calls they would run (`calls_of`).
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from distal import contract
-from distal.cin.blocks import operand, store
+from distal.cin.blocks import operand, run_index_block, store
+from distal.cin.statements import Assign
 from distal.leaf import Leaf
 from distal.notation.ast import Access, Add, BinaryOp, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
+from distal.notation.variable import TensorVar
 from distal.notation.visit import ExprVisitor, product_factors
 
-__all__ = ["LETTERS", "BlockValue", "Broadcast", "Counts", "SliceStep", "Step", "View", "ZeroStep", "canonical",
-           "is_product", "to_axes"]
+__all__ = ["LETTERS", "BlockValue", "Broadcast", "Counts", "IndexStep", "SliceStep", "Step", "View", "ZeroStep",
+           "calls_of", "canonical", "is_product", "stand_in", "to_axes"]
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -388,3 +394,49 @@ def to_axes(xp: Any, value: Any, axes: str, out_axes: str) -> Any:
     if not axes:
         return value
     return _expand(xp, xp.asarray(value), axes, out_axes)
+
+
+class IndexStep(Step):
+    """An index-mode block, its points' index values kept (`Provenance.block_points` ran once)."""
+
+    __slots__ = ("a", "ext", "npts", "origin", "slots", "vals")
+
+    def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: list[tuple[int, ...]],
+                 slots: Mapping[TensorVar, int], ext: Mapping[IndexVar, int]) -> None:
+        self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
+
+    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
+        origin, slots = self.origin, self.slots
+        run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
+
+    def uses(self, slot: int) -> bool:
+        return any(self.slots[acc.tensor] == slot for acc in (self.a.lhs, *self.a.rhs.accesses()))
+
+
+def stand_in(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array of `shape` in C order that holds no data: its views have the strides a tile's would have.
+    Never read (planning only looks at shapes and strides)."""
+    item = np.dtype(dtype).itemsize
+    strides, step = [], item
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype), shape, tuple(reversed(strides)),
+                                           writeable=False)
+
+
+def calls_of(planned: list[Step | str], tiles: list[Any], a: Assign) -> list[str]:
+    """The calls the planned steps of assignment `a` run, in words, in order, each once (with its count)."""
+    found: dict[str, int] = {}
+    for step in planned:
+        if isinstance(step, str):
+            text = step if str(a) in step else ""
+        elif isinstance(step, SliceStep) and step.assign is a:
+            text = step.describe(tiles) or ""
+        elif isinstance(step, IndexStep) and step.a is a:
+            text = "index mode: NumPy gathers and scatters over the block's points"
+        else:
+            text = ""
+        if text:
+            found[text] = found.get(text, 0) + 1
+    return [t if n == 1 else f"{t} ({n} blocks)" for t, n in found.items()]

@@ -1,4 +1,4 @@
-"""Leaf kernels: the body of one task, run on the local tiles of its operands.
+"""The body of one task: the scheduled statement run on the local tiles of its operands.
 
 A `TaskBody` runs the scheduled statement with the launch variables fixed to
 the launch point's values. Loops it meets whose variable is fixed are
@@ -42,31 +42,46 @@ Parallel loops (`parallelize`, modes chosen by `distal.lower.parallel`): a
 vectorised block, whatever the cost model would pick); a "threads" loop
 splits its iterations into contiguous chunks run by a thread pool, each
 thread adding into its own zeroed copy of the output when the loop reduces
-into it; "sequential" runs as if not parallel.
+into it (`distal.lower.thread_pool`); "sequential" runs as if not parallel.
+
+The steps themselves are `distal.lower.steps`; which substituted leaf a
+block runs is decided with `distal.lower.leaf_match`.
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import math
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from distal.cin.blocks import run_index_block
-from distal.cin.statements import Assign, Forall, Stmt, assignments
+from distal.cin.statements import Assign, Stmt, assignments
 from distal.cin.walk import Walker
 from distal.errors import RuntimeFailure
 from distal.leaf import Leaf
+from distal.lower.leaf_match import chain_above, leaf_pattern
 from distal.lower.parallel import ParallelLoop
-from distal.lower.steps import LETTERS, BlockValue, Counts, SliceStep, Step, View, ZeroStep, canonical, is_product
+from distal.lower.steps import (
+    LETTERS,
+    BlockValue,
+    Counts,
+    IndexStep,
+    SliceStep,
+    Step,
+    View,
+    ZeroStep,
+    calls_of,
+    canonical,
+    is_product,
+    stand_in,
+)
+from distal.lower.thread_pool import run_chunks
 from distal.notation.ast import Access, Expr, IndexVar, Literal
 from distal.notation.check import compute_dtype
 from distal.notation.variable import TensorVar
@@ -91,6 +106,7 @@ class _Facts(NamedTuple):
     factors: tuple[Expr, ...]  # the right side's product factors
     dtype: Any  # the dtype the operands are converted to (as numpy.einsum(..., out=))
 _EMPTY: Any = ({}, {}, {})
+_IndexStep = IndexStep  # the name bench/breakdown.py counts steps by (until it reads distal.lower.steps)
 
 
 @dataclass(eq=False)
@@ -265,9 +281,9 @@ class TaskBody:
         planned = self.steps_at(point, tiles) if point is not None and tiles is not None else None
         out = []
         for a in assignments(self.stmt):
-            leaf = next((lf for vs, lf in self.leaves if vs & set(_chain_above(self.stmt, a))), None)
+            leaf = next((lf for vs, lf in self.leaves if vs & set(chain_above(self.stmt, a))), None)
             pattern = einsum_pattern(a.lhs, a.rhs) if is_product(a.rhs) else None
-            calls = _calls_of(planned[0], planned[1], a) if planned is not None else None
+            calls = calls_of(planned[0], planned[1], a) if planned is not None else None
             if calls:
                 how = "; then ".join(calls)
             elif leaf is not None and leaf.pattern is not None and leaf.pattern == pattern:
@@ -292,7 +308,7 @@ class TaskBody:
         if len(tiles) != len(self.tensors):
             return None
         origins = self.origins.get(tuple(int(x) for x in point)) or tuple((0,) * len(s) for s in self.shapes)
-        arrays = [_stand_in(tuple(int(n) for n in shape), t.dtype) for shape, t in zip(tiles, self.tensors)]
+        arrays = [stand_in(tuple(int(n) for n in shape), t.dtype) for shape, t in zip(tiles, self.tensors)]
         arrays = [a if shape else a.reshape(()) for a, shape in zip(arrays, self.shapes)]
         run = _Run(self, [*arrays, *self._workspaces], [*origins, *((),) * len(self._workspaces)], np, record=[],
                    planning=True)
@@ -309,11 +325,11 @@ class TaskBody:
         found = list(assignments(self.stmt))
         if found != [a] or a.lhs.tensor not in self._slots or self.parallel:
             return False
-        inner = [v for v in _chain_above(self.stmt, a) if v not in self.vars]
+        inner = [v for v in chain_above(self.stmt, a) if v not in self.vars]
         leaf = self.leaf_of(inner) if inner else None
         return (leaf is not None and leaf.pattern is not None and is_product(a.rhs)
                 and any(vs == set(inner) and lf is leaf for vs, lf in self.leaves)
-                and _leaf_pattern(a) == leaf.pattern)
+                and leaf_pattern(a) == leaf.pattern)
 
     def mode_of(self, v: IndexVar) -> str | None:
         """How parallel loop `v` runs ("vector", "threads"), or None when it is not parallel."""
@@ -430,16 +446,7 @@ class _Run(Walker):
                     run.nest(inner, a, {**env, v: value})
             return run.tiles[slot] if private else None
 
-        # No automatic collection while the workers run: one inside a worker thread could free Legate objects
-        # there, which crashes the process (LEGATE_NOTES); the caller's setting is back afterwards.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="distal-parallel") as pool:
-                partials = list(pool.map(lambda b: chunk(*b), bounds))
-        finally:
-            if collecting:
-                gc.enable()
+        partials = run_chunks(chunk, bounds)
         if private:
             for part in partials:
                 out += part
@@ -615,7 +622,7 @@ class _Run(Walker):
         """
         if self.planning:
             if isinstance(step, ZeroStep):  # later views index the workspace: a stand-in of its shape
-                self.tiles[step.slot] = _stand_in(step.shape, step.dtype)
+                self.tiles[step.slot] = stand_in(step.shape, step.dtype)
             self.planned.append(step)
             if len(self.planned) >= _PLANNED_STEPS:
                 raise _Enough
@@ -645,24 +652,7 @@ class _Run(Walker):
         vals, npts = found
         if self.record is not None and npts * len(vals) > INDEX_KEEP_LIMIT:
             self.record, self.unkept = None, "an index-mode block too large to keep its index arrays"
-        self.run_step(_IndexStep(a, vals, npts, list(self.origin), self.slots, self.ext))
-
-
-class _IndexStep(Step):
-    """An index-mode block, its points' index values kept (`Provenance.block_points` ran once)."""
-
-    __slots__ = ("a", "ext", "npts", "origin", "slots", "vals")
-
-    def __init__(self, a: Assign, vals: dict[IndexVar, Any], npts: int, origin: list[tuple[int, ...]],
-                 slots: Mapping[TensorVar, int], ext: Mapping[IndexVar, int]) -> None:
-        self.a, self.vals, self.npts, self.origin, self.slots, self.ext = a, vals, npts, origin, slots, ext
-
-    def run(self, tiles: list[Any], xp: Any, counts: Counts) -> None:
-        origin, slots = self.origin, self.slots
-        run_index_block(self.a, self.vals, self.npts, lambda t: (tiles[slots[t]], origin[slots[t]]), self.ext, xp)
-
-    def uses(self, slot: int) -> bool:
-        return any(self.slots[acc.tensor] == slot for acc in (self.a.lhs, *self.a.rhs.accesses()))
+        self.run_step(IndexStep(a, vals, npts, list(self.origin), self.slots, self.ext))
 
 
 _PLANNED_STEPS = 64  # steps `TaskBody.steps_at` works out at most (a description needs the first few)
@@ -670,35 +660,6 @@ _PLANNED_STEPS = 64  # steps `TaskBody.steps_at` works out at most (a descriptio
 
 class _Enough(Exception):
     """Planning a point's steps (`TaskBody.steps_at`) went far enough."""
-
-
-def _stand_in(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """An array of `shape` in C order that holds no data: its views have the strides a tile's would have.
-    Never read (planning only looks at shapes and strides)."""
-    item = np.dtype(dtype).itemsize
-    strides, step = [], item
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype), shape, tuple(reversed(strides)),
-                                           writeable=False)
-
-
-def _calls_of(planned: list[Step | str], tiles: list[Any], a: Assign) -> list[str]:
-    """The calls the planned steps of assignment `a` run, in words, in order, each once (with its count)."""
-    found: dict[str, int] = {}
-    for step in planned:
-        if isinstance(step, str):
-            text = step if str(a) in step else ""
-        elif isinstance(step, SliceStep) and step.assign is a:
-            text = step.describe(tiles) or ""
-        elif isinstance(step, _IndexStep) and step.a is a:
-            text = "index mode: NumPy gathers and scatters over the block's points"
-        else:
-            text = ""
-        if text:
-            found[text] = found.get(text, 0) + 1
-    return [t if n == 1 else f"{t} ({n} blocks)" for t, n in found.items()]
 
 
 def zero_fill(tile: Any) -> None:
@@ -719,25 +680,6 @@ def _fresh_program(program: tuple[Step, ...], slot: int, arrays: list[Any]) -> t
                 return True, program
             return False, (*program[:n], writer, *program[n + 1:])
     return True, program
-
-
-def _leaf_pattern(a: Assign) -> str | None:
-    from distal.leaf import einsum_pattern
-
-    return einsum_pattern(a.lhs, a.rhs)
-
-
-def _chain_above(stmt: Stmt, target: Assign) -> list[IndexVar]:
-    """The loop variables enclosing `target` in `stmt`."""
-    for c in stmt.children():
-        if _contains(c, target):
-            rest = _chain_above(c, target)
-            return [stmt.var, *rest] if isinstance(stmt, Forall) else rest
-    return []
-
-
-def _contains(stmt: Stmt, target: Assign) -> bool:
-    return stmt is target or any(_contains(c, target) for c in stmt.children())
 
 
 def _array_module(tiles: Sequence[Any], default: Any) -> Any:

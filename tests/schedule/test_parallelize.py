@@ -11,7 +11,7 @@ import pytest
 
 import distal as dt
 from distal.errors import DistalFallbackWarning
-from distal.lower import task_body as kernel_module
+from distal.lower import thread_pool as kernel_module
 from distal.lower.device_standin import namespace, to_device
 from distal.lower.numpy_exec import run_numpy
 
