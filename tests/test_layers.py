@@ -99,7 +99,7 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
         "candidates, and compiles and predicts every candidate"
     ),
     ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
-    ("distal.model.predict", "distal.lower.explain"): "the model predicts a schedule's time from its plan",
+    ("distal.model.predict", "distal.lower.analysis"): "the model predicts a schedule's time from its plan's analysis",
     ("distal.model.predict", "distal.lower.plan"): "the model predicts a schedule's time from its plan",
     ("distal.model.predict", "distal.lower.grouping"): (
         "the model charges the runtime's cost per task to the Legate tasks the runtime groups a plan's points into"

@@ -9,12 +9,13 @@ Legate was started with and raises `OutOfMemory` instead.
 What a plan needs in Legate's system memory (all CPU processors of a node
 share it; `--sysmem`, or distal's default of half the available memory):
 
-- resident: every tensor of the plan once, as its store (`explain()`'s
+- resident: every tensor of the plan once, as its store (the analysis's
   global store for a tensor without a format; for a tensor with a format,
   what its format places, replicas of broadcast dimensions included, at
   least the whole tensor), and a synthesized reduction's partials (one per
   processor, and their copy with a row per device);
-- the largest peak of one processor in `explain()`'s accounting (what is
+- the largest peak of one processor in the plan's analysis
+  (`Plan.analysis()`, `distal.lower.analysis`: what is
   placed on it plus, at its peak launch, received tiles, its output tiles
   and reduction buffers): processors of one node share the memory and read
   tiles of the resident stores in place, so the need is the larger of the
@@ -50,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import OutOfMemory
+from distal.lower.analysis import PlanAnalysis, Proc, proc_text
 from distal.lower.plan import Plan
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_host_allocation", "check_plan_memory",
@@ -106,7 +108,7 @@ _RECENT: list[tuple[Plan, tuple[object, ...], MemoryNeed]] = []
 
 
 def plan_memory(plan: Plan) -> MemoryNeed:
-    """The plan's need in system memory, from `explain()`'s accounting (see the module docstring)."""
+    """The plan's need in system memory, from its analysis (`Plan.analysis()`; see the module docstring)."""
     formats = tuple(getattr(t.tensor, "format", None) for t in plan.tensors)
     for seen, fmts, need in _RECENT:
         if seen is plan and all(a is b for a, b in zip(fmts, formats)):
@@ -117,12 +119,10 @@ def plan_memory(plan: Plan) -> MemoryNeed:
     return need
 
 
-def _plan_memory(plan: Plan, data: dict[str, Any] | None = None) -> MemoryNeed:
-    from distal.lower.explain import stats
-
+def _plan_memory(plan: Plan, data: PlanAnalysis | None = None) -> MemoryNeed:
     if data is None:
-        data = stats(plan)
-    placed = data["placement"]["per_tensor"]
+        data = plan.analysis()
+    placed = data.placement.per_tensor
     resident = []
     for info in plan.tensors:
         whole = info.size * info.itemsize
@@ -135,22 +135,22 @@ def _plan_memory(plan: Plan, data: dict[str, Any] | None = None) -> MemoryNeed:
         procs = math.prod(plan.machine.full_shape)
         resident.append((f"partials of the synthesized reduction into {plan.tensors[red.tensor].name} "
                          f"({procs} x {list(red.row)}, twice)", int(2 * procs * red.nbytes)))
-    per_proc = data["placement"]["per_processor"]
-    best, working = None, 0
-    for p, b in data["peak_bytes"].items():
+    per_proc = data.placement.per_processor
+    best: Proc | None = None
+    working = 0
+    for p, b in data.peak.items():
         extra = b - per_proc.get(p, 0)
         if best is None or extra > working:
             best, working = p, extra
     tiles: tuple[str, ...] = ()
-    if best is not None and best in data["peak_launch"]:
-        launch = data["launches"][data["peak_launch"][best]]
-        tiles = tuple(f"{op['tensor']} {'whole ' if op['whole'] else 'tile '}{op['tile']}"
-                      for op in launch["operands"])
-    peak = data["peak_bytes"].get(best, 0) if best is not None else 0
-    return MemoryNeed(tuple(resident), working, best, tiles, peak)
+    if best is not None and best in data.peak_launch:
+        launch = data.launches[data.peak_launch[best]]
+        tiles = tuple(f"{op.tensor} {'whole ' if op.whole else 'tile '}{list(op.tile)}" for op in launch.operands)
+    peak = data.peak.get(best, 0) if best is not None else 0
+    return MemoryNeed(tuple(resident), working, proc_text(best) if best is not None else None, tiles, peak)
 
 
-def memory_line(plan: Plan, data: dict[str, Any]) -> str:
+def memory_line(plan: Plan, data: PlanAnalysis) -> str:
     """One line for `explain()`: what `plan.run()` will check against Legate's system memory."""
     need = _plan_memory(plan, data)
     where = f", processor {need.processor} at its peak {_gib(need.peak)}" if need.processor is not None else ""

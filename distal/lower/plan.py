@@ -21,7 +21,7 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from distal.format.machine import Machine
+    from distal.lower.analysis import PlanAnalysis
     from distal.lower.lints import Lint
     from distal.lower.task_body import TaskBody
     from distal.notation.tensor import Tensor
@@ -345,11 +346,31 @@ class Plan:
 
     # -- reporting ---------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
-        """Per launch and per processor: tiles, bytes received, totals, peak memory (as data)."""
-        from distal.lower.explain import stats
+    def analysis(self) -> PlanAnalysis:
+        """The plan under the execution-space cost model, as a frozen, typed value (`distal.lower.analysis`).
 
-        return stats(self)
+        Computed once per plan (and per Legate processor count and task
+        grouping configured, which its task counts read from the environment).
+        """
+        from distal.lower.analysis import analyse, cache_key
+
+        key = cache_key(self)
+        # the fields the analysis reads, kept with it: a plan made by `dataclasses.replace` shares this memo
+        made = (self.statement, self.tensors, self.groups, self.zero_output, self.machine, self.processor_slots,
+                self.reduction, self.notes, self.lints)
+        cached = self.memo.get(key)
+        if cached is not None and len(cached[0]) == len(made) and all(a is b for a, b in zip(cached[0], made)):
+            return cast("PlanAnalysis", cached[1])
+        found = analyse(self)
+        self.memo[key] = (made, found)
+        return found
+
+    def stats(self) -> dict[str, Any]:
+        """Per launch and per processor: tiles, bytes received, totals, peak memory (as data).
+
+        The documented dict (docs/reference.md) of `analysis()`: `self.analysis().as_dict()`.
+        """
+        return self.analysis().as_dict()
 
     def predict(self, model: Any = None, processors: int | None = None) -> Any:
         """The predicted time on a machine model (`distal.model.predict`; default: this machine, calibrated).

@@ -30,13 +30,12 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from distal.lower.plan import Launch, Operand, Privilege, Proj, TensorInfo
+from distal.lower.plan import Box, Launch, Operand, Privilege, Proj, TensorInfo
 
 __all__ = ["ROTATIONS", "TileChoice", "build_launches", "busy", "busy_boxes", "choose_tiles"]
 
 ROTATIONS = ("points", "boxes")
 
-Box = tuple[tuple[int, int], ...]
 Point = tuple[int, ...]
 
 

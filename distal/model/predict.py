@@ -30,7 +30,7 @@ and step the model adds:
   holding both ends, through one port of each, and copies that share a port
   in a round share its bandwidth (`transfers.arrivals`): a processor's data
   has arrived when its last copy has. The bytes are the exact ones of
-  `distal.lower.explain.stats` (what earlier launches left on a processor is
+  `Plan.analysis()` (`distal.lower.analysis`: what earlier launches left on a processor is
   not sent again), split over the tiles as the formats split them. With
   `MachineModel.shared_memory` (this machine) nothing is sent: a tile one
   instance holds whole is read in place, and a tile spanning several
@@ -47,7 +47,7 @@ the data for step s+1 (and the reductions of step s) with step s's compute:
 T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
 cost per plan run, per launch and per point of each launch. Peak memory per real processor is the sum of the peaks
-(`distal.lower.explain.stats`) of the abstract processors bound to it,
+(`Plan.analysis()`) of the abstract processors bound to it,
 checked against the processor's memory.
 """
 
@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,7 @@ from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
 from distal.notation.visit import ExprVisitor
 
 if TYPE_CHECKING:
+    from distal.lower.analysis import PlanAnalysis
     from distal.lower.plan import Plan
 
 __all__ = ["Prediction", "explain_lines", "explained", "predict"]
@@ -249,7 +250,7 @@ def _meet(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
 
 
 def explained(plan: Plan, model: MachineModel | None = None,
-              data: dict[str, Any] | None = None) -> tuple[Prediction | None, str, str]:
+              analysis: PlanAnalysis | None = None) -> tuple[Prediction | None, str, str]:
     """The prediction `plan.explain()` reports, the model's name and, when there is none, why.
 
     On this machine's model the plan is timed on the real processors Legate is configured with (the run that
@@ -270,7 +271,7 @@ def explained(plan: Plan, model: MachineModel | None = None,
         from distal.lower.grouping import configured_processors
 
         kind = plan.machine.kind if plan.machine is not None else "cpu"
-        processors = int(data["real_processors"]) if data is not None else configured_processors(kind)
+        processors = analysis.real_processors if analysis is not None else configured_processors(kind)
         from distal.model.sysmem import configured_memory
 
         conf = configured_memory()
@@ -280,7 +281,7 @@ def explained(plan: Plan, model: MachineModel | None = None,
         else:
             source = "the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem"
     try:
-        got = predict(plan, model, processors, data)
+        got = predict(plan, model, processors, analysis)
     except ModelError as exc:
         return None, model.name, exc.message
     if source:
@@ -288,10 +289,10 @@ def explained(plan: Plan, model: MachineModel | None = None,
     return got, model.name, ""
 
 
-def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str, Any] | None = None,
+def explain_lines(plan: Plan, model: MachineModel | None = None, analysis: PlanAnalysis | None = None,
                   found: tuple[Prediction | None, str, str] | None = None) -> list[str]:
     """The lines `plan.explain()` ends with: the predicted time and its parts (`explained`, or `found`)."""
-    got, name, why = found if found is not None else explained(plan, model, data)
+    got, name, why = found if found is not None else explained(plan, model, analysis)
     if got is None:
         return [f"  predicted time: none ({why})"]
     lines = [f"  predicted time ({name} model, distal.model): {got.summary()}"]
@@ -300,17 +301,17 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, data: dict[str,
 
 
 def predict(plan: Plan, model: MachineModel, processors: int | None = None,
-            data: dict[str, Any] | None = None, exact: bool = True) -> Prediction:
+            analysis: PlanAnalysis | None = None, exact: bool = True) -> Prediction:
     """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point).
 
-    `data` is `distal.lower.explain.stats(plan)` when the caller has it already.
-    With `exact=False` the bytes are not taken from `stats` (whose exact
+    `analysis` is `plan.analysis()` (`distal.lower.analysis`) when the caller has it already.
+    With `exact=False` the bytes are not taken from the analysis (whose exact
     accounting of what earlier launches left behind costs minutes on plans of
     thousands of points) but estimated from the formats alone: every tile
     element a processor's format does not give it is received, every launch.
     That is what plans of hundreds of nodes use (bench/weak_scaling.py).
     """
-    from distal.lower.explain import _Owners, stats
+    from distal.lower.analysis import Owners
     from distal.lower.grouping import plan_tasks
     from distal.lower.plan import Privilege
 
@@ -328,9 +329,9 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     on_node: dict[int, list[tuple[int, ...]]] = defaultdict(list)
     for c, r in bind.items():
         on_node[model.node_of(r)].append(c)
-    owners = _Owners(plan)
-    if exact and data is None:
-        data = stats(plan)  # exact byte counts (distal.lower.explain), split here by link
+    owners = Owners(plan)
+    if exact and analysis is None:
+        analysis = plan.analysis()  # exact byte counts (distal.lower.analysis), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
     product = _product_work(plan)  # a product's work per point as its contraction runs it (distal.contract)
     proc = model.processor
@@ -365,7 +366,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         for r, n_ in counts.items():
             tasks_total[r] += n_
     # first pass: per launch and abstract processor, where its remote tiles are (same real processor, same node,
-    # another node), and the tiles it reduces; the amounts then come from `stats`
+    # another node), and the tiles it reduces; the amounts then come from the analysis
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
     extra_peak: dict[tuple[int, ...], float] = defaultdict(float)  # estimated: received + reduction buffers
     per_launch: list[Any] = []
@@ -508,13 +509,15 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         for r, t in comp.items():
             comp_total[r] += t
         comps.append(comp)
-    if data is not None:
-        reduced_abs = data["reduced_bytes"]
-        peak_abs = data["peak_bytes"]
+    reduced_abs: Mapping[tuple[int, ...], float]
+    peak_abs: Mapping[tuple[int, ...], int]
+    if analysis is not None:
+        reduced_abs = analysis.reduced
+        peak_abs = analysis.peak
     else:
-        reduced_abs = {_key(a): b for a, b in red_est.items()}
-        peak_abs = {_key(c): int(sum(owners.share(n, c) * t.itemsize for n, t in enumerate(plan.tensors))
-                                 + extra_peak.get(c, 0.0)) for c in bind}
+        reduced_abs = red_est
+        peak_abs = {c: int(sum(owners.share(n, c) * t.itemsize for n, t in enumerate(plan.tensors))
+                           + extra_peak.get(c, 0.0)) for c in bind}
     holder_index: dict[int, BoxIndex] = {}
 
     def holders_of(n: int, box: tuple[tuple[int, int], ...]) -> set[int]:
@@ -533,15 +536,15 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         holders_of(n, box)  # builds the index
         return holder_index[n].covering(box)
 
-    red_share = {a: float(reduced_abs.get(_key(a), 0)) / e if e > 0 else 0.0 for a, e in red_est.items()}
+    red_share = {a: float(reduced_abs.get(a, 0)) / e if e > 0 else 0.0 for a, e in red_est.items()}
     synthesized = plan.reduction is not None and plan.reduction.synthesized
     reducing = [k for k, pl in enumerate(per_launch) if pl[4]]
     for index, (comp, (_raw, _where, red_where, readers, fanin, est_need)) in enumerate(zip(comps, per_launch)):
-        # what each abstract processor really receives (stats: nothing that an earlier launch left on it) over
+        # what each abstract processor really receives (the analysis: nothing that an earlier launch left on it) over
         # what the formats say it lacks: the tiles' bytes are scaled by it
-        if data is not None:
-            exact_recv = data["launches"][index]["received_bytes"]  # per abstract processor
-            scale_of = {a: float(exact_recv.get(_key(a), 0)) / e if e > 0 else 0.0 for a, e in est_need.items()}
+        if analysis is not None:
+            exact_recv = analysis.launches[index].received  # per abstract processor
+            scale_of = {a: float(exact_recv.get(a, 0)) / e if e > 0 else 0.0 for a, e in est_need.items()}
         else:
             scale_of = dict.fromkeys(est_need, 1.0)
         deliveries: list[list[Copy]] = []
@@ -630,7 +633,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     # memory
     peak_real: dict[int, int] = defaultdict(int)
     for c, r in bind.items():
-        peak_real[r] += int(peak_abs.get(_key(c), 0))
+        peak_real[r] += int(peak_abs.get(c, 0))
     per = []
     for r in range(real):
         per.append({"processor": r, "node": model.node_of(r), "points": points_total.get(r, 0),
@@ -674,6 +677,3 @@ def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
     assert red is not None
     return float(red.seconds)
 
-
-def _key(c: Sequence[int]) -> str:
-    return "(" + ",".join(str(x) for x in c) + ")"
