@@ -47,8 +47,6 @@ import cProfile
 import json
 import os
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -320,17 +318,13 @@ def empty_child(case: str, runs: int, warmup: int) -> dict[str, Any]:
 
 def _config(case: str, empty: bool) -> str:
     sysmem = 3000
-    return f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}" + (" --use-empty-task" if empty else "")
+    return _common.legate_config(sysmem) + (" --use-empty-task" if empty else "")
 
 
 def _run_child(case: str, runs: int, warmup: int, empty: bool, before: bool) -> dict[str, Any]:
-    env = dict(os.environ, LEGATE_CONFIG=_config(case, empty))
-    args = [sys.executable, str(HERE / "breakdown.py"), "--child", case, "--runs", str(runs), "--warmup", str(warmup)]
+    args = ["--child", case, "--runs", str(runs), "--warmup", str(warmup)]
     args += ["--empty-child"] if empty else ["--before"] if before else []
-    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"bench/breakdown.py: the {case} child failed:\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return _common.child(HERE / "breakdown.py", args, {"LEGATE_CONFIG": _config(case, empty)}, timeout=1800)
 
 
 def _line(case: str, name: str, f: dict[str, Any], load: float) -> str:

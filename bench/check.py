@@ -42,6 +42,7 @@ library ran) in the results folder's record of the day and commit.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -54,7 +55,18 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # its neighbours (_common, suite, matmul), also when loaded by path
+    sys.path.insert(0, str(HERE))  # the harness, bench/_common, also when loaded by path
+import _common  # noqa: E402
+from _common.workloads import (  # noqa: E402
+    SPECS,
+    child_memory,
+    distal_names,
+    inputs,
+    operand_shapes,
+    out_shape,
+    ratios,
+)
+
 RECORDED = HERE / "results"
 KERNELS = ("ttv", "innerprod", "ttm", "mttkrp")
 AGAINST = ("numpy", "cupynumeric")
@@ -105,8 +117,6 @@ def recorded(kind: str | None, folder: Path = RECORDED) -> Baseline:
     `check` section of the newest full `suite_interleaved` record (measured by this script's method at its
     sizes, in the suite's run), SUMMA's from the newest `matmul` record (bench/matmul.py). A kind no record
     has gives no ratios (check's own sizes, nothing to compare with)."""
-    import _common
-
     ratios: dict[str, float] = {}
     higher = check_sizes()
     n = 4096
@@ -133,8 +143,6 @@ def recorded(kind: str | None, folder: Path = RECORDED) -> Baseline:
 
 def recorded_kinds(folder: Path = RECORDED) -> list[str]:
     """The CPU kinds of the suite's records that hold a baseline, newest first."""
-    import _common
-
     kinds: list[str] = []
     for _, data in _common.records("suite_interleaved", folder):
         kind = _common.cpu_kind(data.get("machine"))
@@ -163,49 +171,7 @@ def compare(recorded: Mapping[str, float], new: Mapping[str, float], tolerance: 
             if name in new and new[name] < recorded[name] * (1.0 - tolerance)]
 
 
-def ratios(samples: Mapping[str, list[float]]) -> dict[str, float]:
-    """Ratios from interleaved samples keyed `<kernel>:<method>` (methods distal, numpy, cupynumeric)."""
-    medians = {key: statistics.median(v) for key, v in samples.items() if v}
-    out: dict[str, float] = {}
-    for key, seconds in medians.items():
-        kernel, method = key.split(":")
-        ours = medians.get(f"{kernel}:distal")
-        if method != "distal" and ours:
-            out[f"{kernel}_vs_{method}"] = seconds / ours
-    return out
-
-
 # -- measuring (in a Legate process) ----------------------------------------------------------------
-
-
-def numpy_threads() -> Callable[[int], None]:
-    """A setter of NumPy's OpenBLAS thread count, looked up once (bench/matmul.py's `_openblas` reads
-    /proc/self/maps on every call, which would count against NumPy in a small run)."""
-    import ctypes
-
-    from matmul import _openblas
-
-    _openblas(1)
-    paths: list[str] = []
-    for line in Path("/proc/self/maps").read_text().splitlines():
-        path = line.split()[-1] if "/" in line else ""
-        if "openblas" in path.lower() and ("numpy" in path or "scipy_openblas" in path) and path not in paths:
-            paths.append(path)
-    calls = []
-    for path in paths:
-        lib = ctypes.CDLL(path)
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                calls.append(fn)
-                break
-
-    def set_threads(n: int) -> None:
-        for fn in calls:
-            fn(ctypes.c_int(n))
-
-    return set_threads
 
 
 def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[], Any]]:
@@ -218,11 +184,10 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
     rt.ensure_started()
     import cupynumeric as cn
     from legate.core import get_legate_runtime
-    from suite import SPECS, _inputs, _out_shape
 
     legate = get_legate_runtime()
 
-    set_threads = numpy_threads()
+    set_threads = _common.numpy_threads()
 
     def with_numpy_threads(fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> None:
@@ -235,12 +200,12 @@ def _runs(higher: Mapping[str, tuple[int, int]], n: int) -> dict[str, Callable[[
 
     runs: dict[str, Callable[[], Any]] = {}
     for name, (size, l) in higher.items():
-        arrays = _inputs(name, size, l)
+        arrays = inputs(name, size, l)
         spec = SPECS[name][0]
         cargs = [cn.array(a) for a in arrays]  # copies on Legate: attached host arrays slow later launches
-        names = "aBCD" if name == "innerprod" else "ABCD"
+        names = distal_names(name)
         ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
-        out = dt.Tensor(names[0], _out_shape(name, size, l))
+        out = dt.Tensor(names[0], out_shape(name, size, l))
         plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
 
         def distal_run(plan: Any = plan) -> None:
@@ -284,8 +249,6 @@ def measure(higher: Mapping[str, tuple[int, int]], n: int, rounds: int,
     """
     import gc
 
-    from _common import interleaved_rounds
-
     from distal import runtime as rt
 
     samples: dict[str, list[float]] = {}
@@ -294,7 +257,7 @@ def measure(higher: Mapping[str, tuple[int, int]], n: int, rounds: int,
         parts.append(({}, n))
     for part, size in parts:
         runs = _runs(part, size)
-        samples.update(interleaved_rounds(runs, rounds, report))
+        samples.update(_common.interleaved_rounds(runs, rounds, report))
         del runs
         gc.collect()
         rt.fence()
@@ -303,26 +266,46 @@ def measure(higher: Mapping[str, tuple[int, int]], n: int, rounds: int,
 
 def check_sysmem(higher: Mapping[str, tuple[int, int]], n: int) -> int:
     """Legate system memory (MB) for `measure`: twice the largest of one kernel's distal and cuPyNumeric pools
-    (bench/suite.py `child_memory`) and SUMMA's A, B, C and their tiles (6 n^2 doubles) with 512 MB, at least 1000.
+    (`_common.workloads.child_memory`) and SUMMA's A, B, C and their tiles (6 n^2 doubles) with 512 MB, at least 1000.
 
     Twice: in one process the two systems' instances and their tiles' copies
     coexist (with once, innerprod 400^3 ran out of its 3197 MB pool and
     Legate aborted). The old fixed 12000 MB pool, with every kernel's
     operands live at once, made this process 14.5 GB resident.
     """
-    from suite import child_memory
-
     pools = [2 * (child_memory(k, "distal", *v)[0] + child_memory(k, "cupynumeric", *v)[0]) for k, v in higher.items()]
     return max([1000, *pools, int(6 * n * n * 8 / 2**20) + 512])
 
 
 def check_need_mib(higher: Mapping[str, tuple[int, int]], n: int) -> float:
     """Host memory `measure` needs: its pool, the largest kernel's NumPy operands and output, 768 MiB of runtime."""
-    from suite import operand_shapes
-
     host = [sum(math.prod(x) for x in [*operand_shapes(k, *v)[0], operand_shapes(k, *v)[1]]) * 8 / 2**20
             for k, v in higher.items()]
     return check_sysmem(higher, n) + max([3 * n * n * 8 / 2**20, *host]) + 768
+
+
+def baseline(rounds: int, quick: bool) -> dict[str, Any]:
+    """This script's measurement at its sizes, without SUMMA: the baseline `python bench/suite.py --interleaved`
+    records in its run (its `check` section), by running this script as a child (`--baseline-child`)."""
+    import numpy as np
+
+    higher = check_sizes(quick)
+    samples = measure(higher, 0, rounds)
+    return {"sizes": {k: list(v) for k, v in higher.items()}, "rounds": rounds, "ratios": ratios(samples),
+            "seconds": {k: float(np.median(v)) for k, v in samples.items() if v}, "quick": quick,
+            "blas": _common.blas_kernels()}
+
+
+def _baseline_child(rounds: int, quick: bool) -> int:
+    higher = check_sizes(quick)
+    os.environ.setdefault("LEGATE_CONFIG", _common.legate_config(check_sysmem(higher, 0)))
+    try:
+        _common.check_host_memory("check's baseline", check_need_mib(higher, 0))
+    except MemoryError as e:
+        print(f"bench/check.py: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(baseline(rounds, quick)))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,19 +315,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="fraction a ratio may fall below its recorded value (default 0.15)")
     parser.add_argument("--against", type=Path, default=RECORDED, help="folder of the recorded results")
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 round, no comparison (a smoke run)")
+    parser.add_argument("--baseline-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    import _common
-    from suite import check_host_memory
-
+    if args.baseline_child:
+        return _baseline_child(args.rounds, args.quick)
     kind = _common.cpu_kind({"cpu": _common.cpu()})
     base = recorded(kind, args.against)
     higher, n = base.higher, base.matmul_n
     rounds = args.rounds
     if args.quick:
         higher, n, rounds = check_sizes(quick=True), 256, 1
-    os.environ.setdefault("LEGATE_CONFIG", f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {check_sysmem(higher, n)}")
+    os.environ.setdefault("LEGATE_CONFIG", _common.legate_config(check_sysmem(higher, n)))
     try:
-        check_host_memory("distal bench check", check_need_mib(higher, n))
+        _common.check_host_memory("distal bench check", check_need_mib(higher, n))
     except MemoryError as e:
         print(f"bench/check.py: {e}", file=sys.stderr)
         return 2

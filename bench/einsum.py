@@ -81,19 +81,25 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))  # its neighbours (_common, suite), also when loaded by path
+    sys.path.insert(0, str(HERE))  # the harness, bench/_common, also when loaded by path
 
-from _common import Progress, blas_kernels, interleaved_rounds, record  # noqa: E402
-from suite import (  # noqa: E402
+from _common import (  # noqa: E402
     NUMPY_AVX512,
     ChildHung,
-    _child,
+    Progress,
     available_mib,
+    blas_kernels,
     check_host_memory,
+    child,
+    fingerprint,
+    fingerprint_error,
+    interleaved_rounds,
     legate_env,
     numpy_env,
+    record,
     round_order,
 )
+from _common.workloads import higher_systems  # noqa: E402
 
 SCRIPT = HERE / "einsum.py"
 TARGET_NUMPY_S = 0.2
@@ -280,23 +286,6 @@ def _timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     start = time.perf_counter()
     out = fn(*args)
     return time.perf_counter() - start, out
-
-
-def fingerprint(out: Any) -> list[float]:
-    """A result's sum and 8 of its elements evenly spaced in memory order (real and imaginary parts of
-    complex ones), to compare systems across processes."""
-    a = np.asarray(out).reshape(-1)
-    picks = np.linspace(0, max(a.size - 1, 0), num=min(8, a.size)).astype(np.int64)
-    values = [a.sum(), *(a[i] for i in picks)]
-    if np.iscomplexobj(a):
-        return [float(x) for v in values for x in (v.real, v.imag)]
-    return [float(v) for v in values]
-
-
-def fingerprint_error(ours: list[float], reference: list[float]) -> float:
-    """Largest difference of two fingerprints relative to the reference's largest magnitude (at least 1)."""
-    scale = max(1.0, *(abs(x) for x in reference))
-    return max((abs(a - b) for a, b in zip(ours, reference, strict=True)), default=0.0) / scale
 
 
 def calibrate_child(names: list[str], target: float, budget_mib: float, quick: bool) -> dict[str, Any]:
@@ -641,8 +630,6 @@ def contract40_child(n: int, rounds: int, quick: bool) -> dict[str, Any]:
 
 
 def _systems() -> tuple[str, ...]:
-    from suite import higher_systems
-
     return tuple(s for s in higher_systems() if s in (*SYSTEMS, NUMPY_AVX512))
 
 
@@ -686,7 +673,7 @@ def summarise(name: str, n: int, samples: dict[str, list[float]], prints: dict[s
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
-    return dict(_child(args, env, timeout=timeout, script=SCRIPT))
+    return child(SCRIPT, args, env, timeout=timeout)
 
 
 def _attempt(results: dict[str, Any], label: str, args: list[str], env: dict[str, str], timeout: float,

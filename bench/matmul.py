@@ -19,7 +19,6 @@ Run: `python bench/matmul.py` or `legate --cpus 2 bench/matmul.py`.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -33,48 +32,17 @@ import numpy as np
 from _common import interleaved_rounds, median_seconds  # bench/ is on sys.path when run as a script
 
 import distal as dt
-from distal.format.format import Format
-from distal.lower import lower
 
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
-
-
-def _openblas(threads: int | None = None) -> int | None:
-    """Set (when given) and return the thread count of NumPy's OpenBLAS.
-
-    cuPyNumeric loads an OpenBLAS of its own (left alone), so NumPy's is the
-    one under numpy's folder (`numpy.libs`) or scipy_openblas.
-    """
-    maps = Path("/proc/self/maps").read_text().splitlines()
-    paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line
-                    and ("numpy" in line or "scipy_openblas" in line)})
-    found: int | None = None
-    for path in paths:
-        lib = ctypes.CDLL(path)
-        for name in ("scipy_openblas", "openblas"):
-            for suffix in ("64_", ""):
-                setter = getattr(lib, f"{name}_set_num_threads{suffix}", None)
-                getter = getattr(lib, f"{name}_get_num_threads{suffix}", None)
-                if getter is None:
-                    continue
-                if threads is not None and setter is not None:
-                    setter(ctypes.c_int(threads))
-                if found is None:
-                    found = int(getter())
-                break
-            else:
-                continue
-            break
-    return found
 
 
 def _schedules(n: int, b: np.ndarray, c: np.ndarray) -> dict[str, tuple[dt.Schedule, dict[str, Any], dt.Tensor]]:
     out: dict[str, tuple[dt.Schedule, dict[str, Any], dt.Tensor]] = {}
 
     def operands(m: dt.Machine) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
-        A = dt.Tensor("A", (n, n), Format("xy -> xy", m))
-        B = dt.Tensor.from_array("B", b, Format("xy -> xy", m))
-        C = dt.Tensor.from_array("C", c, Format("xy -> xy", m))
+        A = dt.Tensor("A", (n, n), dt.Format("xy -> xy", m))
+        B = dt.Tensor.from_array("B", b, dt.Format("xy -> xy", m))
+        C = dt.Tensor.from_array("C", c, dt.Format("xy -> xy", m))
         A[i, j] = B[i, k] * C[k, j]
         return A, B, C
 
@@ -100,7 +68,7 @@ def _schedules(n: int, b: np.ndarray, c: np.ndarray) -> dict[str, tuple[dt.Sched
 
 def _compile_ms(n: int) -> float:
     m = dt.Machine(dt.Grid(2, 2))
-    A, B, C = (dt.Tensor(x, (n, n), Format("xy -> xy", m)) for x in "ABC")
+    A, B, C = (dt.Tensor(x, (n, n), dt.Format("xy -> xy", m)) for x in "ABC")
     A[i, j] = B[i, k] * C[k, j]
     sched = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m)
              .split(k, ko, ki, 256).reorder([ko, ii, ji, ki])
@@ -131,8 +99,8 @@ def _launch_overhead(repeats: int) -> dict[str, Any]:
              .communicate([B, C], ko).substitute([ii, ji, ki], dt.leaf.GEMM))
     out: dict[str, Any] = {}
     for name, plan in (("index_launches_summa", summa.compile()),
-                       ("pinned_point_launches_cannon", lower(sched, rotation="points")),
-                       ("subdomain_launches_cannon", lower(sched, rotation="boxes"))):
+                       ("pinned_point_launches_cannon", sched.compile(rotation="points")),
+                       ("subdomain_launches_cannon", sched.compile(rotation="boxes"))):
         def run(plan: Any = plan) -> None:
             for _ in range(20):
                 plan.run()
@@ -166,7 +134,7 @@ def _breakdown(plan: Any, b: np.ndarray, c: np.ndarray, cpus: int) -> dict[str, 
         proc = binding.get(plan.processor_of(group, point), 0)
         per_proc[proc] = per_proc.get(proc, 0.0) + seconds
     # the same leaf GEMMs, one BLAS thread, outside Legate, in sequence
-    _openblas(1)
+    _common.openblas_threads(1)
     alone = 0.0
     for _, launch in plan.launches():
         for point in launch.points():
@@ -193,14 +161,14 @@ def _rotation(repeats: int) -> dict[str, Any]:
     for grid, n in (((2, 2), 64), ((3, 3), 64), ((2, 2), 1024), ((3, 3), 1536)):
         m = dt.Machine(dt.Grid(*grid))
         rng = np.random.default_rng(0)
-        A = dt.Tensor("A", (n, n), Format("xy -> xy", m))
-        B = dt.Tensor.from_array("B", rng.random((n, n)), Format("xy -> xy", m))
-        C = dt.Tensor.from_array("C", rng.random((n, n)), Format("xy -> xy", m))
+        A = dt.Tensor("A", (n, n), dt.Format("xy -> xy", m))
+        B = dt.Tensor.from_array("B", rng.random((n, n)), dt.Format("xy -> xy", m))
+        C = dt.Tensor.from_array("C", rng.random((n, n)), dt.Format("xy -> xy", m))
         A[i, j] = B[i, k] * C[k, j]
         sched = (A.schedule().distribute([i, j], [io, jo], [ii, ji], m)
                  .divide(k, ko, ki, m.x).reorder([ko, ii, ji, ki]).rotate(ko, [io, jo], kos)
                  .communicate(A, jo).communicate([B, C], kos).substitute([ii, ji, ki], dt.leaf.GEMM))
-        plans = {r: lower(sched, rotation=r) for r in ("points", "boxes")}
+        plans = {r: sched.compile(rotation=r) for r in ("points", "boxes")}
 
         def run(plan: Any) -> Callable[[], None]:
             return lambda: (plan.run(), rt.fence())
@@ -234,11 +202,11 @@ def main() -> None:
     cb, cc = cn.array(b), cn.array(c)
 
     def numpy_run() -> None:
-        _openblas(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
+        _common.openblas_threads(2)  # NumPy with 2 BLAS threads; Legate's tasks use 1 each
         try:
             np.matmul(b, c)
         finally:
-            _openblas(1)
+            _common.openblas_threads(1)
 
     def cupy_run() -> None:
         out = cn.matmul(cb, cc)
@@ -247,7 +215,7 @@ def main() -> None:
     runs: dict[str, Callable[[], Any]] = {"numpy": numpy_run, "cupynumeric": cupy_run}
     plans: dict[str, tuple[Any, dt.Tensor]] = {}
     for name, (sched, opts, A) in _schedules(n, b, c).items():
-        plan = lower(sched, rotation=opts.get("rotation"))
+        plan = sched.compile(rotation=opts.get("rotation"))
         plans[name] = (plan, A)
 
         def run(plan: Any = plan) -> None:

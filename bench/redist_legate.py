@@ -38,14 +38,14 @@ import numpy as np
 RESULTS = _common.RESULTS / "redist_legate.json"  # bench/results/ unless distal bench --results
 SEED = 2024
 CPUS = 4
-CONFIG = f"--cpus {CPUS} --gpus 0 --omps 0 --utility 1 --sysmem 8000"
+CONFIG = _common.legate_config(8000, CPUS)
 
 
 def _blocks(a: np.ndarray, t: Any, mesh: Any) -> np.ndarray:
+    from distal import runtime as rt
     from distal.redist.simulate import offsets
-    from distal.runtime._tensor_storage import device_grid
 
-    grid = device_grid(mesh)
+    grid = rt.device_grid(mesh)
     out = np.zeros((*grid, t.local_size), dtype=a.dtype)
     for d in mesh.devices():
         off = offsets(t, mesh, d)
@@ -56,11 +56,10 @@ def _blocks(a: np.ndarray, t: Any, mesh: Any) -> np.ndarray:
 
 def _time(prog: Any, source: Any) -> float:
     from distal import runtime as rt
-    from distal.runtime._redistribute import run_program
 
     rt.fence()
     t0 = time.perf_counter()
-    run_program(prog, source)
+    rt.run_program(prog, source)
     rt.fence()
     return time.perf_counter() - t0
 
@@ -69,7 +68,6 @@ def run(problems: int, repeats: int, elements: tuple[int, int]) -> dict[str, Any
     from distal import runtime as rt
     from distal.redist import synthesize
     from distal.redist.testing import random_problem
-    from distal.runtime._redistribute import run_program
 
     info = rt.ensure_started()
     rng = random.Random(f"{SEED}-legate")
@@ -82,7 +80,7 @@ def run(problems: int, repeats: int, elements: tuple[int, int]) -> dict[str, Any
         source = rt.from_numpy(_blocks(a, src, mesh))
         expected = _blocks(a, dst, mesh)
         for prog in (synth, naive):  # check once (and warm up the kernels)
-            got = rt.to_numpy(run_program(prog, source))
+            got = rt.to_numpy(rt.run_program(prog, source))
             assert np.array_equal(got, expected), (str(src), str(dst), str(prog))
         times: dict[str, list[float]] = {"synthesized": [], "naive": []}
         for _ in range(repeats):

@@ -29,8 +29,10 @@ rounds (5), each running one child per system (numpy without Legate,
 distal, cupynumeric), the systems' order rotated each round; each child
 makes its operands, warms up with one run and times one (`sample_child`
 says what a timed run includes). The three systems never hold their copies
-at once, which at these sizes would not fit 24 GiB. Then one Legate child
-records `distal bench check`'s ratios at check's sizes as its baseline.
+at once, which at these sizes would not fit 24 GiB. Then bench/check.py, run
+as a child (`--baseline-child`: one Legate process, its pool sized by
+check), records `distal bench check`'s ratios at check's sizes as its
+baseline.
 
 Matmul: one Legate child per size with --sysmem sized for it, the methods in
 interleaved rounds (median of `--rounds`) after a warm-up round.
@@ -49,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -57,21 +58,44 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import Progress, blas_kernels, median_seconds, record, record_path
+from _common import (  # bench/ is on sys.path when run as a script
+    NUMPY_AVX512,
+    ChildHung,
+    Progress,
+    available_mib,
+    blas_kernels,
+    check_host_memory,
+    child,
+    fingerprint,
+    fingerprint_error,
+    interleaved_rounds,
+    legate_env,
+    median_seconds,
+    numpy_env,
+    numpy_threads,
+    record,
+    record_path,
+    round_order,
+)
+from _common.workloads import (
+    HIGHER,
+    SPECS,
+    SYSTEMS,
+    child_memory,
+    distal_names,
+    higher_systems,
+    inputs,
+    operand,
+    operand_shapes,
+    out_shape,
+    ratios,
+)
 
 HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "suite.py"
+CHECK = HERE / "check.py"  # run as a child for its baseline, never imported
 MATMUL = ["summa", "cannon", "pumma", "johnson", "solomonik", "cosma"]
 PROCS = (1, 2, 4)
-# higher-order sizes: (B's extent per mode, the extra mode's extent)
-HIGHER = {"ttv": (600, 0), "innerprod": (520, 0), "ttm": (300, 900), "mttkrp": (400, 128)}
-SPECS: dict[str, tuple[str, Callable[[int, int], list[tuple[int, ...]]]]] = {
-    "ttv": ("ijk,k->ij", lambda n, l: [(n, n, n), (n,)]),
-    "innerprod": ("ijk,ijk->", lambda n, l: [(n, n, n), (n, n, n)]),
-    "ttm": ("ijk,kl->ijl", lambda n, l: [(n, n, n), (n, l)]),
-    "mttkrp": ("ijk,jl,kl->il", lambda n, l: [(n, n, n), (n, l), (n, l)]),
-}
-
-
 def flops(name: str, n: int, l: int) -> tuple[float, str]:
     """Work of one run: (amount, unit) — FLOPs for products, bytes read for TTV and innerprod."""
     if name == "matmul":
@@ -85,11 +109,6 @@ def flops(name: str, n: int, l: int) -> tuple[float, str]:
     return 3.0 * n**3 * l, "GFLOP/s"  # mttkrp: two multiplies and an add per (i, j, k, l)
 
 
-def _inputs(name: str, n: int, l: int, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.random(s) for s in SPECS[name][1](n, l)]
-
-
 # -- children -------------------------------------------------------------------
 
 
@@ -100,7 +119,7 @@ def numpy_child(sizes: list[int], repeats: int, higher: dict[str, tuple[int, int
         b, c = rng.random((n, n)), rng.random((n, n))
         out["matmul"][str(n)] = median_seconds(lambda b=b, c=c: b @ c, repeats)[0]
     for name, (n, l) in higher.items():
-        arrays = _inputs(name, n, l)
+        arrays = inputs(name, n, l)
         spec = SPECS[name][0]
         out["higher"][name] = median_seconds(
             lambda spec=spec, arrays=arrays: np.einsum(spec, *arrays, optimize=True), repeats)[0]
@@ -142,7 +161,7 @@ def legate_child(procs: int, sizes: list[int], repeats: int, higher: dict[str, t
             row[f"{name}_max_error"] = err
         out["matmul"][str(n)] = row
     for name, (n, l) in higher.items():
-        arrays = _inputs(name, n, l)
+        arrays = inputs(name, n, l)
         spec = SPECS[name][0]
         cargs = [cn.asarray(a) for a in arrays]
 
@@ -151,9 +170,9 @@ def legate_child(procs: int, sizes: list[int], repeats: int, higher: dict[str, t
             float(r.sum())
 
         row = {"cupynumeric": median_seconds(cupy_einsum, repeats)[0]}
-        names = "aBCD" if name == "innerprod" else "ABCD"
+        names = distal_names(name)
         ins = [dt.Tensor.from_array(x, a) for x, a in zip(names[1:], arrays)]
-        A = dt.Tensor(names[0], _out_shape(name, n, l))
+        A = dt.Tensor(names[0], out_shape(name, n, l))
         m = kernels.machine(name, procs)
         plan = kernels.build(name, m, A, *ins).compile()
 
@@ -187,9 +206,6 @@ def interleaved_child(sizes: list[int], repeats: int) -> dict[str, Any]:
     import gc
     import resource
     import statistics
-
-    from _common import interleaved_rounds
-    from check import numpy_threads
 
     import distal as dt
     from distal import kernels, tile_blas
@@ -302,10 +318,6 @@ def plot_sweep(results: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
-    return {"ttv": (n, n), "innerprod": (), "ttm": (n, n, l), "mttkrp": (n, l)}[name]
-
-
 # -- higher-order kernels: one child per system and round --------------------------------------
 #
 # At sizes where numpy.einsum takes 0.1 s or more, TTV's tensor is about 6 GB
@@ -317,18 +329,6 @@ def _out_shape(name: str, n: int, l: int) -> tuple[int, ...]:
 # children of one kernel alternate round by round (the order rotates), so
 # that load from elsewhere on the machine affects the three systems alike.
 
-SYSTEMS = ("numpy", "distal", "cupynumeric")
-# NumPy with its OpenBLAS told to run the AVX-512 kernels distal's tiles run (distal/tile_blas.py): measured
-# too where distal chooses them, so that what the kernels give and what distal gives are told apart
-NUMPY_AVX512 = "numpy_avx512"
-
-
-def higher_systems() -> tuple[str, ...]:
-    """The systems of the higher-order measurement on this machine: SYSTEMS, and NUMPY_AVX512 where
-    distal's tiles run AVX-512 kernels NumPy's OpenBLAS does not pick by itself."""
-    from distal import tile_blas
-
-    return (*SYSTEMS, NUMPY_AVX512) if tile_blas.choice()[0] is not None else SYSTEMS
 # the sizes NumPy is timed at to choose the measured ones ((n, l) as in HIGHER), and what it should take there
 CALIBRATION = {"ttv": (300, 0), "innerprod": (300, 0), "ttm": (150, 900), "mttkrp": (200, 128)}
 QUICK_CALIBRATION = {"ttv": (40, 0), "innerprod": (40, 0), "ttm": (20, 90), "mttkrp": (24, 16)}
@@ -336,61 +336,6 @@ TARGET_NUMPY_S = 0.2  # aimed at, so that the measured NumPy median stays at 0.1
 # the sizes measured: where NumPy takes about 0.2 s, and where it takes about 0.03 s (the fixed costs show there)
 TARGETS_NUMPY_S = (TARGET_NUMPY_S, 0.03)
 MIN_NUMPY_S = 0.1  # the issue's condition on the sizes
-RUNTIME_MIB = 768.0  # a Legate process's own resident memory (runtime, Python, libraries: about 0.5 GB), with room
-NUMPY_RUNTIME_MIB = 400.0  # a NumPy-only child's own resident memory
-HIGHER_SYSMEM_CAP = 20000  # MB; more than this machine can give a child
-
-
-def operand_shapes(name: str, n: int, l: int) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
-    """The input shapes and the output shape of one higher-order kernel at (n, l)."""
-    return [tuple(s) for s in SPECS[name][1](n, l)], _out_shape(name, n, l)
-
-
-def _mib(shape: tuple[int, ...]) -> float:
-    return float(np.prod(shape, dtype=np.float64)) * 8 / 2**20
-
-
-def child_memory(name: str, system: str, n: int, l: int) -> tuple[int, float]:
-    """(Legate --sysmem in MB, 0 for NumPy; resident host memory in MiB) one child of `system` needs at (n, l).
-
-    The pool (--sysmem) holds what the system keeps on Legate at once, with
-    10 % and 256 MB of headroom: cuPyNumeric its operands (`cupynumeric.array`
-    copies, the host arrays dropped), twice the output and MTTKRP's n*n*l
-    intermediate; distal its placed operands plus the largest once more
-    (placing one holds its attached copy and the placed store) or twice the
-    output while a run writes a fresh one.
-
-    The resident need is fitted to the peak RSS of children measured on
-    this machine (TTV 500^3 and 600^3, innerprod 400^3, TTM (300, 900),
-    MTTKRP (400, 128); docs/benchmarks.md), with 5 % and 768 MiB of runtime
-    (Legate's is about 0.3-0.7 GB; 400 MiB for NumPy) on top: numpy holds its operands, twice
-    the output and twice MTTKRP's intermediate; cupynumeric twice its
-    operands (a host array and its copy while it is made), twice the output
-    and intermediate; distal, whose placement from host memory peaks at
-    about 4 times the operand it places (the host array, the store it is
-    copied into, the placed blocks, the views the placing launches read),
-    its operands plus 3 times the largest, and twice the output.
-    """
-    ins, out = operand_shapes(name, n, l)
-    sizes = [_mib(s) for s in ins]
-    out_mib = _mib(out)
-    temp = _mib((n, n, l)) if name == "mttkrp" else 0.0
-    if system == "numpy":
-        return 0, 1.05 * (sum(sizes) + 2 * out_mib + 2 * temp) + NUMPY_RUNTIME_MIB
-    if system == NUMPY_AVX512:
-        return child_memory(name, "numpy", n, l)
-    if system == "cupynumeric":
-        pool = sum(sizes) + 2 * out_mib + temp
-        resident = 2 * sum(sizes) + 2 * out_mib + 2 * temp
-    elif system == "distal":
-        pool = max(sum(sizes) + max(sizes), sum(sizes) + 2 * out_mib)
-        resident = sum(sizes) + 3 * max(sizes) + 2 * out_mib
-    else:
-        raise ValueError(f"expected a system in {SYSTEMS}, but found {system!r}")
-    sysmem = min(HIGHER_SYSMEM_CAP, int(pool * 1.1) + 256)
-    return sysmem, max(1.05 * resident, sysmem) + RUNTIME_MIB
-
-
 def largest_fitting(name: str, l: int, available_mib: float, start: int, step: int = 10) -> int:
     """The largest n (a multiple of `step`, at most `start`) whose children all fit in `available_mib`; 0 if none."""
     n = start - start % step
@@ -418,31 +363,6 @@ def choose_size(name: str, base: tuple[int, int], base_seconds: float, target: f
             "predicted_numpy_s": base_seconds * (n / n0) ** 3 if n else 0.0}
 
 
-def round_order(systems: tuple[str, ...] | list[str], round_: int) -> list[str]:
-    """The order of the systems' children in round `round_` (0-based): rotated by one each round."""
-    k = round_ % len(systems)
-    return [*systems[k:], *systems[:k]]
-
-
-def _operand(name: str, n: int, l: int, index: int, seed: int = 0) -> np.ndarray:
-    """Operand `index` of a kernel at (n, l): the same values in every child (one seeded stream per operand)."""
-    shape = operand_shapes(name, n, l)[0][index]
-    return np.random.default_rng([seed, index]).random(shape)
-
-
-def fingerprint(out: Any) -> list[float]:
-    """A result's sum and 8 of its elements, evenly spaced in memory order, to compare systems across processes."""
-    a = np.asarray(out, dtype=np.float64).reshape(-1)
-    picks = np.linspace(0, a.size - 1, num=min(8, a.size)).astype(np.int64)
-    return [float(a.sum()), *(float(a[i]) for i in picks)]
-
-
-def fingerprint_error(ours: list[float], reference: list[float]) -> float:
-    """Largest difference between two fingerprints, relative to the reference's largest magnitude (at least 1)."""
-    scale = max(1.0, *(abs(x) for x in reference))
-    return max(abs(a - b) for a, b in zip(ours, reference, strict=True)) / scale
-
-
 def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: int) -> dict[str, Any]:
     """Make the operands of `name` at (n, l) for `system`, run `warmup` times, then time `samples` runs.
 
@@ -461,7 +381,7 @@ def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: i
     run: Any
     result: Any = None
     if system in ("numpy", NUMPY_AVX512):
-        arrays = [_operand(name, n, l, k) for k in range(count)]
+        arrays = [operand(name, n, l, k) for k in range(count)]
 
         def run() -> Any:
             return np.einsum(spec, *arrays, optimize=True)
@@ -475,12 +395,12 @@ def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: i
 
         rt.ensure_started()
         if system == "distal":
-            names = "aBCD" if name == "innerprod" else "ABCD"
+            names = distal_names(name)
             ins = [dt.Tensor(x, s) for x, s in zip(names[1:], operand_shapes(name, n, l)[0])]
-            out = dt.Tensor(names[0], _out_shape(name, n, l))
+            out = dt.Tensor(names[0], out_shape(name, n, l))
             plan = kernels.build(name, kernels.machine(name, 2), out, *ins).compile()
             for k, t in enumerate(ins):  # placed one at a time; the host copy goes before the next is made
-                data = _operand(name, n, l, k)
+                data = operand(name, n, l, k)
                 assert t.format is not None
                 t.bind(rt.adopt(None, lambda data=data: data, t.format, data.dtype, data.shape))
                 del data
@@ -500,7 +420,7 @@ def sample_child(system: str, name: str, n: int, l: int, warmup: int, samples: i
 
             cargs = []
             for k in range(count):
-                data = _operand(name, n, l, k)
+                data = operand(name, n, l, k)
                 cargs.append(cn.array(data))  # a copy on Legate: an attached host array slows later launches
                 del data
             legate = get_legate_runtime()
@@ -535,7 +455,7 @@ def calibrate_child(bases: dict[str, tuple[int, int]], repeats: int = 3) -> dict
     """NumPy's median einsum time of each kernel at its calibration size (in a child without Legate)."""
     out = {}
     for name, (n, l) in bases.items():
-        arrays = [_operand(name, n, l, k) for k in range(len(operand_shapes(name, n, l)[0]))]
+        arrays = [operand(name, n, l, k) for k in range(len(operand_shapes(name, n, l)[0]))]
         spec = SPECS[name][0]
 
         def run(spec: str = spec, arrays: list[np.ndarray] = arrays) -> Any:
@@ -543,15 +463,6 @@ def calibrate_child(bases: dict[str, tuple[int, int]], repeats: int = 3) -> dict
 
         out[name] = median_seconds(run, repeats)[0]
     return out
-
-
-def numpy_env() -> dict[str, str]:
-    """A NumPy child: no Legate, 2 BLAS threads."""
-    return {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
-
-
-def legate_env(sysmem: int) -> dict[str, str]:
-    return {"LEGATE_CONFIG": f"--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
 
 
 def higher_plan(sizes: dict[str, tuple[int, int]], rounds: int,
@@ -577,8 +488,6 @@ def summarise_higher(samples: dict[str, list[float]], prints: dict[str, dict[str
                      ) -> dict[str, Any]:
     """Medians, ratios (theirs over distal's), NumPy's medians against the 0.1 s condition, and result checks."""
     import statistics
-
-    from check import ratios
 
     seconds = {k: statistics.median(v) for k, v in samples.items() if v}
     kernels_ = sorted({k.split(":")[0] for k in samples}, key=list(SPECS).index)
@@ -626,45 +535,9 @@ def run_higher(sizes: dict[str, tuple[int, int]], rounds: int, timeout: float,
     return {**summarise_higher(samples, prints), "children": children, "blas": blas}
 
 
-def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None,
-           script: Path = HERE / "suite.py") -> dict[str, Any]:
-    """Run this script with `args` in a child process; its last line of output is JSON.
-
-    A child that gives no result within `timeout` seconds is killed and reported
-    as a hang (a Legate process that waits forever shows no error of its own).
-    """
-    env = dict(os.environ)
-    env.pop("LEGATE_CONFIG", None)
-    env.update(env_extra)
-    command = [sys.executable, str(script), *args]
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=HERE.parent, check=False,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired as hung:
-        tail = hung.stdout if isinstance(hung.stdout, str) else (hung.stdout or b"").decode(errors="replace")
-        err = hung.stderr if isinstance(hung.stderr, str) else (hung.stderr or b"").decode(errors="replace")
-        raise ChildHung(f"child {' '.join(args)} (LEGATE_CONFIG={env.get('LEGATE_CONFIG')!r}) gave no result "
-                        f"within {timeout:.0f} s and was killed: a hang (e.g. an allocation waiting for memory "
-                        f"that never frees, or a blocking fence); its last output:\n{tail[-2000:]}\n"
-                        f"{err[-2000:]}") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-
-class ChildHung(RuntimeError):
-    """A benchmark child process gave no result within its time limit."""
-
-
-def available_mib() -> float | None:
-    """MemAvailable of this machine in MiB (None where /proc/meminfo is missing)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
+def _child(args: list[str], env_extra: dict[str, str], timeout: float | None = None) -> dict[str, Any]:
+    """Run this script with `args` in a child process (`_common.child`); its answer."""
+    return child(SCRIPT, args, env_extra, timeout)
 
 
 def sweep_sysmem(n: int) -> int:
@@ -676,14 +549,6 @@ def sweep_sysmem(n: int) -> int:
 def host_need_mib(sysmem: int, numpy_words: int) -> float:
     """Host memory one child needs: Legate's pool, the NumPy operands (and one result), 1.5 GB of runtime."""
     return sysmem + numpy_words * 8 / 2**20 + 1536
-
-
-def check_host_memory(what: str, need: float) -> None:
-    """Refuse a child that would not fit in this machine's available memory (it would hang or be killed)."""
-    have = available_mib()
-    if have is not None and need > have:
-        raise MemoryError(f"expected at least {need:.0f} MiB of available host memory for {what}, but found "
-                          f"{have:.0f} MiB (MemAvailable); run on a quieter machine or with smaller sizes")
 
 
 # -- parent -------------------------------------------------------------------
@@ -757,11 +622,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-child", choices=(*SYSTEMS, NUMPY_AVX512), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--shape", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--calibrate-child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--check-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT,
                         help=f"seconds each child may run before it is called a hang (default {CHILD_TIMEOUT:.0f})")
     args = parser.parse_args(argv)
-    if args.interleaved or args.interleaved_child or args.sample_child or args.calibrate_child or args.check_child:
+    if args.interleaved or args.interleaved_child or args.sample_child or args.calibrate_child:
         try:
             return interleaved_main(args)
         except (ChildHung, MemoryError) as e:
@@ -789,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     quick = ["--quick"] if args.quick else []
     for p in PROCS:
         sysmem = 12000 if not args.quick else 2000
-        env = {"LEGATE_CONFIG": f"--cpus {p} --gpus 0 --omps 0 --utility 1 --sysmem {sysmem}"}
+        env = legate_env(sysmem, p)
         merged: dict[str, Any] = {"matmul": {}, "higher": {}}
         for n in sizes:
             part = _child([*map(str, ["--child", p]), *quick, "--sizes", str(n), "--no-higher"], env)
@@ -825,17 +689,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def check_child(rounds: int, quick: bool) -> dict[str, Any]:
-    """`distal bench check`'s measurement at its sizes, recorded with the suite as check's baseline."""
-    import check
-
-    higher = check.check_sizes(quick)
-    samples = check.measure(higher, 0, rounds)
-    return {"sizes": {k: list(v) for k, v in higher.items()}, "rounds": rounds, "ratios": check.ratios(samples),
-            "seconds": {k: float(np.median(v)) for k, v in samples.items() if v}, "quick": quick,
-            "blas": blas_kernels()}
-
-
 def calibrate(quick: bool, kernels_: list[str], timeout: float) -> dict[str, float]:
     """NumPy's time of each kernel at its calibration size (a child without Legate)."""
     bases = QUICK_CALIBRATION if quick else CALIBRATION
@@ -864,9 +717,6 @@ def interleaved_main(args: argparse.Namespace) -> int:
     if args.calibrate_child:
         bases = QUICK_CALIBRATION if args.quick else CALIBRATION
         print(json.dumps(calibrate_child({k: bases[k] for k in kernels_})))
-        return 0
-    if args.check_child:
-        print(json.dumps(check_child(repeats, args.quick)))
         return 0
     if args.interleaved_child:
         print(json.dumps(interleaved_child(sizes, repeats)))
@@ -916,12 +766,8 @@ def interleaved_main(args: argparse.Namespace) -> int:
         first = by_target[str(targets[0])]
         results["higher_targets"] = by_target  # every target; "higher" is the first (0.2 s by default)
         results["higher_sizes"], results["higher"] = first["higher_sizes"], first["higher"]
-        import check
-
-        check_higher = check.check_sizes(args.quick)
-        check_host_memory("check's baseline", check.check_need_mib(check_higher, 0))
-        results["check"] = _child(["--check-child", *common], legate_env(check.check_sysmem(check_higher, 0)),
-                                  timeout=args.timeout)
+        # bench/check.py sizes its own pool and refuses to start where the machine cannot hold it
+        results["check"] = child(CHECK, ["--baseline-child", *common], {}, timeout=args.timeout)
         progress.step("distal bench check's baseline (one process, check's sizes)")
     else:
         progress = Progress(len(jobs))

@@ -26,22 +26,31 @@ from distal.errors import DistalError
 
 __all__ = ["COMMANDS", "main"]
 
+# Every script in bench/ (they share bench/_common, the harness, and never import one another).
 BENCHES = {
-    "matmul": "matmul.py",
-    "suite": "suite.py",
+    "matmul": "matmul.py",  # SUMMA and Cannon against numpy.matmul and cupynumeric.matmul at n = 4096
+    "suite": "suite.py",  # the library's algorithms and TTV, innerprod, TTM, MTTKRP against NumPy, cuPyNumeric
     "einsum": "einsum.py",  # dt.einsum with no schedule against NumPy and cuPyNumeric (issue 26's targets)
-    "redist": "redist_synthesis.py",
-    "reduction": "reduction_synthesis.py",
-    "redist-legate": "redist_legate.py",
-    "launch": "launch_overhead.py",
-    "kernel-modes": "kernel_modes.py",
-    "import-time": "import_time.py",
+    "redist": "redist_synthesis.py",  # synthesized redistributions against the naive gather-then-slice
+    "reduction": "reduction_synthesis.py",  # synthesized reduction programs on hierarchical systems
+    "redist-legate": "redist_legate.py",  # synthesized and naive redistributions run on Legate (4 CPUs)
+    "launch": "launch_overhead.py",  # per-launch overhead of distal's runtime primitives
+    "kernel-modes": "kernel_modes.py",  # task bodies' slice mode against index mode (NumPy executor)
+    "import-time": "import_time.py",  # how long `import distal` takes in a fresh interpreter
+    "parallelize": "parallelize.py",  # what parallelize's cpu_vector and cpu_thread change inside tasks
+    "reference-oracle": "reference_oracle.py",  # the reference executor on the tutorial's SUMMA, n = 1024
     "validate-model": "validate_model.py",  # predicted vs measured time (distal.model) at 1, 2, 4 CPUs
+    "validate-comm": "validate_comm.py",  # the same where data movement dominates, at 1 and 2 CPUs
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
     "check": "check.py",  # reruns the tracked ratios and compares them with bench/results/ (exit 1: one fell)
+    "breakdown": "breakdown.py",  # diagnosis, when named: where every millisecond of a small plan goes
+    "fixed-cost": "fixed_cost.py",  # diagnosis, when named: the fixed cost of a plan and of a task point
+    "plan-overhead": "plan_overhead.py",  # diagnosis, when named: an almost empty plan on 4 points
+    "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
+    "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
-_ONLY_WHEN_NAMED = {"gpu-gemm", "check"}
+_ONLY_WHEN_NAMED = {"gpu-gemm", "check", "breakdown", "fixed-cost", "plan-overhead", "profile-higher", "report"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
@@ -200,11 +209,14 @@ def _bench_parser() -> argparse.ArgumentParser:
         prog="distal bench",
         description="Run distal's benchmarks (the scripts in bench/ of a distal checkout) and record their "
         "results as JSON with a description of the machine. Each benchmark prints its own progress.",
-        epilog=f"benchmarks: {', '.join(BENCHES)} (gpu-gemm needs GPUs; gpu-gemm and check run only when "
-        "named; check exits 1 when a ratio fell). "
+        epilog=f"benchmarks: {', '.join(BENCHES)}; run only when named: "
+        f"{', '.join(n for n in BENCHES if n in _ONLY_WHEN_NAMED)} (gpu-gemm needs GPUs; check exits 1 when a "
+        "ratio fell; breakdown, fixed-cost, plan-overhead and profile-higher diagnose where time goes; report "
+        "prints Markdown tables of the records). "
         "Arguments after -- go to every benchmark script, e.g. distal bench matmul -- --quick",
     )
-    p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all but gpu-gemm)")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="benchmarks to run (default: all but those run only when named)")
     p.add_argument("--results", type=Path, default=None, metavar="DIR",
                    help="folder the results are written to (default: $XDG_CACHE_HOME/distal/bench, i.e. "
                    "~/.cache/distal/bench); pass bench/results to re-record a checkout's results")
@@ -221,7 +233,7 @@ def default_results() -> Path:
 
 def _bench_dir(given: Path | None) -> Path:
     where = given if given is not None else Path(__file__).resolve().parent.parent / "bench"
-    if not (where / "_common.py").is_file():
+    if not ((where / "_common" / "__init__.py").is_file() or (where / "_common.py").is_file()):
         raise DistalError(
             f"expected distal's benchmark scripts (bench/ of a distal checkout), but found none in {where}; "
             "clone distal and run its `distal bench`, or pass --bench-dir"

@@ -113,8 +113,8 @@ def test_the_quick_check_runs_small_sizes(check: ModuleType) -> None:
 
 
 def test_checks_pool_holds_one_kernel_at_a_time_with_room(check: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(BENCH))  # check reads bench/suite.py's memory model
-    from suite import child_memory  # type: ignore[import-not-found]
+    monkeypatch.syspath_prepend(str(BENCH))  # check reads the harness's memory model of the kernels
+    from _common.workloads import child_memory  # type: ignore[import-not-found]
 
     sizes = check.check_sizes()
     pool = check.check_sysmem(sizes, 0)

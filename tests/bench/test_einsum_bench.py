@@ -20,7 +20,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))  # einsum.py imports its neighbours _common and suite
+    sys.path.insert(0, str(BENCH))  # einsum.py imports the harness, bench/_common
     spec = importlib.util.spec_from_file_location("bench_einsum", BENCH / "einsum.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -23,7 +23,7 @@ def _load(name: str, module: str) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def modules() -> tuple[ModuleType, ModuleType]:
-    sys.path.insert(0, str(BENCH))  # suite.py imports its neighbours
+    sys.path.insert(0, str(BENCH))  # report.py and suite.py import the harness, bench/_common
     return _load("report", "bench_report"), _load("suite", "bench_suite_for_report")
 
 
