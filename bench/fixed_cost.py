@@ -1,9 +1,15 @@
 """The fixed cost of a plan and of one task point: a copy on 4 points and small SUMMAs.
 
-Three plans: `a(i) = b(i)` with n = 8 on `Grid(4)` (one launch of 4 points),
-and SUMMA (`A(i,j) = B(i,k) * C(k,j)`, the library's schedule) at n = 128
-on `Grid(2, 1)` and on `Grid(2, 2)` (two steps of 4 points). Each run is `plan.run()` until its launches finished
-(`runtime.fence()`); the figure is the median over interleaved rounds.
+Four plans: `a(i) = b(i)` and `c(i) += d(i)` with n = 8 on `Grid(4)` (one
+launch of 4 points; the second was bench/plan_overhead.py's, folded in
+here: its other figures, the `=` plan with the old zero-fill launch forced
+through a private runtime function and launches counted by wrapping the
+runtime's, are kept in bench/results/history.json), and SUMMA
+(`A(i,j) = B(i,k) * C(k,j)`, the library's schedule) at n = 128 on
+`Grid(2, 1)` and on `Grid(2, 2)` (two steps of 4 points). Each run is
+`plan.run()` until its launches finished (`runtime.fence()`); the figure is
+the median over interleaved rounds, every other round in reverse order
+(`_common.alternating_rounds`).
 
 The machine is shared and noisy, so the task body's own cost is also
 counted with cProfile: every task point of a few runs executes under a
@@ -51,6 +57,10 @@ def _plans(walked: bool) -> dict[str, Any]:
     b = dt.Tensor.from_array("b", np.arange(8.0), fmt)
     a[i] = b[i]
     copy = a.schedule().distribute([i], [io], [ii], m4).communicate([a, b], io)
+    c = dt.Tensor("c", (8,), format=fmt)
+    d = dt.Tensor.from_array("d", np.arange(8.0), fmt)
+    c[i] += d[i]  # type: ignore[misc]
+    accumulate = c.schedule().distribute([i], [io], [ii], m4).communicate([c, d], io)
     n = 128
     m21 = dt.Machine(dt.Grid(2, 1))
     rng = np.random.default_rng(0)
@@ -61,7 +71,8 @@ def _plans(walked: bool) -> dict[str, Any]:
     A4 = dt.Tensor("A4", (n, n))
     B4, C4 = dt.Tensor.from_array("B4", rng.random((n, n))), dt.Tensor.from_array("C4", rng.random((n, n)))
     summa4 = dt.kernels.build("summa", dt.Machine(dt.Grid(2, 2)), A4, B4, C4)
-    plans = {"copy_n8_grid4": copy.compile(), "summa_2x1_n128": summa.compile(), "summa_2x2_n128": summa4.compile()}
+    plans = {"copy_n8_grid4": copy.compile(), "accumulate_n8_grid4": accumulate.compile(),
+             "summa_2x1_n128": summa.compile(), "summa_2x2_n128": summa4.compile()}
     if walked:  # the same plans with task bodies that walk the statement at every call (no kept programs)
         for name, sched in (("copy_n8_grid4", copy), ("summa_2x1_n128", summa)):
             plan = sched.compile()
@@ -117,21 +128,6 @@ def _profile_points(plan: Any, runs: int) -> dict[str, float]:
             "task_python_calls_per_point": task[0] / m, "task_profiled_us_per_point": task[1] / m * 1e6}
 
 
-def _alternating_rounds(runs: dict[str, Any], repeats: int) -> dict[str, list[float]]:
-    """Wall times of every run in `repeats` rounds after a warm-up round, as `_common.interleaved_rounds`, but
-    every other round in the reverse order: a plan's place in the round (measured: the run after another plan
-    is slower) weighs on each plan alike, grouped and ungrouped twins included."""
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    names = list(runs)
-    for round_ in range(repeats + 1):
-        for name in (names if round_ % 2 else names[::-1]):
-            start = time.perf_counter()
-            runs[name]()
-            if round_:
-                samples[name].append(time.perf_counter() - start)
-    return samples
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=100)
@@ -161,7 +157,7 @@ def main() -> None:
     runs = {name: runner(name, p) for name, p in plans.items()}
     for run in runs.values():  # warm-up: kernels registered, stores made
         run()
-    samples = _alternating_rounds(runs, args.rounds)
+    samples = _common.alternating_rounds(runs, args.rounds)
     figures: dict[str, Any] = {}
     for name, s in samples.items():
         os.environ[GROUPING] = "0" if name.endswith("_ungrouped") else "1"

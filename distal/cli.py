@@ -45,12 +45,11 @@ BENCHES = {
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
     "check": "check.py",  # reruns the tracked ratios and compares them with bench/results/ (exit 1: one fell)
     "breakdown": "breakdown.py",  # diagnosis, when named: where every millisecond of a small plan goes
-    "fixed-cost": "fixed_cost.py",  # diagnosis, when named: the fixed cost of a plan and of a task point
-    "plan-overhead": "plan_overhead.py",  # diagnosis, when named: an almost empty plan on 4 points
+    "fixed-cost": "fixed_cost.py",  # diagnosis, when named: fixed cost of a plan (=, +=) and of a task point
     "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
-_ONLY_WHEN_NAMED = {"gpu-gemm", "check", "breakdown", "fixed-cost", "plan-overhead", "profile-higher", "report"}
+_ONLY_WHEN_NAMED = {"gpu-gemm", "check", "breakdown", "fixed-cost", "profile-higher", "report"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
@@ -211,7 +210,7 @@ def _bench_parser() -> argparse.ArgumentParser:
         "results as JSON with a description of the machine. Each benchmark prints its own progress.",
         epilog=f"benchmarks: {', '.join(BENCHES)}; run only when named: "
         f"{', '.join(n for n in BENCHES if n in _ONLY_WHEN_NAMED)} (gpu-gemm needs GPUs; check exits 1 when a "
-        "ratio fell; breakdown, fixed-cost, plan-overhead and profile-higher diagnose where time goes; report "
+        "ratio fell; breakdown, fixed-cost and profile-higher diagnose where time goes; report "
         "prints Markdown tables of the records). "
         "Arguments after -- go to every benchmark script, e.g. distal bench matmul -- --quick",
     )

@@ -42,7 +42,7 @@ from .host import (
     openblas_threads,
 )
 from .results import HISTORY, RESULTS, commit, find, labels, record, record_path, records, run_folder, write
-from .timing import Progress, interleaved_rounds, median_seconds, model_error, round_order
+from .timing import Progress, alternating_rounds, interleaved_rounds, median_seconds, model_error, round_order
 
 __all__ = [
     "HISTORY",
@@ -51,6 +51,7 @@ __all__ = [
     "VECTOR_FLAGS",
     "ChildHung",
     "Progress",
+    "alternating_rounds",
     "available_mib",
     "blas_kernels",
     "check_host_memory",

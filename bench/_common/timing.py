@@ -45,6 +45,21 @@ def interleaved_rounds(runs: dict[str, Callable[[], Any]], repeats: int,
     return samples
 
 
+def alternating_rounds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
+    """Wall times of every run in `repeats` rounds after a warm-up round, as `interleaved_rounds`, but
+    every other round in the reverse order: a run's place in the round (measured: the run after another plan
+    is slower) weighs on each run alike."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for round_ in range(repeats + 1):
+        for name in (names if round_ % 2 else names[::-1]):
+            start = time.perf_counter()
+            runs[name]()
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
 def round_order(systems: Sequence[str], round_: int) -> list[str]:
     """The order of the systems' children in round `round_` (0-based): rotated by one each round."""
     k = round_ % len(systems)
