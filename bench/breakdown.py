@@ -111,7 +111,7 @@ class _Recorder:
 def _instrument(rec: _Recorder) -> None:
     """Wrap the runtime's launches (`Submission.launch`: its Legate calls), the Python task and the task
     body's steps with timers."""
-    from distal.lower import steps, task_body
+    from distal.lower import steps
     from distal.runtime import _launch, _tasks
 
     launch = _launch.Submission.launch
@@ -145,7 +145,7 @@ def _instrument(rec: _Recorder) -> None:
 
         cls.run = step_run
 
-    for cls in (steps.SliceStep, steps.ZeroStep, task_body._IndexStep):
+    for cls in (steps.SliceStep, steps.ZeroStep, steps.IndexStep):
         timed_step(cls)
 
 
