@@ -9,24 +9,30 @@ never and are not checked.
 The layers, highest first (a module may import its own layer and any lower
 one at module level):
 
-1. `distal.cli`: the command line;
+1. `distal.cli`, `distal.calibrate_cli`: the command line, and the
+   calibration child that times tiny plans of the algorithm library for the
+   time model (run as its own process, never imported by the library);
 2. `distal.kernels`: the algorithm library, built on the public facade;
 3. `distal` (`distal/__init__.py` only): the public facade;
 4. `distal.runtime`: Legate stores, launches, plan execution;
-5. `distal.lower`, `distal.reference`: lowering a schedule to plans, and the
-   reference evaluator of concrete index notation;
-6. `distal.schedule`: scheduling commands, provenance graph;
-7. `distal.cin`: concrete index notation (statements, relations, placement
+5. `distal.model`: the time model, above the plan it predicts (it reads
+   `Plan.analysis()`), and `explain()`'s text (`distal.model.explain`);
+6. `distal.lower`, `distal.reference`: lowering a schedule to plans, a
+   plan's analysis, and the reference evaluator of concrete index notation;
+7. `distal.schedule`: scheduling commands, provenance graph;
+8. `distal.cin`: concrete index notation (statements, relations, placement
    statements of formats);
-8. `distal.redist`, `distal.reduction`: the redistribution and reduction
+9. `distal.redist`, `distal.reduction`: the redistribution and reduction
    synthesizers, which know formats and machines but no statements;
-9. `distal.model`: the machine cost model;
 10. `distal.format`: formats, distributions, machines;
-11. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
-12. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
-13. `distal.notation`: tensor index notation;
-14. `distal.sizes`, `distal._text`: symbolic sizes, text helpers;
-15. `distal.errors`.
+11. `distal.links`: the interconnects both the reduction synthesizer and the
+    time model describe machines with;
+12. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
+13. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
+14. `distal.notation`: tensor index notation;
+15. `distal.sizes`, `distal._text`, `distal.host_memory`: symbolic sizes,
+    text helpers, the host's available memory;
+16. `distal.errors`.
 
 A function-level import of a higher layer is a lazy entry point: it is
 allowed only when listed (importer and imported module exactly) in
@@ -60,20 +66,21 @@ ROOT = Path(__file__).resolve().parents[1]
 TREES = ((ROOT / "distal", "distal"), (ROOT / "runtime", "distal.runtime"), (ROOT / "kernels", "distal.kernels"))
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("distal.cli",),
+    ("distal.cli", "distal.calibrate_cli"),
     ("distal.kernels",),
     ("distal",),
     ("distal.runtime",),
+    ("distal.model",),
     ("distal.lower", "distal.reference"),
     ("distal.schedule",),
     ("distal.cin",),
     ("distal.redist", "distal.reduction"),
-    ("distal.model",),
     ("distal.format",),
+    ("distal.links",),
     ("distal.leaf", "distal.contract"),
     ("distal.tile_blas",),
     ("distal.notation",),
-    ("distal.sizes", "distal._text"),
+    ("distal.sizes", "distal._text", "distal.host_memory"),
     ("distal.errors",),
 )
 
@@ -83,7 +90,11 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
         "Format.placement()/placement_text(): the user-facing method builds the placement statement in cin"
     ),
     ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
-    ("distal.notation.tensor", "distal.lower.memory"): "Tensor's memory report uses the lowering's byte counts",
+    ("distal.notation.tensor", "distal.lower.memory"): (
+        "Tensor.from_array and an input made as zeros check the host's available memory (MemAvailable, not "
+        "lowering's byte counts) with check_host_allocation, which now lives in distal.host_memory (a low layer): "
+        "this entry point goes once notation/tensor.py imports it from there"
+    ),
     ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",
     ("distal.notation.tensor", "distal.runtime"): (
         "Tensor's data on Legate: from_array (storage_of, legate_input), place (storage_of, adopt), "
@@ -99,13 +110,13 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
         "candidates, and compiles and predicts every candidate"
     ),
     ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
-    ("distal.model.predict", "distal.lower.analysis"): "the model predicts a schedule's time from its plan's analysis",
-    ("distal.model.predict", "distal.lower.plan"): "the model predicts a schedule's time from its plan",
-    ("distal.model.predict", "distal.lower.grouping"): (
-        "the model charges the runtime's cost per task to the Legate tasks the runtime groups a plan's points into"
+    ("distal.lower.plan", "distal.model"): (
+        "Plan.predict(): the user-facing method chains into the time model above the plan (on this machine's "
+        "model by default)"
     ),
-    ("distal.model.calibrate", "distal"): "calibration runs real kernels through the facade",
-    ("distal.model.calibrate", "distal.kernels"): "calibration runs the algorithm library's kernels",
+    ("distal.lower.plan", "distal.model.explain"): (
+        "Plan.explain(): the user-facing method chains into the report above the plan and the model"
+    ),
 }
 
 
@@ -234,6 +245,67 @@ def import_cycles(trees: tuple[tuple[Path, str], ...]) -> list[list[str]]:
         if v not in index:
             connect(v)
     return cycles
+
+
+def _packages_run(imported: str, known: dict[str, tuple[Path, bool]], roots: set[str]) -> list[str]:
+    """The package `__init__`s importing `imported` runs first (its enclosing packages), less the roots.
+
+    A root package's `__init__` (the facade, `distal/__init__.py`) runs before any import of the package and
+    imports only lower layers; counting it would tie every module to it.
+    """
+    parts = imported.split(".")
+    return [name for name in (".".join(parts[:n]) for n in range(1, len(parts)))
+            if name in known and known[name][1] and name not in roots]
+
+
+def layer_cycles(
+    trees: tuple[tuple[Path, str], ...],
+    layers: tuple[tuple[str, ...], ...],
+    allowed: dict[tuple[str, str], str],
+) -> list[str]:
+    """Cycles between layers, counting every import that runs: module and function level, and the package
+    `__init__`s an import runs first; the listed lazy entry points are the only upward edges left out.
+
+    Each cycle is reported as its layers and, per upward edge in it, the imports that make it.
+    """
+    known = modules(trees)
+    roots = {package.split(".")[0] for _, package in trees}
+    edges: dict[tuple[int, int], list[str]] = {}
+    for name, (path, is_package) in known.items():
+        for imp in imports_of(name, path, is_package, set(known)):
+            if (imp.importer, imp.imported) in allowed:
+                continue
+            low = layer_of(imp.importer, layers)
+            for target in [imp.imported, *_packages_run(imp.imported, known, roots)]:
+                high = layer_of(target, layers)
+                if low is None or high is None or high == low:
+                    continue
+                where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{imp.line}"
+                edges.setdefault((low, high), []).append(f"{where}: {imp.importer} -> {target}")
+    graph: dict[int, set[int]] = {n: set() for n in range(len(layers))}
+    for a, b in edges:
+        graph[a].add(b)
+    reach = {n: _reachable(graph, n) for n in graph}
+    found = []
+    for (a, b), sites in sorted(edges.items()):
+        if b < a and a in reach[b]:  # an upward edge closing a path back down
+            found.append(f"{' / '.join(layers[a])} -> {' / '.join(layers[b])} and back: " + "; ".join(sites))
+    return found
+
+
+def _reachable(graph: dict[int, set[int]], start: int) -> set[int]:
+    seen: set[int] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_cycle_between_layers_counting_lazy_imports() -> None:
+    assert layer_cycles(TREES, LAYERS, LAZY_ENTRY_POINTS) == []
 
 
 def test_no_module_imports_a_higher_layer() -> None:
@@ -418,6 +490,29 @@ def test_the_checker_finds_an_import_time_cycle(tmp_path: Path) -> None:
     assert import_cycles(trees) == [["pkg.high", "pkg.low.mod"]]
     lazy = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
     assert import_cycles(lazy) == []
+
+
+def test_the_checker_finds_a_cycle_between_layers_through_a_lazy_import(tmp_path: Path) -> None:
+    trees = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
+    found = layer_cycles(trees, FAKE_LAYERS, {})
+    assert len(found) == 1 and "pkg.low.mod -> pkg.high" in found[0]
+    assert layer_cycles(trees, FAKE_LAYERS, {("pkg.low.mod", "pkg.high"): "reason"}) == []
+    one_way = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "")
+    assert layer_cycles(one_way, FAKE_LAYERS, {}) == []  # an upward edge with no way back is no cycle
+
+
+def test_the_checker_counts_the_package_init_an_import_runs(tmp_path: Path) -> None:
+    """Importing pkg.high.leaf runs pkg/high/__init__.py first: a low layer importing a low module inside a
+    high package is tied to that package's imports."""
+    trees = _fake_package(tmp_path, "from pkg.high.leaf import x\n")
+    (tmp_path / "pkg" / "high.py").unlink()
+    (tmp_path / "pkg" / "high").mkdir()
+    (tmp_path / "pkg" / "high" / "__init__.py").write_text("from pkg.low.mod import y\n")
+    (tmp_path / "pkg" / "high" / "leaf.py").write_text("x = 1\n")
+    layers = (("pkg.high",), ("pkg.low", "pkg.high.leaf"))
+    assert violations(trees, layers, {}) == []  # the module itself is in the low layer
+    found = layer_cycles(trees, layers, {})
+    assert len(found) == 1 and "pkg.low.mod -> pkg.high" in found[0]
 
 
 @pytest.mark.parametrize(

@@ -378,18 +378,18 @@ class Plan:
         `processors` is the number of real processors (default: one per point of
         the plan's machine; fewer run several points each, block-wise).
         """
-        from distal.model import predict, this_machine
+        from distal import model as time_model
 
-        return predict(self, model if model is not None else this_machine(), processors)
+        return time_model.predict(self, model if model is not None else time_model.this_machine(), processors)
 
     def explain(self, model: Any = None) -> str:
-        """A readable report of `stats()` and the predicted time on `model` (see `distal.lower.explain`)."""
-        from distal.lower.explain import explain
+        """A readable report of `analysis()` and the predicted time on `model` (`distal.model.explain`)."""
+        from distal.model.explain import explain
 
         return explain(self, model)
 
     def __str__(self) -> str:
-        from distal.lower.explain import describe
+        from distal.lower.describe import describe
 
         return describe(self)
 

@@ -1,8 +1,9 @@
-"""Who sends what to whom: the transfers of explain()'s cost model, as a typed value (issue 27 item 1).
+"""Who sends what to whom: the transfers of a plan's analysis, as a typed value (issue 27 item 1).
 
-`explain.stats(plan)["traffic"]` is a `Traffic`: one `Transfer` per launch,
-kind, tensor, sender and receiver, with the bytes that move and the machine
-level they cross. Senders follow the cost model of `distal.lower.explain`:
+`plan.analysis().traffic` (and `plan.stats()["traffic"]`) is a `Traffic`: one
+`Transfer` per launch, kind, tensor, sender and receiver, with the bytes that
+move and the machine level they cross. Senders follow the cost model of
+`distal.lower.analysis`:
 
 - data never written by the plan comes from the processor its format places
   it on (of several holders of a replicated tile, the nearest to the
@@ -187,7 +188,7 @@ class Traffic:
 
 
 class Recorder:
-    """Collects transfers while explain's model runs, adding up repeats of one (launch, kind, tensor, ends)."""
+    """Collects transfers while a plan's analysis runs, adding up repeats of one (launch, kind, tensor, ends)."""
 
     def __init__(self, level_dims: Sequence[int]) -> None:
         self.level_dims = tuple(level_dims)

@@ -9,6 +9,8 @@
 (4, True, True)
 """
 
+from distal import links
+from distal.links import LINKS, Link, LinkError
 from distal.model.hardware import (
     BROADCASTS,
     FOLDS,
@@ -22,7 +24,6 @@ from distal.model.hardware import (
     lassen_gpu,
     preset,
 )
-from distal.model.links import LINKS, Link, LinkError
 from distal.model.predict import Prediction, predict
 
 
@@ -48,6 +49,7 @@ __all__ = [
     "dgx_a100",
     "lassen_cpu",
     "lassen_gpu",
+    "links",
     "predict",
     "preset",
     "this_machine",

@@ -20,8 +20,10 @@
   rate, and the generic leaf's element-wise product on tiles larger than the
   caches for the rate its bytes stream at (`streaming["GENERIC"]`: copies,
   transposes and additions are bound by it);
-- the runtime's fixed costs: a child process starts Legate on one CPU
-  processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
+- the runtime's fixed costs: a child process (`python -m distal.calibrate_cli
+  --fixed-costs-child`: it runs the algorithm library through the facade, so
+  it is an entry point above the library, not a module this one imports)
+  starts Legate on one CPU processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
   launches and 1 to 8 points (`plan.run()` and reading the output back;
   the fastest of 25 runs, as for the leaves: the model is of a quiet machine);
   a least-squares fit gives the cost per plan run, per launch and per task
@@ -61,11 +63,11 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
+from distal.links import Link
 from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
-from distal.model.links import Link
 
-__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "PINNED", "cache_path", "calibrate", "measure_fixed_costs",
-           "model_of", "pinned_model", "this_machine"]
+__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "PINNED", "cache_path", "calibrate", "fastest_of",
+           "measure_fixed_costs", "model_of", "pinned_model", "this_machine"]
 
 _VERSION = 10
 
@@ -110,7 +112,7 @@ def _times(fn: Callable[[], Any], repeats: int) -> list[float]:
     return times
 
 
-def _fastest_of(fn: Callable[[], Any], repeats: int = 5) -> float:
+def fastest_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     """The fastest of `repeats` timed calls after one warm-up: a kernel's own speed (load elsewhere only slows it)."""
     return max(min(_times(fn, repeats)), 1e-9)
 
@@ -133,15 +135,15 @@ def _curves(rng: np.random.Generator) -> dict[str, list[tuple[float, float]]]:
     for n in _GEMM_SIZES:
         a, b = rng.random((n, n)), rng.random((n, n))
         flops = 2.0 * n**3  # one multiply, one add per iteration
-        out["GEMM"].append((flops, flops / _fastest_of(functools.partial(leaf.GEMM.compute, a, b))))
+        out["GEMM"].append((flops, flops / fastest_of(functools.partial(leaf.GEMM.compute, a, b))))
     for n in _TTM_SIZES:
         b3, c = rng.random((n, n, n)), rng.random((n, n))
         flops = 2.0 * n**4
-        out["TTM"].append((flops, flops / _fastest_of(functools.partial(leaf.TTM.compute, b3, c))))
+        out["TTM"].append((flops, flops / fastest_of(functools.partial(leaf.TTM.compute, b3, c))))
     for n in _MTTKRP_SIZES:
         b3, c, d = rng.random((n, n, n)), rng.random((n, _RANK)), rng.random((n, _RANK))
         flops = 3.0 * n**3 * _RANK  # two multiplies, one add per iteration
-        out["MTTKRP"].append((flops, flops / _fastest_of(functools.partial(leaf.MTTKRP.compute, b3, c, d), 3)))
+        out["MTTKRP"].append((flops, flops / fastest_of(functools.partial(leaf.MTTKRP.compute, b3, c, d), 3)))
     return {k: _monotone(v) for k, v in out.items()}
 
 
@@ -150,12 +152,12 @@ def _streaming(rng: np.random.Generator) -> dict[str, float]:
     n = 256
     b, c = rng.random((n, n, n)), rng.random((n, n, n))
     v = rng.random(n)
-    ttv = (b.nbytes + v.nbytes + n * n * 8) / _fastest_of(lambda: leaf.TTV.compute(b, v), 3)
-    inner = (b.nbytes + c.nbytes) / _fastest_of(lambda: leaf.INNERPROD.compute(b, c), 3)
+    ttv = (b.nbytes + v.nbytes + n * n * 8) / fastest_of(lambda: leaf.TTV.compute(b, v), 3)
+    inner = (b.nbytes + c.nbytes) / fastest_of(lambda: leaf.INNERPROD.compute(b, c), 3)
     # element-wise work on tiles larger than the caches (two 32 MiB operands and the result): a generic leaf's
     # bytes go at this rate when its FLOPs are few (transposes, copies, additions: the data-movement plans)
     x, y = b[:64], c[:64]
-    generic = 3 * x.nbytes / _fastest_of(lambda: leaf.GENERIC.compute(x, y, pattern="abc,abc->abc"), 3)
+    generic = 3 * x.nbytes / fastest_of(lambda: leaf.GENERIC.compute(x, y, pattern="abc,abc->abc"), 3)
     return {"TTV": ttv, "INNERPROD": inner, "GENERIC": generic}
 
 
@@ -179,9 +181,9 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
         curves = _curves(rng)
         streams = _streaming(rng)
         a, b = rng.random((256, 256)), rng.random((256, 256))
-        generic = 2 * a.size / _fastest_of(lambda: a * 2.0 + b)
+        generic = 2 * a.size / fastest_of(lambda: a * 2.0 + b)
         big = np.ones(4 << 20)
-        copy = 2 * big.nbytes / _fastest_of(lambda: big.copy(), 3)
+        copy = 2 * big.nbytes / fastest_of(lambda: big.copy(), 3)
     finally:
         if limit is not None:
             limit.unregister()
@@ -210,7 +212,9 @@ def measure_fixed_costs(timeout: float = 60.0) -> dict[str, float] | None:
     # cost about 40 us each (measured at load 3, against 93 us as tasks), which the model does not charge
     env["DISTAL_GROUP_TASKS"] = "0"
     try:
-        proc = subprocess.run([sys.executable, "-m", "distal.model.calibrate", "--fixed-costs-child"],
+        # the child runs plans through the facade and the algorithm library, above this module: it is an entry
+        # point of its own (distal/calibrate_cli.py), run as a process, never imported here
+        proc = subprocess.run([sys.executable, "-m", "distal.calibrate_cli", "--fixed-costs-child"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                               timeout=timeout)
         rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
@@ -231,36 +235,6 @@ def fit_fixed_costs(rows: list[list[float]]) -> dict[str, float]:
     coef = np.linalg.lstsq(a, y, rcond=None)[0]
     plan, launch, task = (max(float(x), 0.0) for x in coef)
     return {"plan_seconds": plan, "launch_seconds": launch, "task_seconds": task}
-
-
-def _fixed_cost_rows(repeats: int = 25) -> list[list[float]]:
-    """In a process running Legate: (launches, points, median seconds) of tiny TTV and SUMMA plans."""
-    import distal as dt
-    from distal import kernels
-
-    rng = np.random.default_rng(0)
-    rows: list[list[float]] = []
-
-    def timed(plan: Any, out: Any) -> float:
-        def once() -> None:
-            plan.run()
-            out.to_numpy()
-
-        return _fastest_of(once, repeats)
-
-    for g in (1, 2, 4, 8):
-        out = dt.Tensor("O", (8, 8))
-        ops = [out, dt.Tensor.from_array("I0", rng.random((8, 8, 8))), dt.Tensor.from_array("I1", rng.random(8))]
-        plan = kernels.build("ttv", kernels.machine("ttv", g), *ops).compile()
-        rows.append([len(list(plan.launches())), sum(len(list(ln.points())) for _, ln in plan.launches()),
-                     timed(plan, out)])
-    for chunk in (8, 4, 2, 1):
-        out = dt.Tensor("A", (8, 8))
-        ins = [dt.Tensor.from_array(x, rng.random((8, 8))) for x in "BC"]
-        plan = kernels.build("summa", dt.Machine(dt.Grid(1, 1)), out, *ins, chunk=chunk).compile()
-        rows.append([len(list(plan.launches())), sum(len(list(ln.points())) for _, ln in plan.launches()),
-                     timed(plan, out)])
-    return rows
 
 
 def _memory_bytes() -> int:
@@ -339,9 +313,9 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
 def main(argv: list[str] | None = None) -> int:
     """`python -m distal.model.calibrate`: measure this machine again, cache it, print the model."""
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--fixed-costs-child"]:
-        print(json.dumps(_fixed_cost_rows()))
-        return 0
+    if args == ["--fixed-costs-child"]:  # the child is an entry point above the library now
+        print("the fixed-costs child is `python -m distal.calibrate_cli --fixed-costs-child`", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     model = this_machine(recalibrate=True)
     print(model.describe())

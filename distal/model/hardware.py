@@ -58,7 +58,7 @@ from types import MappingProxyType
 
 from distal.errors import DistalError
 from distal.format.machine import KINDS
-from distal.model.links import (
+from distal.links import (
     EDR_LASSEN,
     HDR_DGX_A100,
     NVLINK2_LASSEN,

@@ -55,21 +55,20 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from distal._text import seconds_text as _fmt
+from distal.lower.analysis import Owners, PlanAnalysis, meet
+from distal.lower.grouping import plan_tasks
+from distal.lower.plan import Plan, Privilege
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
 from distal.notation.visit import ExprVisitor
 
-if TYPE_CHECKING:
-    from distal.lower.analysis import PlanAnalysis
-    from distal.lower.plan import Plan
-
-__all__ = ["Prediction", "explain_lines", "explained", "predict"]
+__all__ = ["Prediction", "predict"]
 
 
 @dataclass(frozen=True)
@@ -245,61 +244,6 @@ def _leaf_kind(group: Any) -> str:
     return leaves[0][1].name if leaves else "GENERIC"
 
 
-def _meet(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
-    return math.prod(max(min(ah, bh) - max(al, bl), 0) for (al, ah), (bl, bh) in zip(a, b))
-
-
-def explained(plan: Plan, model: MachineModel | None = None,
-              analysis: PlanAnalysis | None = None) -> tuple[Prediction | None, str, str]:
-    """The prediction `plan.explain()` reports, the model's name and, when there is none, why.
-
-    On this machine's model the plan is timed on the real processors Legate is configured with (the run that
-    happens: its points bound to them, grouped into the tasks explain() counts) against the memory Legate
-    has; on another model, on one processor per point of the plan's machine.
-    """
-    if model is None:
-        from distal.model.calibrate import this_machine
-
-        model = this_machine()
-    if plan.machine is not None and plan.machine.levels > 1 and not plan.machine.params:
-        # the plan's own nodes: a point of the machine's outer level is a node (its inner grids' processors),
-        # the split explain's traffic table uses, as auto times hierarchical machines
-        model = model.with_(per_node=math.prod(g.size for g in plan.machine.grids[1:]))
-    source = ""
-    processors: int | None = None
-    if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
-        from distal.lower.grouping import configured_processors
-
-        kind = plan.machine.kind if plan.machine is not None else "cpu"
-        processors = analysis.real_processors if analysis is not None else configured_processors(kind)
-        from distal.model.sysmem import configured_memory
-
-        conf = configured_memory()
-        if conf is not None:
-            model = model.with_(processor=replace(model.processor, memory=max(conf.per_processor, 1)))
-            source = f"{conf.source}, shared by {conf.processors} CPU processor(s)"
-        else:
-            source = "the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem"
-    try:
-        got = predict(plan, model, processors, analysis)
-    except ModelError as exc:
-        return None, model.name, exc.message
-    if source:
-        got = replace(got, memory_source=source)
-    return got, model.name, ""
-
-
-def explain_lines(plan: Plan, model: MachineModel | None = None, analysis: PlanAnalysis | None = None,
-                  found: tuple[Prediction | None, str, str] | None = None) -> list[str]:
-    """The lines `plan.explain()` ends with: the predicted time and its parts (`explained`, or `found`)."""
-    got, name, why = found if found is not None else explained(plan, model, analysis)
-    if got is None:
-        return [f"  predicted time: none ({why})"]
-    lines = [f"  predicted time ({name} model, distal.model): {got.summary()}"]
-    lines.extend("  " + x for x in got.describe().splitlines()[1:])
-    return lines
-
-
 def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             analysis: PlanAnalysis | None = None, exact: bool = True) -> Prediction:
     """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point).
@@ -311,10 +255,6 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     element a processor's format does not give it is received, every launch.
     That is what plans of hundreds of nodes use (bench/weak_scaling.py).
     """
-    from distal.lower.analysis import Owners
-    from distal.lower.grouping import plan_tasks
-    from distal.lower.plan import Privilege
-
     if not isinstance(model, MachineModel):
         raise ModelError(f"expected a distal.model.MachineModel, but found {model!r}")
     machine = plan.machine
@@ -345,7 +285,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         got = 0
         for q in procs:
             for b in holds(n, q):
-                got += _meet(box, b)
+                got += meet(box, b)
                 if got >= size:
                     return size
         return got
@@ -419,8 +359,8 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
                         if model.shared_memory:  # one instance holds it whole: read in place
                             continue
                     else:
-                        others = [(b, w_) for b, w_ in prior if w_ != r and _meet(box, b)]
-                        lacks = min(size, sum(_meet(box, b) for b, _w in others))
+                        others = [(b, w_) for b, w_ in prior if w_ != r and meet(box, b)]
+                        lacks = min(size, sum(meet(box, b) for b, _w in others))
                         holders = {w_ for _b, w_ in others}
                     if not lacks:
                         continue
@@ -670,8 +610,8 @@ def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:
 def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
     """The synthesized reduction program's time, as `distal.reduction` simulated it when the plan was lowered.
 
-    distal.reduction sits above this package (it imports `distal.model.links`), so the program is not re-timed
-    on `model`'s links: its time is the lowering's, on the system it built from the plan's machine.
+    The program is not re-timed on `model`'s links: its time is the lowering's, on the system
+    `distal.reduction` built from the plan's machine and `distal.links`.
     """
     red = plan.reduction
     assert red is not None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
-from distal.model.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
+from distal.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
 
 __all__ = [
     "NIC",

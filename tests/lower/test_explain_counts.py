@@ -1,6 +1,6 @@
 """plan.stats() against hand counts: SUMMA, Cannon and Johnson, tensors with and without formats (issue 15 item 3).
 
-The model (distal/lower/explain.py): a tensor with a format is held by the
+The model (distal/lower/analysis.py): a tensor with a format is held by the
 processors its format places tiles on; a tensor without one lives in one
 global store that no processor holds. A processor receives what a launch
 reads that it does not hold: not under its format, not fetched for the

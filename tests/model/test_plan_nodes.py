@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import distal as dt
 from distal import kernels, model
-from distal.model.predict import explained
+from distal.model.explain import explained
 
 
 def test_the_prediction_s_nodes_are_the_machine_s_outer_level() -> None:

@@ -1,5 +1,9 @@
 """Links: the one description of interconnects shared by the time model and the reduction simulator.
 
+It sits low, beside the errors, as a machine description both read: the
+reduction synthesizer (`distal.reduction`, below the plan) and the time model
+(`distal.model`, above the plan, which re-exports it as `distal.model.links`).
+
 A `Link` is a switched interconnect: every endpoint has one port of
 `bandwidth` bytes per second in each direction, and a message pays `latency`
 seconds before its bytes flow. `distal.reduction.system` builds its levels
