@@ -85,6 +85,9 @@ if str(HERE) not in sys.path:
 
 from _common import (  # noqa: E402
     NUMPY_AVX512,
+    NUMPY_RUNTIME_MIB,
+    RUNTIME_MIB,
+    SYSMEM_CAP,
     ChildHung,
     Progress,
     available_mib,
@@ -105,9 +108,6 @@ SCRIPT = HERE / "einsum.py"
 TARGET_NUMPY_S = 0.2
 SLOW = 20.0  # a NumPy method this many times slower than the fastest at calibration is not run at full size
 CALIBRATION_STEPS = 3
-RUNTIME_MIB = 768.0  # a Legate child's own resident memory (runtime, Python, libraries), with room
-NUMPY_RUNTIME_MIB = 400.0
-SYSMEM_CAP = 20000  # MB
 SYSTEMS = ("numpy", "distal", "cupynumeric")
 DISTAL_RUNS = ("distal", "distal_from_numpy", "one_processor")  # rotated in the child; schedule_auto runs last
 CHILD_TIMEOUT = 1200.0

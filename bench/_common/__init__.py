@@ -18,6 +18,9 @@ names in `distal.runtime.__all__`, a plan's methods). Register every script in `
 from __future__ import annotations
 
 from .children import (
+    NUMPY_RUNTIME_MIB,
+    RUNTIME_MIB,
+    SYSMEM_CAP,
     ChildHung,
     check_host_memory,
     child,
@@ -47,7 +50,10 @@ from .timing import Progress, alternating_rounds, interleaved_rounds, median_sec
 __all__ = [
     "HISTORY",
     "NUMPY_AVX512",
+    "NUMPY_RUNTIME_MIB",
     "RESULTS",
+    "RUNTIME_MIB",
+    "SYSMEM_CAP",
     "VECTOR_FLAGS",
     "ChildHung",
     "Progress",

@@ -20,6 +20,10 @@ import numpy as np
 
 from . import host
 
+RUNTIME_MIB = 768.0  # a Legate child's own resident memory (runtime, Python, libraries: about 0.5 GB), with room
+NUMPY_RUNTIME_MIB = 400.0  # a NumPy-only child's own resident memory
+SYSMEM_CAP = 20000  # MB of Legate pool; more than this project's machines can give a child
+
 
 class ChildHung(RuntimeError):
     """A benchmark child process gave no result within its time limit."""

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .children import NUMPY_RUNTIME_MIB, RUNTIME_MIB, SYSMEM_CAP
 from .host import NUMPY_AVX512, numpy_avx512_applies
 
 # the suite's sizes: (B's extent per mode, the extra mode's extent)
@@ -23,9 +24,6 @@ SPECS: dict[str, tuple[str, Callable[[int, int], list[tuple[int, ...]]]]] = {
     "mttkrp": ("ijk,jl,kl->il", lambda n, l: [(n, n, n), (n, l), (n, l)]),
 }
 SYSTEMS = ("numpy", "distal", "cupynumeric")
-RUNTIME_MIB = 768.0  # a Legate process's own resident memory (runtime, Python, libraries: about 0.5 GB), with room
-NUMPY_RUNTIME_MIB = 400.0  # a NumPy-only child's own resident memory
-HIGHER_SYSMEM_CAP = 20000  # MB; more than this machine can give a child
 
 
 def higher_systems() -> tuple[str, ...]:
@@ -97,7 +95,7 @@ def child_memory(name: str, system: str, n: int, l: int) -> tuple[int, float]:
         resident = sum(sizes) + 3 * max(sizes) + 2 * out_mib
     else:
         raise ValueError(f"expected a system in {SYSTEMS}, but found {system!r}")
-    sysmem = min(HIGHER_SYSMEM_CAP, int(pool * 1.1) + 256)
+    sysmem = min(SYSMEM_CAP, int(pool * 1.1) + 256)
     return sysmem, max(1.05 * resident, sysmem) + RUNTIME_MIB
 
 
