@@ -106,7 +106,6 @@ class _Facts(NamedTuple):
     factors: tuple[Expr, ...]  # the right side's product factors
     dtype: Any  # the dtype the operands are converted to (as numpy.einsum(..., out=))
 _EMPTY: Any = ({}, {}, {})
-_IndexStep = IndexStep  # the name bench/breakdown.py counts steps by (until it reads distal.lower.steps)
 
 
 @dataclass(eq=False)
