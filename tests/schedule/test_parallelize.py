@@ -11,7 +11,7 @@ import pytest
 
 import distal as dt
 from distal.errors import DistalFallbackWarning
-from distal.lower import thread_pool as kernel_module
+from distal.lower import steps, task_body, thread_pool
 from distal.lower.device_standin import namespace, to_device
 from distal.lower.numpy_exec import run_numpy
 
@@ -53,7 +53,7 @@ def test_the_plan_records_the_parallel_loop_and_its_unit() -> None:
 def _blocks_run(plan: Any, A: dt.Tensor, monkeypatch: pytest.MonkeyPatch) -> int:
     """How many array blocks (slice-mode calls and index-mode blocks) the plan's tasks run, on device stand-ins."""
     count = [0]
-    slice_block, index_block = kernel_module._Run.slice_block, kernel_module.run_index_block
+    slice_block, index_block = task_body._Run.slice_block, steps.run_index_block
 
     def counted_slice(self: Any, a: Any, env: Any, block: Any, dry: bool = False, **kw: Any) -> Any:
         done = slice_block(self, a, env, block, dry, **kw)
@@ -65,8 +65,8 @@ def _blocks_run(plan: Any, A: dt.Tensor, monkeypatch: pytest.MonkeyPatch) -> int
         index_block(*args, **kw)
 
     with monkeypatch.context() as mp:
-        mp.setattr(kernel_module._Run, "slice_block", counted_slice)
-        mp.setattr(kernel_module, "run_index_block", counted_index)
+        mp.setattr(task_body._Run, "slice_block", counted_slice)
+        mp.setattr(steps, "run_index_block", counted_index)
         before = sum(namespace().calls.values())
         A.set_array(np.zeros(A.concrete_shape()))
         run_numpy(plan, device=to_device)
@@ -89,7 +89,7 @@ def test_a_vector_loop_runs_as_one_block(kind: str, unit: str, monkeypatch: pyte
     np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-10)
 
 
-class _Recording(kernel_module.ThreadPoolExecutor):
+class _Recording(thread_pool.ThreadPoolExecutor):
     made: ClassVar[list[int]] = []
 
     def __init__(self, max_workers: int, **kw: Any) -> None:
@@ -106,7 +106,7 @@ def test_cpu_thread_runs_a_thread_pool_on_openmp_processors(monkeypatch: pytest.
     body = plan.groups[0].kernel
     assert [p.mode for p in body.parallel] == ["threads"]
     body.threads = 3
-    monkeypatch.setattr(kernel_module, "ThreadPoolExecutor", _Recording)
+    monkeypatch.setattr(thread_pool, "ThreadPoolExecutor", _Recording)
     _Recording.made.clear()
     A.set_array(np.zeros(A.concrete_shape()))
     plan.run(backend="numpy")
@@ -228,7 +228,7 @@ def test_each_thread_runs_its_chunk_as_one_block(monkeypatch: pytest.MonkeyPatch
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,k->ij", B.to_numpy(), c.to_numpy()), rtol=1e-12)
 
 
-class _RecordingCollection(kernel_module.ThreadPoolExecutor):
+class _RecordingCollection(thread_pool.ThreadPoolExecutor):
     """Records, from inside each worker, whether automatic garbage collection is on."""
 
     seen: ClassVar[list[bool]] = []
@@ -247,7 +247,7 @@ def test_no_automatic_collection_runs_in_the_worker_threads(monkeypatch: pytest.
     s, A, expected = fused("omp")
     plan, _ = compile_quietly(s.parallelize(k, "cpu_thread"))
     plan.groups[0].kernel.threads = 3
-    monkeypatch.setattr(kernel_module, "ThreadPoolExecutor", _RecordingCollection)
+    monkeypatch.setattr(thread_pool, "ThreadPoolExecutor", _RecordingCollection)
     _RecordingCollection.seen.clear()
     A.set_array(np.zeros(A.concrete_shape()))
     was = gc.isenabled()
