@@ -15,6 +15,10 @@ A lowering layer drives it with plain data::
         rt.Arg(c, rt.Privilege.READ_WRITE, (tn, tm)),
     ])
     result = rt.to_numpy(c)                  # a copy; read results last
+
+A user's `dt.Tensor` reaches its data on Legate through one object,
+`tensor_data` (`TensorData`: copying arrays in, placing, redistributing,
+handing out; reading back is its storage's `to_numpy`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
     from ._blas import blas_info, set_task_threads, task_threads
     from ._config import HostInfo, default_config, host_info
     from ._execute import run_plan
+    from ._factor_grid import device_grid
+    from ._interop import legate_input
     from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
     from ._make import from_numpy, full, zeros
     from ._redistribute import StepRecord, redistribute, run_plan_steps, run_program
@@ -40,19 +46,8 @@ if TYPE_CHECKING:
         processor_count,
     )
     from ._store import Store, fence, tile_of, to_numpy, wrap
-    from ._tensor_storage import (
-        FormatStore,
-        TensorStore,
-        adopt,
-        as_storage,
-        data_interface,
-        device_grid,
-        from_store,
-        legate_input,
-        native,
-        place,
-        storage_of,
-    )
+    from ._tensor_data import LegateCopy, TensorData, data_interface, tensor_data
+    from ._tensor_storage import FormatStore, TensorStore, adopt, as_storage, from_store, native, place, storage_of
 
 # Every name loads its module on first use: `import distal.runtime` stays cheap
 # (`import distal` prepares the driver through it), and the storage,
@@ -72,9 +67,11 @@ _LAZY = {
         "_start",
     ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
+    **dict.fromkeys(("device_grid",), "_factor_grid"),
+    **dict.fromkeys(("legate_input",), "_interop"),
+    **dict.fromkeys(("LegateCopy", "TensorData", "data_interface", "tensor_data"), "_tensor_data"),
     **dict.fromkeys(
-        ("FormatStore", "TensorStore", "adopt", "as_storage", "data_interface", "device_grid", "from_store",
-         "legate_input", "native", "place", "storage_of"),
+        ("FormatStore", "TensorStore", "adopt", "as_storage", "from_store", "native", "place", "storage_of"),
         "_tensor_storage",
     ),
 }
@@ -87,11 +84,13 @@ __all__ = [
     "HostInfo",
     "Kernel",
     "KernelFailure",
+    "LegateCopy",
     "MachineInfo",
     "Privilege",
     "ReduceRecord",
     "StepRecord",
     "Store",
+    "TensorData",
     "TensorStore",
     "adopt",
     "as_storage",
@@ -128,6 +127,7 @@ __all__ = [
     "set_task_threads",
     "storage_of",
     "task_threads",
+    "tensor_data",
     "tile_colors",
     "tile_of",
     "to_numpy",

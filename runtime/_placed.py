@@ -37,9 +37,11 @@ from distal.lower.plan import Box, Group, Launch, Operand, Plan, Proj
 from distal.lower.plan import Privilege as PlanPrivilege
 from distal.redist.formats import Layout
 
+from ._holders import bound_cpus, holder_index
 from ._launch import Affine, Arg, Privilege, point_launch
+from ._make import copy_kernel
 from ._store import Store, tile_of
-from ._tensor_storage import FormatStore, bound_cpus, copy_kernel, holder_index
+from ._tensor_storage import FormatStore
 
 __all__ = ["BlockTiles", "PlacedOperand", "block_projection", "block_tiles", "gathered", "placed_operand",
            "replicate"]

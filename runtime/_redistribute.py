@@ -57,12 +57,14 @@ from distal.redist.mesh import Mesh
 from distal.redist.program import Program
 from distal.redist.types import DistType, ref_factors
 
+from ._factor_grid import as_factor_grid, device_grid, from_factor_grid
+from ._holders import block_grid
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, ensure_room, legate_type, tile_of, wrap
-from ._tensor_storage import FormatStore, as_factor_grid, block_grid, device_grid, from_factor_grid
+from ._tensor_storage import FormatStore
 
 __all__ = ["StepRecord", "check_room", "made_bytes", "redistribute", "run_plan_steps", "run_program"]
 

@@ -33,6 +33,22 @@ program ends, every device of every reduction group holds its group's sum.
 the intermediate states go: freeing a store while Python tasks that use it
 are queued can deadlock this Legate wheel (the store's destructor waits in
 Legion's dependence queue holding the GIL, which the queued tasks need).
+
+A plan with a synthesized reduction (`Plan.reduction`, `distal.lower.reductions`)
+runs its REDUCE_ADD launches (`_execute.run_plan`) into partials: the
+output's argument becomes the launch point's processor block of a partials
+store of shape ``(*machine.full_shape, prod(row))`` (`partials_store`,
+`into_partials`; read-write, projected by the processor coordinate, so
+launches stay index launches), and the kernel adds its contribution
+(computed into a zero buffer, as Legate's reduction would hand it) into
+that block, seen as `row` (`partials_key`). After the launches
+(`reduce_into_output`), one pinned copy per grouped processor moves its
+block into row ``device`` of a ``(machine.size, prod(row))`` store (Legate
+cannot partition a delinearized store, so the flat device dimension the
+reduction runtime wants cannot be projected directly), `reduce_on_machine`
+runs the program (and waits for it), and one pinned task per group adds the
+first member's sum, cropped to the group's box, into that box of the
+output.
 """
 
 from __future__ import annotations
@@ -40,7 +56,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -48,17 +64,20 @@ import numpy.typing as npt
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
+from distal.lower.grouping import partials_operand
+from distal.lower.plan import Box, Group, Launch, Plan, Reduction
 from distal.reduction.language import Collective
 from distal.reduction.lowering import LoweredStep
 from distal.reduction.ranking import ReductionPlan
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
-from ._make import from_numpy
+from ._make import copy_kernel, from_numpy, zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
-from ._store import Store, fence, legate_type, to_numpy, wrap
+from ._store import Store, fence, legate_type, tile_of, to_numpy, wrap
 
-__all__ = ["ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"]
+__all__ = ["ReduceRecord", "into_partials", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
+           "reduce_on_machine", "reduce_partials"]
 
 _SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
 
@@ -84,10 +103,6 @@ def _sum_kernel(point: tuple[int, ...], *tiles: np.ndarray) -> None:
         out += tile
 
 
-def _copy_kernel(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
-    out[...] = source
-
-
 def _place_kernel(offsets: tuple[int, ...]) -> Callable[..., None]:
     """Copy input i to rows [offsets[i], offsets[i] + len) of the output (rows between are kept)."""
 
@@ -100,13 +115,12 @@ def _place_kernel(offsets: tuple[int, ...]) -> Callable[..., None]:
 
 
 def _key(name: str, offsets: tuple[int, ...] = ()) -> int:
+    if name == "copy":
+        return copy_kernel()
     with _lock:
         key = _keys.get((name, offsets))
         if key is None:
-            if name == "place":
-                fn = _place_kernel(offsets)
-            else:
-                fn = _sum_kernel if name == "sum" else _copy_kernel
+            fn = _place_kernel(offsets) if name == "place" else _sum_kernel
             key = register_kernel(fn, f"reduction_{name}")
             _keys[(name, offsets)] = key
         return key
@@ -466,3 +480,117 @@ def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
         data[d] = a
     result = to_numpy(reduce_partials(plan, from_numpy(data), procs, trace))
     return {d: result[d].copy() for d in plan.layout.devices}, plan
+
+
+# -- a plan's synthesized reduction (see the module docstring) -------------------------------------
+
+
+def partials_store(plan: Plan, red: Reduction) -> Store:
+    """Zeros of shape (*machine.full_shape, prod(row)): one flat `row` block per abstract processor."""
+    assert plan.machine is not None
+    lead = plan.machine.full_shape
+    size = math.prod(red.row)
+    return zeros((*lead, size), plan.tensors[red.tensor].dtype, tile=(*(1 for _ in lead), size))
+
+
+def into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
+    """`launch` with the output's operand replaced by the points' processor blocks of the partials."""
+    operand = partials_operand(plan, red)
+    operands = tuple(operand if op.tensor == red.tensor else op for op in launch.operands)
+    return replace(launch, operands=operands)
+
+
+@dataclass(eq=False)
+class _IntoPartials:
+    """A group's kernel whose output tile is a point's processor block of the partials store.
+
+    The kernel gets a zero buffer of the point's real output box (what
+    Legate's reduction hands it) and the buffer is added into the block.
+    """
+
+    kernel: Any
+    reduction: Reduction
+    index: int
+    lead: int  # leading processor dimensions of the block
+    boxes: dict[tuple[int, ...], Box]
+
+    def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
+        from distal.lower.numpy_exec import partial_view
+
+        args = list(tiles)
+        block = args[self.index][(0,) * self.lead]
+        real = partial_view(self.reduction, block, self.boxes[tuple(int(x) for x in point)])
+        buffer = real.copy()
+        buffer[...] = 0
+        args[self.index] = buffer
+        self.kernel(point, *args)
+        real += buffer
+
+
+def partials_key(plan: Plan, group: Group, red: Reduction, kernel: Any) -> int:
+    """The key of ``kernel`` (``group``'s task body, as the plan runs it) adding into the partials instead.
+
+    Transient, like the plan's own kernel: the wrapper holds the task body.
+    """
+    info = plan.tensors[red.tensor]
+    boxes = {p: launch.operands[red.tensor].box(p, info.shape)
+             for launch in group.launches for p in launch.points()}
+    assert plan.machine is not None
+    wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
+    return register_kernel(wrapper, f"{group.kernel.name}_partials", transient=True)
+
+
+@dataclass(frozen=True)
+class _AddBox:
+    """Add the `local` box of a flat partial, seen as `row`, into the output's box."""
+
+    row: tuple[int, ...]
+    local: Box
+
+    def __call__(self, point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
+        block = source.reshape(self.row)[tuple(slice(lo, hi) for lo, hi in self.local)]
+        out += block.reshape(out.shape)
+
+
+_add_keys: dict[_AddBox, int] = {}
+
+
+def _add_key(add: _AddBox) -> int:
+    with _lock:
+        key = _add_keys.get(add)
+        if key is None:
+            key = _add_keys[add] = register_kernel(add, "distal_reduction_add")
+        return key
+
+
+def reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Store,
+                       trace: list[ReduceRecord] | None, target: str, binding: Mapping[tuple[int, ...], int]) -> None:
+    """Flatten the grouped processors' blocks, run the program, add each group's sum into its tile.
+
+    The copies and the final additions run on the plan's processors
+    (``target``, each on the processor ``binding`` gives its abstract
+    processor); the reduction program's own steps run on the CPUs
+    (`reduce_on_machine`).
+    """
+    machine = plan.machine
+    assert machine is not None and red.plan is not None
+    coords = list(machine.coords())
+    lead = len(machine.full_shape)
+    size = math.prod(red.row)
+    flat = zeros((machine.size, size), partials.dtype, tile=(1, size))
+    copy = copy_kernel()
+    for device in sorted(d for g in red.groups for d in g):
+        block = tile_of(partials, (*(1 for _ in range(lead)), size), (*coords[device], 0))
+        row = wrap(flat.handle.slice(0, slice(device, device + 1)), flat.dtype)
+        point_launch(copy, [(block, Privilege.READ), (row, Privilege.WRITE)], (device,),
+                     binding.get(coords[device], 0), target)
+    result = reduce_on_machine(machine, flat, red.groups, red.plan, trace)
+    for devices, box in zip(red.groups, red.boxes):
+        root = devices[0]
+        add = _add_key(_AddBox(red.row, red.local(box)))
+        source = wrap(result.handle.slice(0, slice(root, root + 1)), result.dtype)
+        box_of_output = output
+        for d, (lo, hi) in enumerate(box):
+            box_of_output = wrap(box_of_output.handle.slice(d, slice(lo, hi)), output.dtype)
+        point_launch(add, [(source, Privilege.READ), (box_of_output, Privilege.READ_WRITE)], (root,),
+                     binding.get(coords[root], 0), target)

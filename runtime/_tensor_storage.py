@@ -18,16 +18,22 @@ run as one launch per holding device pinned to the CPU `Machine.bind` gives
 it (`place_store`). Plans read and write the blocks in place where their
 tiles are the format's (`block_projection`, `PlacedOperand`, `BlockTiles`);
 otherwise through the global tensor, assembled by launches (`gather`,
-`FormatStore.store`). Redistribution programs run on the factor grid
-(`device_grid`, one dimension per prime factor; `as_factor_grid`,
-`from_factor_grid`). Nothing here copies through the host except
-`to_numpy` and `place` of a NumPy array (one copy in).
+`FormatStore.store`). A tensor without a format (or on a symbolic
+machine) keeps its data as one store, a `TensorStore`. Nothing here copies
+through the host except `to_numpy` and `place` of a NumPy array (one copy
+in).
+
+This module holds the storage types and the placement statement that
+fills them; the other jobs are elsewhere: which device holds which block
+(`_holders`), the factor grid redistribution runs on (`_factor_grid`),
+arrays of other Legate libraries taken in (`_interop`), and a tensor's
+data life cycle, handing out its Legate data interface included
+(`_tensor_data`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,132 +41,39 @@ import numpy as np
 
 from distal.errors import ShapeError
 from distal.format.format import Format
+from distal.lower.plan import Box
 from distal.notation.storage import HostStorage, Storage
 from distal.redist.formats import Layout, layout
-from distal.redist.mesh import Mesh
 from distal.redist.simulate import offsets
 
-from ._launch import Affine, Arg, Privilege, index_launch, point_launch
+from ._factor_grid import device_grid
+from ._holders import block_grid, bound_cpus, holder_box, holder_index
+from ._interop import legate_input
+from ._launch import Privilege, point_launch
 from ._make import from_numpy, zeros
 from ._registry import register_kernel
-from ._start import legate_runtime, processor_count
-from ._store import Store, ensure_room, legate_type, tile_of, to_numpy, wrap
+from ._store import Store, ensure_room, tile_of, to_numpy, wrap
 from ._target import target_scope
 
+# block_grid, bound_cpus, holder_box, holder_index (`_holders`) and device_grid (`_factor_grid`) are imported
+# here for the modules and tests that take them from this module
 __all__ = [
     "FormatStore",
     "TensorStore",
     "adopt",
-    "as_factor_grid",
+    "as_storage",
     "block_grid",
-    "data_interface",
+    "bound_cpus",
     "device_grid",
-    "from_factor_grid",
     "from_store",
     "gather",
     "holder_box",
     "holder_index",
-    "legate_input",
     "native",
     "place",
     "place_store",
     "storage_of",
 ]
-
-
-def device_grid(mesh: Mesh, lay: Layout | None = None) -> tuple[int, ...]:
-    """The leading store dimensions: one per factor axis of ``mesh`` (extent 1 on fixed faces).
-
-    A mesh of one device has the grid ``(1,)``.
-    """
-    fixed = {a for a, _ in lay.fixed} if lay is not None else set()
-    grid = tuple(1 if f.axis in fixed else f.size for f in mesh.factors)
-    return grid or (1,)
-
-
-def factor_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
-    """The index of ``device``'s block in a store of the factor grid (`device_grid`), as redistribution keeps it."""
-    mesh = lay.mesh
-    if not mesh.factors:
-        return (0,)
-    fixed = {a for a, _ in lay.fixed}
-    coords = mesh.factor_coords(device)
-    return tuple(0 if f.axis in fixed else c for f, c in zip(mesh.factors, coords, strict=True))
-
-
-def block_grid(lay: Layout) -> tuple[int, ...]:
-    """The leading dimensions of a `FormatStore`'s blocks: one per machine dimension (all levels),
-    of its size, or 1 where the format fixes it (only the face holds blocks)."""
-    fixed = {a for a, _ in lay.fixed}
-    return tuple(1 if name in fixed else size for name, size in lay.mesh.axes)
-
-
-def holder_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
-    """The index in a `FormatStore`'s leading dimensions of the block of ``device`` (a machine coordinate)."""
-    fixed = {a for a, _ in lay.fixed}
-    return tuple(0 if name in fixed else c for name, c in zip(lay.mesh.names, device, strict=True))
-
-
-def _composite(mesh: Mesh) -> bool:
-    return any(len(mesh.factors_of(n)) > 1 for n in mesh.names)
-
-
-def as_factor_grid(held: FormatStore) -> Store:
-    """``held``'s blocks in the factor grid the redistribution programs run on (`device_grid`).
-
-    The blocks themselves where both grids agree (every machine dimension
-    of prime size, none of size 1); otherwise a local copy: one launch where
-    every machine dimension is prime or 1, one pinned copy per holding
-    device (on its bound CPU) where one has a composite size.
-    """
-    return _regrid(held.blocks, held.layout, to_factors=True)
-
-
-def from_factor_grid(store: Store, lay: Layout) -> Store:
-    """Blocks in the factor grid of ``lay``'s mesh (a redistribution's result) as a `FormatStore`'s blocks."""
-    return _regrid(store, lay, to_factors=False)
-
-
-def _regrid(store: Store, lay: Layout, to_factors: bool) -> Store:
-    mesh = lay.mesh
-    factors, machine = device_grid(mesh, lay), block_grid(lay)
-    if factors == machine:
-        return store
-    size = store.shape[-1]
-    out_grid = factors if to_factors else machine
-    if _composite(mesh):
-        out = zeros((*out_grid, size), store.dtype, tile=(*([1] * len(out_grid)), size))
-        if to_factors:
-            _copy_blocks(lay, store, holder_index, out, factor_index)
-        else:
-            _copy_blocks(lay, store, factor_index, out, holder_index)
-        return out
-    # every machine dimension is prime or 1: factor k is machine dimension axis_of[k]
-    fixed = {a for a, _ in lay.fixed}
-    by_axis = {mesh.names.index(f.axis): k for k, f in enumerate(mesh.factors)}
-    onto_machine = [Affine(None, 0, 0) if name in fixed or k not in by_axis else Affine(by_axis[k])
-                    for k, name in enumerate(mesh.names)]
-    onto_factors = [Affine(k) for k in range(len(factors))]
-    out = wrap(legate_runtime().create_store(legate_type(store.dtype), (*out_grid, size)), store.dtype)
-    src_map, out_map = (onto_machine, onto_factors) if to_factors else (onto_factors, onto_machine)
-    if not mesh.factors:
-        src_map, out_map = ([Affine(None, 0, 0)] * (store.ndim - 1)), [Affine(None, 0, 0)] * len(out_grid)
-    index_launch(copy_kernel(), factors,
-                 [Arg(store, Privilege.READ, (*([1] * (store.ndim - 1)), size), (*src_map, Affine(None, 0, 0))),
-                  Arg(out, Privilege.WRITE, (*([1] * len(out_grid)), size), (*out_map, Affine(None, 0, 0)))])
-    return out
-
-
-def _copy_blocks(lay: Layout, source: Store, source_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]],
-                 out: Store, out_index: Callable[[Layout, tuple[int, ...]], tuple[int, ...]]) -> None:
-    key = copy_kernel()
-    binding = bound_cpus(lay)
-    src_block = (*([1] * (source.ndim - 1)), source.shape[-1])
-    out_block = (*([1] * (out.ndim - 1)), out.shape[-1])
-    for device in lay.holders():
-        point_launch(key, [(tile_of(source, src_block, (*source_index(lay, device), 0)), Privilege.READ),
-                           (tile_of(out, out_block, (*out_index(lay, device), 0)), Privilege.WRITE)],
-                     device, binding.get(device, 0))
 
 
 @dataclass(eq=False)
@@ -258,9 +171,6 @@ class FormatStore:
         return self._global
 
 
-Box = tuple[tuple[int, int], ...]
-
-
 def _identity_positions(lay: Layout) -> bool:
     """Whether every element of ``lay`` sits at its own index in the padded tensor (padding only at the ends)."""
     return all(bool(np.array_equal(p, np.arange(n))) for p, n in zip(lay.positions(), lay.shape))
@@ -277,30 +187,6 @@ def _rows_in_order(boxes: dict[Box, tuple[int, ...]], grid: tuple[int, ...], sha
         if box[0][0] != k * tile[0]:
             return False
     return True
-
-
-def holder_box(lay: Layout, device: tuple[int, ...]) -> Box:
-    """The box of the tensor (global coordinates) that ``device``'s block holds, at the block's origin.
-
-    Along every dimension the elements a device holds are consecutive in
-    the tensor and sit at the start of its block (the format's tiles are
-    blocked, level by level); a device of a non-dividing edge may hold an
-    empty box (its block is all padding).
-    """
-    off = offsets(lay.type, lay.mesh, device)
-    box = []
-    for d, positions in enumerate(lay.positions()):
-        lo = int(np.searchsorted(positions, off[d]))
-        hi = int(np.searchsorted(positions, off[d] + lay.tile[d]))
-        if hi > lo:
-            assert positions[lo] == off[d] and positions[hi - 1] - positions[lo] == hi - lo - 1, (lay, device)
-        box.append((lo, hi))
-    return tuple(box)
-
-
-def bound_cpus(lay: Layout) -> dict[tuple[int, ...], int]:
-    """The CPU that `Machine.bind` gives each device of the format's machine."""
-    return lay.format.machine.bind(processor_count("cpu"))
 
 
 def _global_view(store: Store, box: Box) -> Store:
@@ -389,47 +275,6 @@ def place(array: Any, fmt: Format) -> FormatStore:
             f"expected a {fmt.order}-dimensional array for format '{fmt}', but found shape {shape}"
         )
     return place_store(store, fmt, staged)
-
-
-def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:
-    """A `Store` distal owns holding the data of an object with ``__legate_data_interface__``, and its shape.
-
-    The data is copied by Legate (``issue_copy``), store to store, so the
-    caller's array stays its own and nothing goes through the host. A 0-d
-    array gives a store of shape (1,). None for any other object.
-    """
-    if getattr(type(array), "__legate_data_interface__", None) is None:
-        return None
-    data = array.__legate_data_interface__
-    fields = data.get("data", {}) if isinstance(data, dict) else {}
-    if data.get("version") != 1 or len(fields) != 1:
-        raise ShapeError(f"expected a Legate data interface of version 1 with one field, but found {data!r}")
-    (source,) = fields.values()
-    handle = source.data
-    kind = _numpy_dtype(source.type)
-    shape = tuple(int(n) for n in handle.shape)
-    if math.prod(shape) == 0:
-        return zeros(shape or (1,), kind), shape  # nothing to copy (or a scalar: below)
-    runtime = legate_runtime()
-    own = wrap(runtime.create_store(legate_type(kind), shape or (1,)), kind)
-    if shape and not handle.transformed and not handle.has_scalar_storage:
-        runtime.issue_copy(own.handle, handle)
-    else:
-        # a view (a slice, a transpose), a scalar or a one-element array held as a future (cuPyNumeric's
-        # (1, 1)): Legate's copy takes none of them; one task copies it
-        source = wrap(handle if shape else handle.promote(0, 1), kind)
-        index_launch(copy_kernel(), (1,), [Arg(source, Privilege.READ), Arg(own, Privilege.WRITE)])
-    return own, shape
-
-
-def _numpy_dtype(kind: Any) -> np.dtype[Any]:
-    from legate.core import types
-
-    for name in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "complex64", "complex128"):
-        if kind == getattr(types, name):
-            return np.dtype(name.rstrip("_"))
-    raise ShapeError(f"expected a numeric Legate array, but found type {kind}")
 
 
 # -- the global tensor <-> blocks ----------------------------------------------------------
@@ -523,19 +368,7 @@ def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...])
     return place(np.asarray(source, dtype=kind), fmt)
 
 
-_COPY: list[int] = []
-
-
-def copy_kernel() -> int:
-    if not _COPY:
-        def copy(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
-            out[...] = src.reshape(out.shape)
-
-        _COPY.append(register_kernel(copy, "replicate block"))
-    return _COPY[0]
-
-
-# -- tensors' storage: unformatted, and handed to cuPyNumeric ----------------------------------
+# -- tensors' storage without a format ------------------------------------------------------------
 
 
 @dataclass(eq=False)
@@ -591,25 +424,3 @@ def storage_of(store: Store | None, shape: tuple[int, ...], fmt: Format | None,
     if fmt is None or fmt.params:
         return TensorStore(store, shape)
     return place_store(store, fmt)
-
-
-def data_interface(storage: TensorStore | FormatStore, shape: tuple[int, ...]) -> dict[str, Any]:
-    """The Legate data interface of a copy of a tensor's data, made on Legate (no host copy).
-
-    A placed tensor's blocks are gathered by launches (`gather`); an
-    unformatted one's store is copied store to store.
-    """
-    from legate.core import LogicalArray
-
-    if isinstance(storage, FormatStore):
-        copy = gather(storage)
-    else:
-        runtime = legate_runtime()
-        source = storage.store
-        copy = wrap(runtime.create_store(legate_type(source.dtype), source.shape), source.dtype)
-        if math.prod(source.shape) > 0:
-            runtime.issue_copy(copy.handle, source.handle)
-        else:
-            copy = zeros(source.shape, source.dtype)
-    handle = copy.handle.project(0, 0) if not shape else copy.handle
-    return dict(LogicalArray.from_store(handle).__legate_data_interface__)
