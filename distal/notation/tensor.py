@@ -16,6 +16,7 @@ from distal.sizes import MachineDim, Param, Size
 
 if TYPE_CHECKING:
     from distal.format.format import Format
+    from distal.runtime import TensorData
     from distal.schedule.schedule import Schedule
 
 __all__ = ["Tensor"]
@@ -293,14 +294,11 @@ class Tensor:
           that only compiles, explains or runs the reference executor never
           starts Legate.
         """
-        iface = _legate_interface(array)
-        if iface is not None:
-            store, shape, kind = iface
-            check_dtype(kind, name)
-            t = cls(name, shape, format, dtype=kind)
-            from distal.runtime import storage_of
-
-            t.bind(storage_of(store, shape, t.format))
+        if _legate_array(array):
+            copied = _runtime().copy_in(array)
+            check_dtype(copied.dtype, name)
+            t = cls(name, copied.shape, format, dtype=copied.dtype)
+            t.bind(copied.storage(t.format))
             return t
         from distal.lower.memory import check_host_allocation
 
@@ -309,7 +307,7 @@ class Tensor:
         check_dtype(data.dtype, name)
         t = cls(name, data.shape, format, dtype=data.dtype)
         t.bind(HostStorage(data))
-        if t.format is not None and not t.format.params and _legate_running():
+        if t.format is not None and not t.format.params and _runtime().running():
             t.place()
         return t
 
@@ -324,17 +322,7 @@ class Tensor:
         symbolic (a `dt.Param` size: it has no processors until bound).
         Placing a placed tensor does nothing.
         """
-        unplaced = self.format is None or bool(self.format.params)
-        held = self._storage
-        if held is not None and held.on_legate and (unplaced or held.format == self.format):
-            return self
-        from distal.runtime import adopt, storage_of
-
-        if unplaced:
-            self.bind(storage_of(None, self.concrete_shape(), None, self.to_numpy()))
-        else:
-            assert self.format is not None
-            self.bind(adopt(held, self.to_numpy, self.format, self.dtype, self.concrete_shape()))
+        _runtime().place(self)
         return self
 
     def to_cupynumeric(self) -> Any:
@@ -344,12 +332,7 @@ class Tensor:
         blocks of a tensor with a format, gathered by launches), so changing
         one does not change the other. Same as ``cupynumeric.asarray(tensor)``.
         """
-        from distal.runtime import ensure_started
-
-        ensure_started()
-        import cupynumeric
-
-        return cupynumeric.asarray(self)
+        return _runtime().to_cupynumeric(self)
 
     @property
     def __legate_data_interface__(self) -> dict[str, Any]:
@@ -357,12 +340,9 @@ class Tensor:
         cached = self._interface
         if cached is not None and cached[0] is self._storage:
             return cached[1]
-        self.place()
-        from distal.runtime import FormatStore, TensorStore, data_interface
-
-        held = self._storage
-        assert isinstance(held, TensorStore | FormatStore)
-        iface: dict[str, Any] = data_interface(held, self.concrete_shape())
+        held: Storage
+        iface: dict[str, Any]
+        held, iface = _runtime().interface(self)  # placed first, as `place` does
         self._interface = (held, iface)
         return iface
 
@@ -474,10 +454,7 @@ class Tensor:
             return None
         plan = plan_redistribution(old, format, self.concrete_shape(), method)
         if has_data:
-            from distal.runtime import adopt, run_plan_steps
-
-            held = adopt(self._storage, self.to_numpy, old, self.dtype, self.concrete_shape())
-            self.bind(run_plan_steps(plan, held, name=self.name))
+            _runtime().redistribute(self, plan)  # moves the data laid out by `old`, the format it has until below
         self.format = format
         return plan
 
@@ -492,23 +469,20 @@ def _release(key: int, tensor: Tensor) -> None:
     _PENDING.pop(key, None)
 
 
-def _legate_running() -> bool:
-    """Whether distal's runtime has started Legate in this process (without starting it)."""
-    import sys
+def _runtime() -> TensorData:
+    """The runtime's one entry point for a tensor's data on Legate (`distal.runtime.tensor_data`).
 
-    start = sys.modules.get("distal.runtime._start")
-    return bool(start is not None and start.is_started())
+    Imported when first needed: the notation layer sits below the runtime,
+    and a session that only compiles, explains or runs the reference
+    executor never uses it (asking whether Legate runs does not start it).
+    """
+    from distal.runtime import tensor_data
+
+    return tensor_data
 
 
-def _legate_interface(array: Any) -> tuple[Any, tuple[int, ...], np.dtype[Any]] | None:
-    """(store, shape, dtype) of an object with ``__legate_data_interface__``, copied on Legate; else None."""
+def _legate_array(array: Any) -> bool:
+    """Whether ``array`` is data on Legate to copy there (it has ``__legate_data_interface__``), not on the host."""
     if getattr(type(array), "__legate_data_interface__", None) is None:
-        return None
-    if isinstance(array, Tensor) and not array.on_legate:
-        return None  # its data is on the host: copying it there starts no Legate
-    from distal.runtime import legate_input
-
-    found = legate_input(array)
-    assert found is not None
-    store, shape = found
-    return store, shape, store.dtype
+        return False
+    return not (isinstance(array, Tensor) and not array.on_legate)  # host data: copying it there starts no Legate
