@@ -109,15 +109,15 @@ def default_machine(kind: str | None = None) -> Machine:
 
 def _default_machine(kind: str | None) -> Machine:
     import distal.runtime as rt
-    from distal.lower.grouping import configured_processors
+    from distal.host import config_flag, configured_processors
 
     if rt.is_started():
         gpus = rt.processor_count("gpu") if kind in (None, "gpu") else 0
         if gpus:
             return Machine(Grid(gpus, kind="gpu"))
         return Machine(Grid(max(rt.processor_count("cpu"), 1)))
-    tokens = os.environ.get("LEGATE_CONFIG", "").split()
-    gpus = next((int(b) for a, b in itertools.pairwise(tokens) if a == "--gpus" and b.isdigit()), 0)
+    flag = config_flag("--gpus")
+    gpus = int(flag) if flag is not None and flag.isdigit() else 0
     if gpus and kind in (None, "gpu"):
         return Machine(Grid(gpus, kind="gpu"))
     return Machine(Grid(configured_processors("cpu")))

@@ -30,8 +30,8 @@ one at module level):
 12. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
 13. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
 14. `distal.notation`: tensor index notation;
-15. `distal.sizes`, `distal._text`, `distal.host_memory`: symbolic sizes,
-    text helpers, the host's available memory;
+15. `distal.sizes`, `distal._text`, `distal.host`: symbolic sizes,
+    text helpers, the host and Legate's configuration of it (cores, memory, `LEGATE_CONFIG`);
 16. `distal.errors`.
 
 A function-level import of a higher layer is a lazy entry point: it is
@@ -80,7 +80,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distal.leaf", "distal.contract"),
     ("distal.tile_blas",),
     ("distal.notation",),
-    ("distal.sizes", "distal._text", "distal.host_memory"),
+    ("distal.sizes", "distal._text", "distal.host"),
     ("distal.errors",),
 )
 
@@ -92,7 +92,7 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
     ("distal.notation.tensor", "distal.lower.memory"): (
         "Tensor.from_array and an input made as zeros check the host's available memory (MemAvailable, not "
-        "lowering's byte counts) with check_host_allocation, which now lives in distal.host_memory (a low layer): "
+        "lowering's byte counts) with check_host_allocation, which now lives in distal.host (a low layer): "
         "this entry point goes once notation/tensor.py imports it from there"
     ),
     ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",

@@ -70,7 +70,8 @@ from typing import Any
 
 from distal._text import bytes_text as _bytes
 from distal.errors import DistalError
-from distal.lower.grouping import configured_processors, grouping_enabled, plan_tasks
+from distal.host import configured_processors
+from distal.lower.grouping import grouping_enabled, plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction
 
-__all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "configured_processors", "grouping_enabled",
+__all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled",
            "partials_operand", "plan_tasks", "processor_groups", "task_groups"]
 
 Point = tuple[int, ...]
@@ -199,25 +199,6 @@ def _not_a_box(groups: TaskGroups, cut: Cut) -> str | None:
     if cut.written and followed != spanned:
         return "points of a group write or reduce into one tile"
     return None
-
-
-def configured_processors(kind: str = "cpu", env: dict[str, str] | None = None) -> int:
-    """How many processors of ``kind`` Legate is configured to run (``--cpus``/``--gpus``/``--omps`` of
-    ``LEGATE_CONFIG``; without it distal's default: one CPU per core, one processor of another kind)."""
-    tokens = (os.environ if env is None else env).get("LEGATE_CONFIG", "").split()
-    flag = f"--{kind}s"
-    for a, b in itertools.pairwise(tokens):
-        if a == flag and b.isdigit() and int(b) > 0:
-            return int(b)
-    for t in tokens:
-        if t.startswith(flag + "=") and t[len(flag) + 1:].isdigit() and int(t[len(flag) + 1:]) > 0:
-            return int(t[len(flag) + 1:])
-    if kind != "cpu":
-        return 1
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def partials_operand(plan: Plan, red: Reduction) -> Operand:

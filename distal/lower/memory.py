@@ -37,7 +37,7 @@ tensor (its staging store and blocks), a redistribution (`Tensor.redistribute`:
 every store its steps make, `distal.runtime`'s `made_bytes`), and reading a
 store back (Legate copies it through its own memory). Host-side copies
 (`Tensor.from_array`, an input without data made as zeros) are checked by
-`check_host_allocation` (`distal.host_memory`, re-exported here) against the
+`check_host_allocation` (`distal.host`, re-exported here) against the
 memory the operating system reports available. Fragmentation of Legate's pool is not modelled beyond the
 overhead below.
 """
@@ -48,8 +48,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from distal._text import bytes_text
 from distal.errors import OutOfMemory
-from distal.host_memory import check_host_allocation, gib_text
+from distal.host import check_host_allocation
 from distal.lower.analysis import PlanAnalysis, Proc, proc_text
 from distal.lower.plan import Plan
 
@@ -146,8 +147,9 @@ def _plan_memory(plan: Plan, data: PlanAnalysis | None = None) -> MemoryNeed:
 def memory_line(plan: Plan, data: PlanAnalysis) -> str:
     """One line for `explain()`: what `plan.run()` will check against Legate's system memory."""
     need = _plan_memory(plan, data)
-    where = f", processor {need.processor} at its peak {gib_text(need.peak)}" if need.processor is not None else ""
-    return (f"  memory checked by run(): stores {gib_text(need.resident_bytes)}{where}; need {gib_text(need.total)} "
+    where = f", processor {need.processor} at its peak {bytes_text(need.peak)}" if need.processor is not None else ""
+    return (f"  memory checked by run(): stores {bytes_text(need.resident_bytes)}{where}; "
+            f"need {bytes_text(need.total)} "
             f"with runtime overhead ({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB), "
             "against Legate's --sysmem")
 
@@ -172,21 +174,21 @@ def check_plan_memory(plan: Plan, machine: Any, in_use: int = 0, staging: int = 
         return machine
     cpus = getattr(machine, "cpus", None)
     shared = f", shared by its {cpus} CPU processor(s)" if isinstance(cpus, int) else ""
-    stores = "; ".join(f"{text} {gib_text(b)}" for text, b in need.resident)
+    stores = "; ".join(f"{text} {bytes_text(b)}" for text, b in need.resident)
     where = ""
     if need.processor is not None:
         tiles = f" ({', '.join(need.tiles)})" if need.tiles else ""
-        where = (f"; processor {need.processor} needs {gib_text(need.peak)} at its peak, "
-                 f"{gib_text(need.working)} of it beyond its placement{tiles}")
-    held = (f", of which other live tensors' stores hold {gib_text(in_use)}, leaving {gib_text(max(limit, 0))}"
+        where = (f"; processor {need.processor} needs {bytes_text(need.peak)} at its peak, "
+                 f"{bytes_text(need.working)} of it beyond its placement{tiles}")
+    held = (f", of which other live tensors' stores hold {bytes_text(in_use)}, leaving {bytes_text(max(limit, 0))}"
             if in_use > 0 else "")
     raise OutOfMemory(
-        f"expected the plan to fit in Legate's system memory of {gib_text(sysmem_mb * _MIB)} "
+        f"expected the plan to fit in Legate's system memory of {bytes_text(sysmem_mb * _MIB)} "
         f"(--sysmem {sysmem_mb}{shared}{held}), "
-        f"but it needs {gib_text(need.total)}: stores {stores} ({gib_text(need.resident_bytes)} in all){where}; "
-        f"plus {gib_text(need.overhead)} runtime overhead "
+        f"but it needs {bytes_text(need.total)}: stores {stores} ({bytes_text(need.resident_bytes)} in all){where}; "
+        f"plus {bytes_text(need.overhead)} runtime overhead "
         f"({OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB)"
-        + (f"; plus {gib_text(staging)} while the largest input is copied onto Legate from host memory"
+        + (f"; plus {bytes_text(staging)} while the largest input is copied onto Legate from host memory"
            if staging else "")
         + ". Nothing was queued; use a smaller problem, "
         "more processors' memory (LEGATE_CONFIG='--sysmem ...'), fewer live tensors, or a schedule "
@@ -207,9 +209,9 @@ def check_store_memory(what: str, nbytes: int, machine: Any, in_use: int = 0) ->
     if need <= left:
         return
     raise OutOfMemory(
-        f"expected {what} to fit in Legate's system memory of {gib_text(sysmem_mb * _MIB)} (--sysmem {sysmem_mb}), "
-        f"of which live tensors' stores hold {gib_text(in_use)}, leaving {gib_text(max(left, 0))}, but it needs "
-        f"{gib_text(need)} ({gib_text(nbytes)} plus {OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB runtime "
+        f"expected {what} to fit in Legate's system memory of {bytes_text(sysmem_mb * _MIB)} (--sysmem {sysmem_mb}), "
+        f"of which live tensors' stores hold {bytes_text(in_use)}, leaving {bytes_text(max(left, 0))}, but it needs "
+        f"{bytes_text(need)} ({bytes_text(nbytes)} plus {OVERHEAD_FRACTION:.0%} + {OVERHEAD_BYTES // _MIB} MiB runtime "
         "overhead). Nothing was queued; use a smaller tensor, more memory (LEGATE_CONFIG='--sysmem ...'), "
         "or fewer live tensors"
     )

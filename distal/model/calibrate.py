@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
+from distal.host import meminfo_kib
 from distal.links import Link
 from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
 
@@ -238,13 +239,8 @@ def fit_fixed_costs(rows: list[list[float]]) -> dict[str, float]:
 
 
 def _memory_bytes() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 8 << 30
+    total = meminfo_kib("MemTotal")
+    return total * 1024 if total is not None else 8 << 30
 
 
 def _load() -> dict[str, Any] | None:

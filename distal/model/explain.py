@@ -27,9 +27,9 @@ from dataclasses import replace
 
 from distal._text import bytes_text as _bytes
 from distal._text import seconds_text
+from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, proc_text
 from distal.lower.describe import describe, leaf_text
-from distal.lower.grouping import configured_processors
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import memory_line
 from distal.lower.plan import Plan

@@ -189,5 +189,5 @@ def test_placing_a_tensor_larger_than_legate_s_memory_is_refused() -> None:
     # 640,000,000 B = 610.4 MiB, plus 10% and 16 MiB = 687.4 MiB > 512 MiB
     assert ("expected copying a float64 array of shape [40000000] onto Legate (its attached host data and its "
             "store) to fit in Legate's system memory of 512.0 MiB (--sysmem 512)") in refused
-    assert "of which live tensors' stores hold 0.0 MiB, leaving 512.0 MiB, but it needs 687.4 MiB" in refused
+    assert "of which live tensors' stores hold 0 B, leaving 512.0 MiB, but it needs 687.4 MiB" in refused
     assert "usable" in out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import distal as dt
-from distal.lower.grouping import configured_processors
+from distal.host import configured_processors
 
 
 def _head(text: str) -> list[str]:

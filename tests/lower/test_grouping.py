@@ -7,8 +7,9 @@ import pytest
 
 import distal as dt
 from distal import kernels
+from distal.host import configured_processors
 from distal.lower import lower
-from distal.lower.grouping import ENV, Cut, TaskGroups, configured_processors, grouping_enabled, plan_tasks, task_groups
+from distal.lower.grouping import ENV, Cut, TaskGroups, grouping_enabled, plan_tasks, task_groups
 from distal.lower.plan import Proj
 
 ROWS: dict[tuple[int, ...], int] = {(0, 0): 0, (0, 1): 0, (1, 0): 1, (1, 1): 1}  # Machine(Grid(2, 2)).bind(2)
