@@ -3,7 +3,7 @@
 `figure(plan)` (also `Plan.picture`) draws one panel per step of a plan. A
 step is the launch points of one group that share the values of its
 sequential loops: launches run one after another (a launch is one time step
-in `distal.lower.explain`'s cost model), and a rotated schedule, which runs
+in `distal.lower.analysis`'s traffic simulation), and a rotated schedule, which runs
 one launch per point, has its points of one step gathered again. In each
 panel every processor of the plan's machine is a box, laid out as in the
 pictures of formats (`distal.format.picture.processor_layout`), listing what

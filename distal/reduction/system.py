@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # One description of links for the reduction simulator and the time model
-# (distal.model.links, where the figures are cited). `Interconnect` is its name here.
+# (distal.links, where the figures are cited). `Interconnect` is its name here.
 Interconnect = Link
 
 
