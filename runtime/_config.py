@@ -1,21 +1,16 @@
 """Embedded Legate defaults sized to the machine distal runs on.
 
-Pure functions of what the host reports, so they can be tested without
-starting Legate. `_start.py` applies them to `os.environ`.
+Pure functions of what the host reports (`distal.host` reads it), so they can
+be tested without starting Legate. `_start.py` applies them to `os.environ`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
+
+from distal.host import SYSMEM_MIN_MB, available_mb, cores, cpu_model, default_sysmem_mb
 
 __all__ = ["HostInfo", "default_config", "host_info", "quiet_gpu_logging"]
-
-# Legate's pool of system memory: half of what is available, within bounds.
-_SYSMEM_SHARE = 0.5
-_SYSMEM_MIN_MB = 256
-_SYSMEM_MAX_MB = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,50 +22,11 @@ class HostInfo:
     cpu_model: str
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _meminfo_mb(field: str) -> int | None:
-    try:
-        text = Path("/proc/meminfo").read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) // 1024
-    return None
-
-
-def _available_mb() -> int:
-    found = _meminfo_mb("MemAvailable")
-    if found is not None:
-        return found
-    try:
-        pages = os.sysconf("SC_AVPHYS_PAGES")
-        size = os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return 2 * _SYSMEM_MIN_MB
-    return int(pages * size) // (1024 * 1024)
-
-
-def _cpu_model() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown"
-    for line in text.splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def host_info() -> HostInfo:
     """Cores this process may run on, available memory in MiB, and the CPU model."""
-    return HostInfo(cores=_cores(), available_mb=_available_mb(), cpu_model=_cpu_model())
+    available = available_mb()
+    return HostInfo(cores=cores(), available_mb=available if available is not None else 2 * SYSMEM_MIN_MB,
+                    cpu_model=cpu_model())
 
 
 def default_config(host: HostInfo, gpus: int, shim: bool = False) -> str:
@@ -85,8 +41,7 @@ def default_config(host: HostInfo, gpus: int, shim: bool = False) -> str:
     >>> default_config(HostInfo(cores=4, available_mb=8000, cpu_model="x"), gpus=0)
     '--cpus 4 --gpus 0 --omps 0 --utility 1 --sysmem 4000 --logging threads=error'
     """
-    sysmem = int(host.available_mb * _SYSMEM_SHARE)
-    sysmem = max(_SYSMEM_MIN_MB, min(_SYSMEM_MAX_MB, sysmem))
+    sysmem = default_sysmem_mb(host.available_mb)
     cpus = max(1, host.cores)
     logging = "gpu=none,threads=error" if shim else "threads=error"
     return f"--cpus {cpus} --gpus {gpus} --omps 0 --utility 1 --sysmem {sysmem} --logging {logging}"

@@ -90,16 +90,11 @@ LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
         "Format.placement()/placement_text(): the user-facing method builds the placement statement in cin"
     ),
     ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
-    ("distal.notation.tensor", "distal.lower.memory"): (
-        "Tensor.from_array and an input made as zeros check the host's available memory (MemAvailable, not "
-        "lowering's byte counts) with check_host_allocation, which now lives in distal.host (a low layer): "
-        "this entry point goes once notation/tensor.py imports it from there"
-    ),
     ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",
     ("distal.notation.tensor", "distal.runtime"): (
-        "Tensor's data on Legate: from_array (storage_of, legate_input), place (storage_of, adopt), "
-        "redistribute (adopt, run_plan_steps), to_cupynumeric (ensure_started), "
-        "__legate_data_interface__ (data_interface, FormatStore, TensorStore)"
+        "Tensor's data on Legate: from_array, place, redistribute, to_cupynumeric and __legate_data_interface__ "
+        "go through the runtime's one entry point for a tensor's data (tensor_data: copy_in, place, redistribute, "
+        "interface, to_cupynumeric; running(), so that from_array places at once only where Legate already runs)"
     ),
     ("distal", "distal.kernels"): "the facade's dt.kernels, loaded on first use (it builds on the facade)",
     ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distal.errors import DtypeError, FormatError, NotationError, ShapeError
+from distal.host import check_host_allocation
 from distal.notation.ast import Access, Accumulate, Assignment, IndexVar, as_expr
 from distal.notation.check import check_statement
 from distal.notation.storage import HostStorage, Storage
@@ -300,8 +301,6 @@ class Tensor:
             t = cls(name, copied.shape, format, dtype=copied.dtype)
             t.bind(copied.storage(t.format))
             return t
-        from distal.lower.memory import check_host_allocation
-
         check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
         data = np.array(array, copy=True)
         check_dtype(data.dtype, name)
@@ -391,8 +390,6 @@ class Tensor:
         """A NumPy copy of the tensor's data (zeros if it was never written)."""
         if self._storage is not None:
             return np.asarray(self._storage.to_numpy(), dtype=self.dtype)  # the storage hands over its own copy
-        from distal.lower.memory import check_host_allocation
-
         check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
         return np.zeros(self.concrete_shape(), dtype=self.dtype)
 
