@@ -10,11 +10,11 @@ factor grid of redistribution (`_factor_grid`) all read these.
 
 from __future__ import annotations
 
-import numpy as np
+import functools
 
+from distal.format.format import Format
 from distal.lower.plan import Box
 from distal.redist.formats import Layout
-from distal.redist.simulate import offsets
 
 from ._start import processor_count
 
@@ -37,20 +37,20 @@ def holder_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
 def holder_box(lay: Layout, device: tuple[int, ...]) -> Box:
     """The box of the tensor (global coordinates) that ``device``'s block holds, at the block's origin.
 
-    Along every dimension the elements a device holds are consecutive in
-    the tensor and sit at the start of its block (the format's tiles are
-    blocked, level by level); a device of a non-dividing edge may hold an
-    empty box (its block is all padding).
+    The box `Format.boxes` gives the device (one per device: its tile, level
+    by level); a device holding nothing (off a fixed face, or past a
+    non-dividing edge, where its block is all padding) gets an empty box.
+    tests/format/test_ownership.py checks that the padded layout of the
+    block puts exactly this box at its start.
     """
-    off = offsets(lay.type, lay.mesh, device)
-    box = []
-    for d, positions in enumerate(lay.positions()):
-        lo = int(np.searchsorted(positions, off[d]))
-        hi = int(np.searchsorted(positions, off[d] + lay.tile[d]))
-        if hi > lo:
-            assert positions[lo] == off[d] and positions[hi - 1] - positions[lo] == hi - lo - 1, (lay, device)
-        box.append((lo, hi))
-    return tuple(box)
+    held = _boxes(lay.format, lay.shape).get(tuple(device), ())
+    assert len(held) <= 1, (lay, device, held)
+    return held[0] if held else tuple((0, 0) for _ in lay.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], tuple[Box, ...]]:
+    return fmt.boxes(shape)
 
 
 def bound_cpus(lay: Layout) -> dict[tuple[int, ...], int]:

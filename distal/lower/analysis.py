@@ -148,8 +148,8 @@ _Sender = Proc | None
 class Owners:
     """Which boxes of each tensor each abstract processor holds under its format (placement, paper 5.3).
 
-    A tensor with a format over the plan's machine is held tile by tile by
-    `Format.owners` of each tile's color (broadcast dimensions: every
+    A tensor with a format over the plan's machine is held as `Format.boxes`
+    says, the one answer to who holds what (broadcast dimensions: every
     processor along them; fixed dimensions: the face). A tensor without a
     format, or with a format over another machine, lives in one global store
     that no processor of the plan holds (`held[n]` is None for it).
@@ -169,16 +169,10 @@ class Owners:
         machine = self.plan.machine
         if fmt is None or machine is None or getattr(fmt, "machine", None) != machine:
             return None
-        held: dict[Proc, list[Box]] = {}
         try:
-            for color, bounds in fmt.tiles(info.shape):
-                if is_empty(tuple(bounds)):
-                    continue
-                for p in fmt.owners(color):
-                    held.setdefault(tuple(p), []).append(tuple(bounds))
+            return {tuple(p): list(boxes) for p, boxes in fmt.boxes(info.shape).items() if boxes}
         except DistalError:  # a format this plan cannot place (e.g. sizes still symbolic): one global store
             return None
-        return held
 
     def boxes(self, n: int, proc: Proc) -> list[Box]:
         """The boxes of tensor n that `proc` holds ([] for a global store)."""

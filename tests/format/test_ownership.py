@@ -1,8 +1,9 @@
 """One answer to "which processor holds which box": `Format.boxes`, checked against the runtime's blocks.
 
-The runtime places a formatted tensor as padded device blocks (the
-redistribution layout, `distal.redist.formats.layout`); the box each device's
-block holds must be the one `Format.boxes` names, for every format the
+The runtime places a formatted tensor as padded device blocks, each holding
+the box `Format.boxes` names for its device (`holder_box`); redistribution
+reasons about the same blocks through their padded layout
+(`distal.redist.formats.layout`). Both must agree, for every format the
 random suites draw: fixed and broadcast dimensions, prime machines,
 hierarchies, extents that do not divide.
 """
@@ -12,36 +13,56 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 import distal as dt
 from distal.errors import FormatError
 from distal.format.format import Format
 from distal.redist.formats import layout
+from distal.redist.simulate import offsets
 from distal.runtime._tensor_storage import holder_box
 from tests._strategies.legate_cases import draw_format
 from tests._strategies.machines import MACHINES
 
 
-def _block_boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], tuple[tuple[tuple[int, int], ...], ...]]:
-    """Per device, the non-empty box its padded block holds under the runtime's layout."""
+def _layout_boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], tuple[tuple[tuple[int, int], ...], ...]]:
+    """Per device, the non-empty box the padded layout (redistribution's distributed type) puts at the start
+    of its block: the elements whose padded position falls in the block, worked out from positions alone."""
     lay = layout(fmt, shape)
     out = {}
     for dev in lay.mesh.devices():
-        box = holder_box(lay, tuple(dev)) if lay.holds(dev) else None
-        out[tuple(dev)] = () if box is None or any(hi <= lo for lo, hi in box) else (box,)
+        if not lay.holds(dev):
+            out[tuple(dev)] = ()
+            continue
+        off = offsets(lay.type, lay.mesh, dev)
+        box = []
+        for d, positions in enumerate(lay.positions()):
+            lo = int(np.searchsorted(positions, off[d]))
+            hi = int(np.searchsorted(positions, off[d] + lay.tile[d]))
+            if hi > lo:  # consecutive elements at the block's start
+                assert positions[lo] == off[d] and positions[hi - 1] - positions[lo] == hi - lo - 1
+            box.append((lo, hi))
+        out[tuple(dev)] = () if any(hi <= lo for lo, hi in box) else (tuple(box),)
     return out
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_the_runtimes_device_blocks_hold_what_format_boxes_says(seed: int) -> None:
+def test_the_padded_blocks_hold_what_format_boxes_says(seed: int) -> None:
+    """The runtime places each device's `Format.boxes` box at the start of its block (`holder_box`); the padded
+    layout redistribution reasons with must put the same elements there."""
     rng = random.Random(seed)
     for _ in range(100):
         machine = rng.choice(MACHINES)
         order = rng.randint(0, 3)
         fmt = draw_format(rng, order, machine)
         shape = tuple(rng.randint(1, 7) for _ in range(order))
-        assert fmt.boxes(shape) == _block_boxes(fmt, shape), (fmt, shape)
+        boxes = fmt.boxes(shape)
+        assert boxes == _layout_boxes(fmt, shape), (fmt, shape)
+        lay = layout(fmt, shape)
+        for dev in lay.holders():
+            box = holder_box(lay, tuple(dev))
+            assert (box,) == boxes[tuple(dev)] or (not boxes[tuple(dev)] and any(hi <= lo for lo, hi in box))
 
 
 def test_boxes_cover_the_tensor_once_per_copy() -> None:
