@@ -77,7 +77,7 @@ def _plans(walked: bool) -> dict[str, Any]:
         for name, sched in (("copy_n8_grid4", copy), ("summa_2x1_n128", summa)):
             plan = sched.compile()
             for group in plan.groups:
-                group.kernel.keep_programs = False
+                group.body.keep_programs = False
             plans[f"{name}_walked"] = plan
     return plans
 

@@ -37,7 +37,7 @@ def _plan(n: int, fuse: bool) -> Any:
 def _seconds(plan: Any, force: bool | None) -> float:
     chosen = kernel._Run._index_is_cheaper
     for group in plan.groups:
-        group.kernel.forget()  # the choice and the points' programs are cached per task body
+        group.body.forget()  # the choice and the points' programs are cached per task body
     if force is not None:
         kernel._Run._index_is_cheaper = lambda self, chain, start: force  # type: ignore[method-assign]
     try:

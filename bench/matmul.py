@@ -123,12 +123,12 @@ def _breakdown(plan: Any, b: np.ndarray, c: np.ndarray, cpus: int) -> dict[str, 
 
     group = plan.groups[0]
     binding = plan.machine.bind(cpus) if plan.machine is not None else {}
-    group.kernel.timings = []
+    group.body.timings = []
     start = time.perf_counter()
     plan.run()
     rt.fence()
     wall = time.perf_counter() - start
-    timings, group.kernel.timings = group.kernel.timings, None
+    timings, group.body.timings = group.body.timings, None
     per_proc: dict[int, float] = {}
     for point, seconds, _ in timings:
         proc = binding.get(plan.processor_of(group, point), 0)

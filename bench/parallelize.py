@@ -86,7 +86,7 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DistalFallbackWarning)
             plans = {"none": plain.compile(), unit: parallel.compile()}
-        how = [str(p) for g in plans[unit].groups for p in g.kernel.parallel]
+        how = [str(p) for g in plans[unit].groups for p in g.body.parallel]
         backends = ["numpy", "legate"] if name == "fused-reduction" else ["numpy"]
         for backend in backends:
             runs = {label: _runner(plan, out, backend) for label, plan in plans.items()}

@@ -147,7 +147,7 @@ def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[i
 def _key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand]) -> int:
     # Transient: released at the next fence so that the task body (and the
     # tensors it holds) can be freed; running the plan again registers it again.
-    kernel = plan.groups[group_index].kernel
+    kernel = plan.groups[group_index].body
     return register_kernel(block_tiles(plan, plan.groups[group_index], kernel, placed), kernel.name, transient=True)
 
 
@@ -277,7 +277,7 @@ def _run(plan: Plan, trace: list[ReduceRecord] | None) -> None:
         if red is None:
             key = _key(plan, g, placed)
         else:  # the task body adds into its processor's block of the partials (`_reduce`)
-            key = partials_key(plan, group, red, block_tiles(plan, group, group.kernel, placed))
+            key = partials_key(plan, group, red, block_tiles(plan, group, group.body, placed))
         for launch in group.launches:
             if red is not None:
                 launch = into_partials(plan, red, launch)
@@ -411,7 +411,7 @@ def _submit_groups(plan: Plan, group: Group, key: int, lower: tuple[int, ...], u
         return False
     groups, cut_args, members = found
     grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, cut_args)]
-    wrapper = register_kernel(_Grouped(kernel_of(key)[1], members), f"{group.kernel.name}_grouped", transient=True)
+    wrapper = register_kernel(_Grouped(kernel_of(key)[1], members), f"{group.body.name}_grouped", transient=True)
     if groups.processors == tuple(range(groups.tasks)):
         # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
         index_launch(wrapper, groups.count, grouped, target=target)

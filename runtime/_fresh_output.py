@@ -118,8 +118,8 @@ def output_position(plan: Plan, launch: Launch) -> int:
 def zero_first_key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand], position: int) -> int:
     """The group's kernel, preceded in each task by zeroing the output's tile (transient, as `_execute._key`)."""
     group = plan.groups[group_index]
-    inner = block_tiles(plan, group, group.kernel, placed)
-    return register_kernel(ZeroFirst(inner, position), group.kernel.name, transient=True)
+    inner = block_tiles(plan, group, group.body, placed)
+    return register_kernel(ZeroFirst(inner, position), group.body.name, transient=True)
 
 
 @dataclass(eq=False)

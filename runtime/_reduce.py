@@ -537,7 +537,7 @@ def partials_key(plan: Plan, group: Group, red: Reduction, kernel: Any) -> int:
              for launch in group.launches for p in launch.points()}
     assert plan.machine is not None
     wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
-    return register_kernel(wrapper, f"{group.kernel.name}_partials", transient=True)
+    return register_kernel(wrapper, f"{group.body.name}_partials", transient=True)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def describe(plan: Plan) -> str:
     for g in plan.groups:
         dist = ", ".join(map(str, g.vars[: g.distributed])) or "-"
         steps = ", ".join(map(str, g.steps)) or "-"
-        lines.append(f"  kernel {g.kernel.name}: launch over ({dist}), sequential steps ({steps}), "
+        lines.append(f"  kernel {g.body.name}: launch over ({dist}), sequential steps ({steps}), "
                      f"{len(g.launches)} launch(es)")
         if g.distributed and plan.machine is not None:
             lines.append(f"    on the machine: {_machine_dims_text(plan, g)}")
@@ -75,10 +75,10 @@ def leaf_text(plan: Plan, g: Group) -> str:
     calls `TaskBody.ran` counts when it runs)."""
     first = next(iter(g.launches), None)
     if first is None:
-        return g.kernel.describe(fresh=_fresh(plan, g))
+        return g.body.describe(fresh=_fresh(plan, g))
     point = next(first.points())
     tiles = [tuple(hi - lo for lo, hi in op.box(point, plan.tensors[op.tensor].shape)) for op in first.operands]
-    return g.kernel.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
+    return g.body.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
 
 
 def _machine_dims_text(plan: Plan, g: Group) -> str:

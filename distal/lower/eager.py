@@ -65,7 +65,7 @@ def run_eager(plan: Plan) -> None:
             raise RuntimeFailure(f"expected only the output {info.name} written by an eager plan, but found "
                                  f"{plan.tensors[op.tensor].name} {op.privilege.value}")
     if fresh:
-        group.kernel.run_fresh(point, [op.tensor for op in launch.operands].index(out), *tiles)
+        group.body.run_fresh(point, [op.tensor for op in launch.operands].index(out), *tiles)
     else:
-        group.kernel(point, *tiles)
+        group.body(point, *tiles)
     plan.tensor(info).bind(HostStorage(result))

@@ -48,7 +48,7 @@ def first_launch_fresh(plan: Plan) -> bool:
     ops = [op for op in first.operands if op.tensor == n]
     if len(ops) != 1 or ops[0].privilege not in (Privilege.WRITE, Privilege.READ_WRITE):
         return False
-    if getattr(group.kernel, "run_fresh", None) is None:
+    if getattr(group.body, "run_fresh", None) is None:
         return False
     shape = plan.output.shape
     boxes = [ops[0].box(p, shape) for p in first.points()]
@@ -126,9 +126,9 @@ def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> 
             args = tiles if device is None else [device(t) for t in tiles]
             if fresh and number == 0:  # the output's tile holds no data yet (`first_launch_fresh`)
                 position = next(p for p, op in enumerate(launch.operands) if op.tensor == out)
-                group.kernel.run_fresh(point, position, *args)
+                group.body.run_fresh(point, position, *args)
             else:
-                group.kernel(point, *args)
+                group.body(point, *args)
             for view, buffer in folds:
                 view += buffer
     if red is not None and partials is not None:

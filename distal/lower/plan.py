@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -156,17 +157,16 @@ class Launch:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """Launches of one leaf kernel over the same launch variables.
+    """Launches of one task body over the same launch variables.
 
     `vars[:distributed]` are distributed loops (launch dimensions that run in
     parallel); the rest are sequential steps (extent one in each launch).
-    `processors` maps a launch point's distributed part to the abstract
-    processor coordinate that runs it.
+    `body` is what each launch point runs on its tiles (`TaskBody`).
     """
 
     vars: tuple[IndexVar, ...]
     distributed: int
-    kernel: TaskBody = field(repr=False)
+    body: TaskBody = field(repr=False)
     launches: tuple[Launch, ...]
     notes: tuple[str, ...] = ()
     extents: tuple[int, ...] = ()  # of the distributed dimensions
@@ -179,6 +179,13 @@ class Group:
     @property
     def steps(self) -> tuple[IndexVar, ...]:
         return self.vars[self.distributed:]
+
+    @property
+    def kernel(self) -> TaskBody:
+        """Deprecated: the task body is `Group.body` ("kernel" named four things in distal)."""
+        warnings.warn("Group.kernel is deprecated; use Group.body (the task body each launch point runs)",
+                      DeprecationWarning, stacklevel=2)
+        return self.body
 
 
 @dataclass(frozen=True, slots=True)

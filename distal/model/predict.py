@@ -240,7 +240,7 @@ def _product_work(plan: Plan) -> Any:
 
 
 def _leaf_kind(group: Any) -> str:
-    leaves = getattr(group.kernel, "leaves", ())
+    leaves = getattr(group.body, "leaves", ())
     return leaves[0][1].name if leaves else "GENERIC"
 
 
