@@ -175,6 +175,7 @@ def test_bench_refuses_unknown_names_and_missing_scripts(tmp_path: Path, capsys:
         capsys.readouterr().err)
 
 
+@pytest.mark.legate
 def test_the_gpu_benchmark_says_why_it_records_nothing_without_gpus() -> None:
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "LEGATE_CONFIG"}

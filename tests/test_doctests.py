@@ -4,7 +4,8 @@ Every module of `distal`, `distal.runtime` (from `runtime/`) and
 `distal.kernels` (from `kernels/`) whose source shows an example (`>>>`) is found
 from the source files (nothing is imported at collection, so collecting does
 not load Legate) and its doctests run with ELLIPSIS. Examples that need a started Legate with a given machine
-are marked `# doctest: +SKIP` in the module itself.
+are marked `# doctest: +SKIP` in the module itself; a module whose examples run on Legate is in `ON_LEGATE`
+(its case carries the `legate` marker).
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ def _module_names() -> list[str]:
 
 
 MODULES = _module_names()
+ON_LEGATE = {"distal.runtime._reduce"}  # reduce_partials and reduce_arrays run their examples on Legate
 
 
 def test_the_modules_are_found() -> None:
     assert {"distal", "distal.cin.placement", "distal.runtime._config", "distal.kernels"} <= set(MODULES)
+    assert ON_LEGATE <= set(MODULES)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.legate) if name in ON_LEGATE else name
+                                  for name in MODULES])
 def test_docstring_examples(name: str) -> None:
     if name == "distal.format.picture":
         pytest.importorskip("matplotlib")

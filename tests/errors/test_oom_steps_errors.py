@@ -17,6 +17,8 @@ from distal import runtime as rt
 from distal.redist.formats import plan_redistribution
 from distal.runtime import _redistribute, _start, _store
 
+pytestmark = pytest.mark.legate
+
 
 @dataclass(frozen=True)
 class _Tiny:

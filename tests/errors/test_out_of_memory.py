@@ -66,6 +66,7 @@ def test_a_host_copy_larger_than_available_memory_is_refused() -> None:
     check_host_allocation("a small array", (10, 10), np.float64, available=1 << 30)
 
 
+@pytest.mark.legate
 def test_out_of_memory_on_legate_leaves_the_runtime_usable() -> None:
     # 298 GiB against the system memory Legate runs with: refused before anything is queued
     A = _outer(200000)
@@ -157,6 +158,7 @@ def _run_with_512_mib(script: str) -> tuple[str, str]:
     return next(line for line in done.stdout.splitlines() if line.startswith("refused:")), done.stdout
 
 
+@pytest.mark.legate
 def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
     refused, out = _run_with_512_mib(_LIVE_TENSORS_SCRIPT)
     # X's placed blocks are 21,000,000 x 8 B = 160.2 MiB of the 512 MiB; the plan needs 2 x 136,000,000 B
@@ -183,6 +185,7 @@ print("usable")
 """
 
 
+@pytest.mark.legate
 def test_placing_a_tensor_larger_than_legate_s_memory_is_refused() -> None:
     refused, out = _run_with_512_mib(_PLACEMENT_SCRIPT)
     # copying the 320,000,000 B array onto Legate needs it twice (attached host data and its store):

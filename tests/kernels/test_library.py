@@ -116,6 +116,7 @@ def test_higher_order_kernels() -> None:
     np.testing.assert_allclose(A2.to_numpy(), expected, rtol=1e-10)
 
 
+@pytest.mark.legate
 def test_build_sets_formats_and_says_so() -> None:
     A, B, C = matmul_operands(4, 4, 4)
     m = dt.Machine(dt.Grid(2, 2))

@@ -19,6 +19,8 @@ import distal as dt
 from distal import kernels
 from distal.lower import task_body
 
+pytestmark = pytest.mark.legate
+
 i, j, k = dt.index_vars("i j k")
 io, ii, iio, iii, ko, ki = dt.index_vars("io ii iio iii ko ki")
 

@@ -28,6 +28,7 @@ def two_blas_threads() -> Iterator[None]:
         yield
 
 
+@pytest.mark.legate
 def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
         machine: rt.MachineInfo, two_blas_threads: None) -> None:
     import cupynumeric  # noqa: F401  (brings its own OpenBLAS, loaded after Legate started)
@@ -49,6 +50,7 @@ def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
     assert (rt.to_numpy(store) == 2.0).all()
 
 
+@pytest.mark.legate
 def test_no_limit_inside_tasks_when_asked(machine: rt.MachineInfo, two_blas_threads: None) -> None:
     seen: list[list[int]] = []
     key = rt.register_kernel(lambda point, tile: seen.append(_blas_threads()))
@@ -63,6 +65,7 @@ def test_no_limit_inside_tasks_when_asked(machine: rt.MachineInfo, two_blas_thre
     assert seen == [[2] * len(seen[0])]
 
 
+@pytest.mark.legate
 def test_the_limit_holds_from_a_launch_until_the_next_fence(machine: rt.MachineInfo, two_blas_threads: None) -> None:
     from distal.runtime import _start
 
@@ -88,6 +91,7 @@ def test_task_threads_must_be_positive() -> None:
     assert _blas.task_threads() == 1
 
 
+@pytest.mark.legate
 def test_distals_own_openblas_is_limited_too(machine: rt.MachineInfo) -> None:
     """Loaded when Legate starts (before any task), so the limit above covers it (distal/tile_blas.py)."""
     from pathlib import Path

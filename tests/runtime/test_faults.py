@@ -19,6 +19,8 @@ import distal as dt
 from distal import runtime as rt
 from distal.lower.task_body import TaskBody
 
+pytestmark = pytest.mark.legate  # in this process, or in a child process
+
 i, j, k, io, jo, ii, ji, ko, ki = dt.index_vars("i j k io jo ii ji ko ki")
 N = 8
 

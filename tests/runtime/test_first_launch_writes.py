@@ -12,6 +12,8 @@ from distal import kernels
 from distal import runtime as rt
 from distal.runtime import _execute
 
+pytestmark = pytest.mark.legate
+
 
 @pytest.fixture
 def fills(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> list[Any]:

@@ -24,6 +24,7 @@ CASES = [
 ]
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize(("text", "grid", "shape"), CASES)
 def test_to_numpy_gives_the_data(machine: rt.MachineInfo, text: str, grid: tuple[int, ...],
                                  shape: tuple[int, ...]) -> None:
@@ -37,6 +38,7 @@ def test_to_numpy_gives_the_data(machine: rt.MachineInfo, text: str, grid: tuple
     np.testing.assert_array_equal(held.to_numpy(), data)
 
 
+@pytest.mark.legate
 def test_rows_in_order_make_no_padded_pass(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tensor whose blocks are its rows in order (TTM's output) is the host copy itself, reshaped."""
     def refused(self: Layout, padded: Any) -> Any:

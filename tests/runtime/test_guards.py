@@ -22,6 +22,8 @@ import pytest
 
 from distal import runtime as rt
 
+pytestmark = pytest.mark.legate  # in this process, or in a child process
+
 R, W, RW = rt.Privilege.READ, rt.Privilege.WRITE, rt.Privilege.READ_WRITE
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -35,6 +35,7 @@ def _thp_mode() -> str:
         return "[never]"
 
 
+@pytest.mark.legate
 def test_the_pool_is_eligible_for_huge_pages(machine: rt.MachineInfo) -> None:
     if "[never]" in _thp_mode() or os.environ.get("DISTAL_HUGE_PAGES") == "0":
         pytest.skip("transparent huge pages are off on this machine, or turned off for distal")

@@ -36,6 +36,7 @@ def _blocked(shape: tuple[int, int], tile: tuple[int, int]) -> np.ndarray:
     return (100 * rows + 10 * cols).astype(float)
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize(("shape", "tile"), [((8, 6), (4, 3)), ((7, 5), (4, 3))])
 def test_tiled_launch_over_a_2d_domain(machine: rt.MachineInfo, shape: tuple[int, int],
                                        tile: tuple[int, int]) -> None:
@@ -45,6 +46,7 @@ def test_tiled_launch_over_a_2d_domain(machine: rt.MachineInfo, shape: tuple[int
     assert np.array_equal(rt.to_numpy(y), 2.0 * x_np + _blocked(shape, tile))
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize(("n", "m", "kk", "grid"), [(8, 8, 8, 2), (7, 5, 6, 2), (9, 4, 7, 3)])
 def test_summa_as_launches_over_k(machine: rt.MachineInfo, n: int, m: int, kk: int,
                                   grid: int) -> None:
@@ -62,6 +64,7 @@ def test_summa_as_launches_over_k(machine: rt.MachineInfo, n: int, m: int, kk: i
     np.testing.assert_allclose(rt.to_numpy(c), a_np @ b_np, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.legate
 def test_reduction_over_a_launch_dimension(machine: rt.MachineInfo) -> None:
     x_np = np.arange(7.0 * 9).reshape(7, 9)
     x, total = rt.from_numpy(x_np), rt.full((7,), 1.0)
@@ -73,6 +76,7 @@ def test_reduction_over_a_launch_dimension(machine: rt.MachineInfo) -> None:
     np.testing.assert_allclose(rt.to_numpy(total), 1.0 + x_np.sum(axis=1))
 
 
+@pytest.mark.legate
 def test_reduction_of_a_whole_store(machine: rt.MachineInfo) -> None:
     def dot(point: tuple[int, ...], a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         out += np.dot(a, b)
@@ -84,6 +88,7 @@ def test_reduction_of_a_whole_store(machine: rt.MachineInfo) -> None:
     assert rt.to_numpy(out)[0] == pytest.approx(float(a_np @ b_np))
 
 
+@pytest.mark.legate
 def test_extra_colors_are_empty_tiles(machine: rt.MachineInfo) -> None:
     shapes: list[tuple[int, ...]] = []
 
@@ -99,6 +104,7 @@ def test_extra_colors_are_empty_tiles(machine: rt.MachineInfo) -> None:
     assert sorted(s[0] for s in shapes) == [0, 1, 2, 2]
 
 
+@pytest.mark.legate
 def test_lower_bounds_shift_the_domain(machine: rt.MachineInfo) -> None:
     y = rt.zeros((4, 4))
     x = rt.from_numpy(np.zeros((4, 4)))
@@ -108,6 +114,7 @@ def test_lower_bounds_shift_the_domain(machine: rt.MachineInfo) -> None:
     assert np.array_equal(rt.to_numpy(y), expected)
 
 
+@pytest.mark.legate
 def test_cannon_rotation_with_pinned_point_launches(machine: rt.MachineInfo) -> None:
     g, n = 2, 6
     rng = np.random.default_rng(1)
@@ -124,6 +131,7 @@ def test_cannon_rotation_with_pinned_point_launches(machine: rt.MachineInfo) -> 
     np.testing.assert_allclose(rt.to_numpy(c), a_np @ b_np, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.legate
 def test_kernel_failure_is_reported_not_fatal(machine: rt.MachineInfo) -> None:
     def broken(point: tuple[int, ...], x: np.ndarray) -> None:
         raise ValueError(f"broken at {point}")
@@ -135,12 +143,14 @@ def test_kernel_failure_is_reported_not_fatal(machine: rt.MachineInfo) -> None:
     rt.fence()  # reported once
 
 
+@pytest.mark.legate
 def test_projection_outside_the_tiles_is_refused(machine: rt.MachineInfo) -> None:
     x, y = rt.zeros((4, 4)), rt.zeros((4, 4))
     with pytest.raises(DistalError, match="outside"):
         rt.index_launch(SCALE, (3, 2), [rt.Arg(x, R, (2, 2)), rt.Arg(y, W, (2, 2))])
 
 
+@pytest.mark.legate
 def test_a_written_store_may_appear_once(machine: rt.MachineInfo) -> None:
     x = rt.zeros((4, 4))
     with pytest.raises(NotSupportedYet, match="appear"):
@@ -157,12 +167,14 @@ def test_bad_arguments_are_refused() -> None:
         rt.Arg(x, R, None, (Affine(0), Affine(1)))
 
 
+@pytest.mark.legate
 def test_empty_domains_launch_nothing(machine: rt.MachineInfo) -> None:
     x = rt.zeros((4,))
     rt.index_launch(SCALE, (0,), [rt.Arg(x, W, (2,))])
     assert np.array_equal(rt.to_numpy(x), np.zeros(4))
 
 
+@pytest.mark.legate
 def test_refusals_name_the_offender(machine: rt.MachineInfo) -> None:
     x = rt.zeros((4, 4))
     with pytest.raises(DistalError, match="launch dimension"):
@@ -177,6 +189,7 @@ def test_refusals_name_the_offender(machine: rt.MachineInfo) -> None:
         rt.index_launch(SCALE, (2, 2), [rt.Arg(x, R, (2, 2), (Affine(0), Affine(2)))])
 
 
+@pytest.mark.legate
 def test_written_tiles_are_not_shared_between_points(machine: rt.MachineInfo) -> None:
     x = rt.zeros((4, 4))
     with pytest.raises(DistalError, match="its own tile"):
@@ -186,6 +199,7 @@ def test_written_tiles_are_not_shared_between_points(machine: rt.MachineInfo) ->
         rt.index_launch(SCALE, (2, 2), [rt.Arg(x, RW)])
 
 
+@pytest.mark.legate
 def test_zero_dimensional_stores(machine: rt.MachineInfo) -> None:
     assert rt.to_numpy(rt.from_numpy(np.array(3.0))) == 3.0
     scalar = rt.full((), 2.5)
@@ -201,6 +215,7 @@ def _copy_row(point: tuple[int, ...], src: np.ndarray, out: np.ndarray) -> None:
 COPY_ROW = rt.register_kernel(_copy_row)
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize(("domain", "lower"), [((1,), (0,)), ((1,), (1,)), ((1, 1), (0, 1))])
 def test_a_one_point_launch_sees_only_its_tile(machine: rt.MachineInfo, domain: tuple[int, ...],
                                               lower: tuple[int, ...]) -> None:

@@ -17,10 +17,13 @@ import subprocess
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from distal import runtime as rt
 from distal.runtime import _store
 from tests._strategies.plans import STILL_USABLE
+
+pytestmark = pytest.mark.legate  # in this process, or in a child process
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 

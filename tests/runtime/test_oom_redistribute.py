@@ -22,6 +22,8 @@ from distal.redist.formats import plan_redistribution
 from distal.runtime import _redistribute, _store
 from tests._strategies.plans import STILL_USABLE
 
+pytestmark = pytest.mark.legate  # in this process, or in a child process
+
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 # B is 200^3 float64 (64 MB, 61.0 MiB) on 2 processors, placed by SOURCE and redistributed to TARGET

@@ -13,6 +13,8 @@ from distal.runtime import FormatStore, TensorStore
 from distal.runtime._execute import reusable
 from distal.runtime._make import unwritten, zeros
 
+pytestmark = pytest.mark.legate
+
 
 def _held(t: dt.Tensor) -> Any:
     """The Legate store a tensor's data lives in: its blocks when formatted, else its store."""

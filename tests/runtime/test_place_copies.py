@@ -23,6 +23,7 @@ def test_host_storage_view_is_the_data_read_only() -> None:
         view[0, 0] = 1.0
 
 
+@pytest.mark.legate
 def test_adopt_places_host_storage_without_asking_for_a_copy(machine: rt.MachineInfo) -> None:
     data = np.random.default_rng(3).random((7, 5))
     fmt = dt.Format("xy -> xy", dt.Machine(dt.Grid(2, 2)))
@@ -34,6 +35,7 @@ def test_adopt_places_host_storage_without_asking_for_a_copy(machine: rt.Machine
     assert np.array_equal(held.to_numpy(), data)
 
 
+@pytest.mark.legate
 def test_from_numpy_attaches_a_c_ordered_array_as_it_is(machine: rt.MachineInfo,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     attached: list[Any] = []

@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from distal import runtime as rt
+
+pytestmark = pytest.mark.legate
 
 
 def _record(seen: list[tuple[tuple[int, ...], int]]) -> rt.Kernel:

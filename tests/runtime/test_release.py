@@ -12,9 +12,12 @@ import subprocess
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from distal import runtime as rt
 from distal.runtime import _launch
+
+pytestmark = pytest.mark.legate  # in this process, or in a child process
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 CONFIG = {"LEGATE_CONFIG": "--cpus 2 --sysmem 3000 --utility 1"}

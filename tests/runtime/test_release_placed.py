@@ -12,6 +12,10 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+import pytest
+
+pytestmark = pytest.mark.legate  # in a child process
+
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 CONFIG = {"LEGATE_CONFIG": "--cpus 2 --sysmem 3000 --utility 1"}
 

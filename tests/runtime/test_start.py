@@ -15,11 +15,13 @@ from distal import runtime as rt
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@pytest.mark.legate
 def test_start_is_idempotent(machine: rt.MachineInfo) -> None:
     assert rt.is_started()
     assert rt.ensure_started() is machine
 
 
+@pytest.mark.legate
 def test_processors_match_the_config(machine: rt.MachineInfo) -> None:
     assert rt.processor_count("cpu") == machine.cpus >= 1
     assert machine.processors() == {"cpu": machine.cpus, "gpu": machine.gpus, "omp": 0}
@@ -32,6 +34,7 @@ def test_processors_match_the_config(machine: rt.MachineInfo) -> None:
     assert described["processors"]["cpu"] == machine.cpus and described["cpu_model"]
 
 
+@pytest.mark.legate
 def test_starting_sets_no_blas_variable_and_keeps_gc_outside_distals_work(run_python: Runner) -> None:
     code = (
         "import gc, os\n"
@@ -61,6 +64,7 @@ def _uses_shim() -> bool:
     return not rt.load_driver().real
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize("config", [None, "--cpus 1 --sysmem 512", "--cpus 1 --sysmem 512 --logging legate=error"])
 def test_no_cuda_discovery_lines_on_stdout(run_python: Runner, config: str | None) -> None:
     if not _uses_shim():
@@ -77,6 +81,7 @@ def test_no_cuda_discovery_lines_on_stdout(run_python: Runner, config: str | Non
     assert "cuInit" not in done.stderr and "CUDA resources" not in done.stderr
 
 
+@pytest.mark.legate
 def test_no_cuda_discovery_lines_under_the_legate_launcher(tmp_path: Path) -> None:
     if not _uses_shim():
         pytest.skip(SHIM_ONLY)
@@ -93,6 +98,7 @@ def test_no_cuda_discovery_lines_under_the_legate_launcher(tmp_path: Path) -> No
     assert done.stdout.splitlines() == ["cpus 1"], done.stdout
 
 
+@pytest.mark.legate
 @pytest.mark.parametrize("first", ["import distal", "import distal.runtime"])
 @pytest.mark.parametrize("starts", ["cupynumeric", "distal"])
 def test_cupynumeric_imports_after_distal(run_python: Runner, first: str, starts: str) -> None:
@@ -130,6 +136,7 @@ def test_import_distal_loads_neither_legate_nor_sympy(run_python: Runner) -> Non
     assert done.stdout.splitlines() == ["loaded []", "sympy after Param True"]
 
 
+@pytest.mark.legate
 def test_the_shim_is_used_only_without_a_driver(machine: rt.MachineInfo) -> None:
     driver = rt.load_driver()
     assert machine.driver == ("real" if driver.real else "shim")
@@ -138,6 +145,7 @@ def test_the_shim_is_used_only_without_a_driver(machine: rt.MachineInfo) -> None
         assert machine.gpus == 0
 
 
+@pytest.mark.legate
 def test_user_config_wins_and_nothing_starts_at_import(run_python: Runner) -> None:
     code = (
         "import sys\n"
@@ -152,6 +160,7 @@ def test_user_config_wins_and_nothing_starts_at_import(run_python: Runner) -> No
     assert done.stdout.splitlines()[-1].split() == ["1", "True", "1"]
 
 
+@pytest.mark.legate
 def test_starting_keeps_the_users_random_streams(run_python: Runner) -> None:
     code = (
         "import random, warnings\n"
@@ -177,6 +186,7 @@ def test_star_import_gives_every_exported_name() -> None:
     assert names["fence"] is rt.fence and names["FormatStore"] is rt.FormatStore
 
 
+@pytest.mark.legate
 def test_a_config_set_after_import_distal_is_the_users(run_python: Runner) -> None:
     code = (
         "import os\n"

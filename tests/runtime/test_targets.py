@@ -135,6 +135,7 @@ def _recording_kernel(seen: list[Any]) -> int:
     return rt.register_kernel(kernel, "record-tiles")
 
 
+@pytest.mark.legate
 def test_the_variant_is_read_from_an_enum_or_its_integer(machine: rt.MachineInfo) -> None:
     from legate.core import VariantCode
 
@@ -144,6 +145,7 @@ def test_the_variant_is_read_from_an_enum_or_its_integer(machine: rt.MachineInfo
     assert not _tasks._is_gpu_variant(_Context(int(VariantCode.OMP)))
 
 
+@pytest.mark.legate
 def test_a_real_cpu_task_is_not_the_gpu_variant(machine: rt.MachineInfo) -> None:
     from legate.core import TaskContext, VariantCode
     from legate.core.task import OutputStore, task
@@ -215,6 +217,7 @@ def _gemm(kind: str, n: int = 8) -> tuple[dt.Tensor, np.ndarray]:
     return A, b @ c
 
 
+@pytest.mark.legate
 def test_gpu_launches_are_refused_without_gpus(machine: rt.MachineInfo) -> None:
     if machine.gpus:
         pytest.skip("Legate runs GPUs here")
@@ -226,6 +229,7 @@ def test_gpu_launches_are_refused_without_gpus(machine: rt.MachineInfo) -> None:
         rt.point_launch(key, [(out, rt.Privilege.WRITE)], (0,), 0, target="gpu")
 
 
+@pytest.mark.legate
 def test_a_gpu_machine_runs_on_cpus_without_gpus(machine: rt.MachineInfo, fresh_warnings: None) -> None:
     if machine.gpus:
         pytest.skip("Legate runs GPUs here")
@@ -234,6 +238,7 @@ def test_a_gpu_machine_runs_on_cpus_without_gpus(machine: rt.MachineInfo, fresh_
     np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
 
 
+@pytest.mark.legate
 def test_a_gpu_machine_runs_its_leaves_on_the_gpus(machine: rt.MachineInfo) -> None:
     if not machine.gpus:
         pytest.skip("no GPU: run under `legate --gpus 1` (or LEGATE_CONFIG='--gpus 1') with distal[gpu]")
