@@ -40,13 +40,14 @@ if TYPE_CHECKING:
     import distal.runtime as runtime
     from distal import reduction
     from distal.kernels import einsum, einsum_plan
-    from distal.redist import DistType, Mesh, Program, synthesize
+    from distal.redist import CollectiveProgram, DistType, Mesh, Program, synthesize
     from distal.reduction import System, plan_reduction
 
     __version__: str
 
 __all__ = [
     "Assignment",
+    "CollectiveProgram",
     "DistType",
     "DistalError",
     "DistalFallbackWarning",
@@ -137,7 +138,7 @@ def _lazy(name: str) -> object:
         import distal.runtime
 
         return distal.runtime
-    if name in ("DistType", "Mesh", "Program", "synthesize"):
+    if name in ("CollectiveProgram", "DistType", "Mesh", "Program", "synthesize"):
         import distal.redist
 
         return getattr(distal.redist, name)

@@ -19,7 +19,7 @@ step's per-device meaning says (`distal.redist.program`):
   is an affine function of the device (factor axes matched size by size)
   one index launch does it, otherwise one pinned launch per device;
 * relabel moves no data and launches nothing: it changes the program's
-  frame (`Program.frames`, `distal.redist.frames`), the device that plays
+  frame (`CollectiveProgram.frames`, `distal.redist.frames`), the device that plays
   each point of the mesh. Until the final allpermute, a step runs at every
   point ``h`` and reads and writes the blocks of the devices playing the
   points it names (``frame[h]`` for its own): one pinned launch per point,
@@ -54,7 +54,7 @@ from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice,
 from distal.redist.formats import FormatProgram, Layout, Repad, plan_redistribution
 from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
-from distal.redist.program import Program
+from distal.redist.program import CollectiveProgram
 from distal.redist.types import DistType, ref_factors
 
 from ._factor_grid import as_factor_grid, device_grid, from_factor_grid
@@ -288,7 +288,7 @@ def _permute_step(mesh: Mesh, store: Store, src: DistType, dst: DistType, frame:
     return out, mesh.size
 
 
-def run_program(program: Program, store: Store, trace: list[StepRecord] | None = None) -> Store:
+def run_program(program: CollectiveProgram, store: Store, trace: list[StepRecord] | None = None) -> Store:
     """Run ``program`` on a store of blocks of its source type; the store of its target type.
 
     ``trace`` (if given) receives one `StepRecord` per step.
@@ -399,7 +399,7 @@ def made_bytes(plan: FormatProgram, held: FormatStore) -> list[tuple[str, int]]:
     if src.fixed or not _same(own, src, _unpartitioned(own)):
         out.append(("expand" if src.fixed else "pad", grid * math.prod(src.tile) * item))
     for stage in plan.stages:
-        if isinstance(stage, Program):
+        if isinstance(stage, CollectiveProgram):
             for step, dst in zip(stage.steps, stage.types[1:]):
                 if not isinstance(step, Relabel):
                     out.append((str(step), grid * max(dst.local_size, 1) * item))
@@ -452,7 +452,7 @@ def run_plan_steps(plan: FormatProgram, held: FormatStore,
     if plan.source.fixed or not _same(held.layout, plan.source, _unpartitioned(held.layout)):  # _enter launched
         record.append(StepRecord("expand" if plan.source.fixed else "pad", math.prod(plan.source.tile), 1))
     for stage in plan.stages:
-        if isinstance(stage, Program):
+        if isinstance(stage, CollectiveProgram):
             store = run_program(stage, store, record)
         else:
             store = _repad(plan, stage, store)

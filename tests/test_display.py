@@ -44,14 +44,14 @@ def test_plan_repr_is_short_with_the_launch_count() -> None:
 
 def test_redistribution_program_repr_is_one_line() -> None:
     prog = dt.synthesize(dt.DistType.parse("[2{x}8, 8]"), dt.DistType.parse("[8, 2{x}8]"), dt.Mesh(x=4))
-    assert repr(prog) == "<Program [2{x}8, 8] -> [8, 2{x}8] on mesh {x: 4}: alltoall(0->1{x}); cost 16, height 16>"
+    assert repr(prog) == "<CollectiveProgram [2{x}8, 8] -> [8, 2{x}8] on mesh {x: 4}: alltoall(0->1{x}); cost 16, height 16>"
 
 
 def test_reduction_program_repr_names_its_shape() -> None:
     from distal.reduction.language import parse_program
 
     prog = parse_program("(node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce)")
-    assert repr(prog) == ("<Program ReduceScatter-AllReduce: (node, InsideGroup, ReduceScatter) ; "
+    assert repr(prog) == ("<ReductionProgram ReduceScatter-AllReduce: (node, InsideGroup, ReduceScatter) ; "
                           "(node, Parallel(root), AllReduce)>")
 
 

@@ -95,12 +95,12 @@ OBJECTS: dict[str, Callable[[], Any]] = {
     "DistType": lambda: dt.DistType.parse("[32{x,y}512, 128]"),
     "DistType's Dim": lambda: dt.DistType.parse("[32{x,y}512, 128]").dims[0],
     "Mesh's FactorAxis": lambda: dt.Mesh(x=4, y=6).factors[3],
-    "redistribution Program": _redist_program,
+    "redistribution CollectiveProgram": _redist_program,
     "redistribution collective": lambda: _redist_program().steps[0],
     "System": lambda: red.a100_system(2),
     "Level": lambda: red.Level("gpu", 4, red.Interconnect("ring", 5e10, 1e-6)),
-    "reduction Program": lambda: _reduction_plan().program,
-    "reduction Program, empty": lambda: red.Program(()),
+    "reduction ReductionProgram": lambda: _reduction_plan().program,
+    "reduction ReductionProgram, empty": lambda: red.ReductionProgram(()),
     "reduction Step": lambda: _reduction_plan().program.steps[1],
     "Collective": lambda: red.Collective.REDUCE_SCATTER,
     "ReductionPlan": _reduction_plan,
@@ -157,7 +157,7 @@ def test_repr_reads_as_english(label: str) -> None:
 def test_the_english_check_finds_what_main_printed() -> None:
     old = "<Plan A(i,j) = B(i,k) * C(k,j): 1 launch(es) in 1 group(s) on a 2 machine, output A[4, 4] float64>"
     assert _english_problems(old, "Plan") == ["a hedged plural", "a number as the adjective of a machine"]
-    assert _english_problems("<ReductionPlan best=Ranked(program=<Program AllReduce>)>", "ReductionPlan") == [
+    assert _english_problems("<ReductionPlan best=Ranked(program=<ReductionProgram AllReduce>)>", "ReductionPlan") == [
         "a field dump (name=value)", "a nested <...> or an address"]
     assert _english_problems("<Plan x: on a 8x8 grid>", "Plan") == ["a or an before a number"]
 
@@ -180,7 +180,7 @@ def test_the_english_check_finds_what_main_printed() -> None:
         (lambda: _matmul(None)[0].assignment, "<Assignment A(i,j) = B(i,k) * C(k,j)>"),
         (lambda: dt.Tensor.from_array("H", np.ones((2, 3))).storage, "<HostStorage 2x3 float64 on the host>"),
         (lambda: red.a100_system(2), "System((Level('node', 2, NIC), Level('gpu', 16, NVSWITCH_A100)))"),
-        (lambda: red.Program(()), "<Program with no steps: nothing to reduce>"),
+        (lambda: red.ReductionProgram(()), "<ReductionProgram with no steps: nothing to reduce>"),
     ],
 )
 def test_reprs_say(make: Callable[[], Any], expected: str) -> None:

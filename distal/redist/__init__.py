@@ -16,15 +16,19 @@ with Shardy output (papers/shardy-dialect.txt).
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
 from distal.redist.lowlevel import DeviceAssignment
 from distal.redist.mesh import FactorAxis, Mesh
-from distal.redist.program import Program
+from distal.redist.program import CollectiveProgram
 from distal.redist.synth import synthesize
 from distal.redist.types import Dim, DistType
+
+# `Program` is the old name, kept: "Program" named both the redistribution and the reduction programs.
+Program = CollectiveProgram
 
 __all__ = [
     "AllGather",
     "AllPermute",
     "AllToAll",
     "Collective",
+    "CollectiveProgram",
     "DeviceAssignment",
     "Dim",
     "DistType",

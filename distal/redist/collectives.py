@@ -236,7 +236,7 @@ class Relabel(Collective):
     with equal local types put the same set of tiles on the devices, so the
     new map sends each device to a point of the prime-factor mesh where the
     new type has the tile the device already holds. The steps after it act
-    on that map (`Program.frames`) until an `AllPermute` returns to the
+    on that map (`CollectiveProgram.frames`) until an `AllPermute` returns to the
     mesh's own map. Costs nothing.
 
     >>> a, b = DistType.parse("[1{z,x}6, 12]"), DistType.parse("[1{x,z}6, 12]")

@@ -42,7 +42,7 @@ from distal.format.distribution import BROADCAST
 from distal.format.format import Format
 from distal.format.machine import Machine
 from distal.redist.mesh import Mesh
-from distal.redist.program import Program
+from distal.redist.program import CollectiveProgram
 from distal.redist.synth import synthesize
 from distal.redist.types import Dim, DistType
 
@@ -259,7 +259,7 @@ class Repad:
         return f"repad({', '.join(str(d) for d in self.dims)})"
 
 
-Stage = Program | Repad
+Stage = CollectiveProgram | Repad
 
 
 @dataclass(frozen=True)
@@ -289,11 +289,11 @@ class FormatProgram:
         return self.source.mesh
 
     @property
-    def programs(self) -> tuple[Program, ...]:
-        return tuple(s for s in self.stages if isinstance(s, Program))
+    def programs(self) -> tuple[CollectiveProgram, ...]:
+        return tuple(s for s in self.stages if isinstance(s, CollectiveProgram))
 
     @property
-    def program(self) -> Program:
+    def program(self) -> CollectiveProgram:
         """The program of collectives when there is one stage (the usual case)."""
         progs = self.programs
         if len(progs) != 1:
@@ -307,7 +307,7 @@ class FormatProgram:
         """Every step, collectives and local steps, in order."""
         out: list[object] = []
         for s in self.stages:
-            out.extend(s.steps if isinstance(s, Program) else (s,))
+            out.extend(s.steps if isinstance(s, CollectiveProgram) else (s,))
         return tuple(out)
 
     @property
@@ -350,7 +350,8 @@ class FormatProgram:
         if src.fixed:
             lines.append(f"  expand: devices off the face copy their face partner's block  cost {self.expand_cost}")
         for stage in self.stages:
-            text = str(stage) if isinstance(stage, Program) else f"{stage}: {stage.before} => {stage.after}  cost 0"
+            text = (str(stage) if isinstance(stage, CollectiveProgram)
+                    else f"{stage}: {stage.before} => {stage.after}  cost 0")
             lines.extend("  " + line for line in text.splitlines())
         if dst.fixed:
             lines.append("  restrict: only the face keeps its block  cost 0")

@@ -10,7 +10,7 @@ dimension's list: the list is first rewritten with ``x`` minor-most and the
 device map re-chosen so that no data moves (``beta' . phi'^-1 = beta . phi^-1``),
 then the rule of Fig. 8 applies. The re-chosen map generally groups devices
 that do not lie along one mesh axis. `synthesize` writes such a re-choice as a
-step of its own (`Relabel`, with the maps in `Program.frames`) and uses this
+step of its own (`Relabel`, with the maps in `CollectiveProgram.frames`) and uses this
 module as the reference semantics.
 
 >>> m = Mesh(a=8)

@@ -1,6 +1,6 @@
 """Redistribution programs: sequences of typed collectives on a mesh.
 
-A `Program` holds the types before and after every step, so each step has a
+A `CollectiveProgram` holds the types before and after every step, so each step has a
 plain per-device meaning that an executor can follow one step at a time (see
 `distal.redist.simulate`): dynslice keeps a block of the local tile,
 allgather concatenates the tiles of the devices that differ only along the
@@ -27,7 +27,7 @@ from distal.redist.types import DistType, factors_to_refs, ref_factors
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Program"]
+__all__ = ["CollectiveProgram"]
 
 
 def _shardy_refs(axes: Sequence[str]) -> str:
@@ -98,7 +98,7 @@ def _shardy_sharding(cur: Sequence[Sequence[_Token]], mesh: Mesh) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Program:
+class CollectiveProgram:
     """A typed sequence of collectives from ``types[0]`` to ``types[-1]``.
 
     Checked when built: every step satisfies its typing rule on ``mesh``.
@@ -144,12 +144,12 @@ class Program:
         return sum(isinstance(s, Relabel) for s in self.steps)
 
     @staticmethod
-    def parse(text: str) -> Program:
+    def parse(text: str) -> CollectiveProgram:
         """Parse a program as `str` prints it (the costs and summary are recomputed).
 
         >>> from distal.redist.synth import synthesize
         >>> p = synthesize("[32{x,y}512, 128]", "[128{x}512, 32{y}128]", Mesh(x=4, y=4))
-        >>> Program.parse(str(p)) == p
+        >>> CollectiveProgram.parse(str(p)) == p
         True
         """
         lines = [ln for ln in text.strip().splitlines() if ln.strip()]
@@ -159,7 +159,7 @@ class Program:
         body = [ln for ln in lines[1:] if not ln.startswith("cost ")]
         types = [DistType.parse(ln) for ln in body[0::2]]
         steps = [Collective.parse(re.sub(r"\s+cost\s+\d+\s*$", "", ln)) for ln in body[1::2]]
-        return Program(mesh, tuple(types), tuple(steps))
+        return CollectiveProgram(mesh, tuple(types), tuple(steps))
 
     @property
     def source(self) -> DistType:
@@ -201,7 +201,7 @@ class Program:
     def __repr__(self) -> str:
         """One line: source, target, mesh, the collectives and the cost (str() shows every type)."""
         steps = ", ".join(str(s) for s in self.steps) or "no collective"
-        return (f"<Program {self.types[0]} -> {self.types[-1]} on mesh {self.mesh}: {steps}; "
+        return (f"<CollectiveProgram {self.types[0]} -> {self.types[-1]} on mesh {self.mesh}: {steps}; "
                 f"cost {self.cost}, height {self.height}>")
 
     def to_shardy(self, mesh_name: str = "mesh", element: str = "f32", func: str = "redistribute") -> str:
@@ -302,7 +302,7 @@ class Program:
 
 
 @lru_cache(maxsize=1024)
-def _frames(prog: Program) -> tuple[Frame, ...]:
+def _frames(prog: CollectiveProgram) -> tuple[Frame, ...]:
     frame = identity(prog.mesh)
     out = [frame]
     for step, a, b in zip(prog.steps, prog.types, prog.types[1:]):

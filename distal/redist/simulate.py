@@ -1,11 +1,11 @@
-"""Executing a `Program` on simulated devices with NumPy.
+"""Executing a `CollectiveProgram` on simulated devices with NumPy.
 
 The devices of the mesh each hold one tile. A step is carried out from the
 tiles alone, as a real collective would be: a device's new tile is built from
 blocks of the tiles of its group (the devices that differ from it only along
 the axes the step gathers or moves). After every step each tile is compared
 with what the step's type prescribes (the base offset map of Fig. 7a) in the
-step's device map (`Program.frames`): after a relabel, device ``phi(h)`` holds
+step's device map (`CollectiveProgram.frames`): after a relabel, device ``phi(h)`` holds
 the tile of point ``h`` and groups are formed over points, not devices.
 """
 
@@ -21,7 +21,7 @@ from distal.errors import RuntimeFailure, ShapeError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
 from distal.redist.frames import Frame, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
-from distal.redist.program import Program
+from distal.redist.program import CollectiveProgram
 from distal.redist.types import DistType, ref_factors
 
 __all__ = ["offsets", "simulate"]
@@ -117,7 +117,7 @@ def _permute(
     return out
 
 
-def simulate(prog: Program, global_array: np.ndarray) -> dict[Device, np.ndarray]:
+def simulate(prog: CollectiveProgram, global_array: np.ndarray) -> dict[Device, np.ndarray]:
     """Every device's tile after running ``prog`` on ``global_array``."""
     mesh = prog.mesh
     a = np.asarray(global_array)

@@ -23,7 +23,7 @@ from distal.errors import SynthesisError, TypeNotationError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
 from distal.redist.lower import ConcreteOp, FTypes, lower, lower_relabelled
 from distal.redist.mesh import Mesh
-from distal.redist.program import Program
+from distal.redist.program import CollectiveProgram
 from distal.redist.search import WeakOp, WeakProblem, paths_below, shortest_paths
 from distal.redist.types import DistType, factors_to_refs
 
@@ -40,7 +40,7 @@ def _as_type(t: DistType | str) -> DistType:
 
 def synthesize(
     src: DistType | str, dst: DistType | str, mesh: Mesh | str, method: str = "search", relabel: bool = True
-) -> Program:
+) -> CollectiveProgram:
     """A program of collectives redistributing ``src`` to ``dst`` on ``mesh``.
 
     ``method="search"`` (default) finds a cheapest memory-bounded program;
@@ -64,7 +64,7 @@ def synthesize(
 
 
 @lru_cache(maxsize=4096)
-def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str, relabel: bool = True) -> Program:
+def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str, relabel: bool = True) -> CollectiveProgram:
     for t in (src, dst):
         t.check(mesh)
     if src.global_type != dst.global_type:
@@ -151,7 +151,7 @@ def _naive(
     dst: DistType,
     s_lists: tuple[tuple[int, ...], ...],
     d_lists: tuple[tuple[int, ...], ...],
-) -> Program:
+) -> CollectiveProgram:
     types: FTypes = [s_lists]
     ops: list[ConcreteOp] = []
     gathers = tuple((i, run) for i, run in enumerate(s_lists) if run)
@@ -201,7 +201,7 @@ def _combine(a: ConcreteOp, b: ConcreteOp) -> ConcreteOp:
     return (a[0], tuple(sorted(runs.items())))
 
 
-def _program(mesh: Mesh, src: DistType, dst: DistType, types: FTypes, ops: list[ConcreteOp]) -> Program:
+def _program(mesh: Mesh, src: DistType, dst: DistType, types: FTypes, ops: list[ConcreteOp]) -> CollectiveProgram:
     dts = [DistType.from_factor_lists(mesh, t, src.global_type) for t in types]
     # the ends as the user wrote them (they may name axes of size 1, which have no factors)
     dts[0] = src
@@ -220,6 +220,6 @@ def _program(mesh: Mesh, src: DistType, dst: DistType, types: FTypes, ops: list[
             axes = tuple((i, factors_to_refs(mesh, r)) for i, r in op[1])
             steps.append(AllGather(axes) if kind == "gather" else DynSlice(axes))
     try:
-        return Program(mesh, tuple(dts), tuple(steps))
+        return CollectiveProgram(mesh, tuple(dts), tuple(steps))
     except TypeNotationError as e:  # pragma: no cover - an internal invariant
         raise AssertionError(f"synthesized an ill-typed program: {e}") from e

@@ -12,7 +12,7 @@ a NumPy executor.
 """
 
 from distal.reduction.execute import execute, execute_lowered
-from distal.reduction.language import Collective, Form, Program, Step, parse_program
+from distal.reduction.language import Collective, Form, ReductionProgram, Step, parse_program
 from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
 from distal.reduction.machines import describe_plan, format_seconds, machine_plan
 from distal.reduction.parallelism import (
@@ -50,6 +50,9 @@ from distal.reduction.system import (
 )
 from distal.reduction.timing import simulate
 
+# `Program` is the old name, kept: "Program" named both the redistribution and the reduction programs.
+Program = ReductionProgram
+
 __all__ = [
     "DEFAULT_BYTES",
     "NIC",
@@ -68,6 +71,7 @@ __all__ = [
     "Program",
     "Ranked",
     "ReductionPlan",
+    "ReductionProgram",
     "Step",
     "Synthesis",
     "SynthesisHierarchy",

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, Program
+from distal.reduction.language import Collective, ReductionProgram
 from distal.reduction.lowering import LoweredProgram, lower
 from distal.reduction.parallelism import Layout, Placement
 
@@ -27,7 +27,7 @@ _SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
 
 
 def execute(
-    program: Program, placement: Placement | Layout, device_values: Mapping[int, npt.ArrayLike]
+    program: ReductionProgram, placement: Placement | Layout, device_values: Mapping[int, npt.ArrayLike]
 ) -> dict[int, Array]:
     """Run `program` on the arrays of the devices of `placement`.
 

@@ -19,7 +19,7 @@ from enum import Enum
 
 from distal.errors import ReductionError
 
-__all__ = ["Collective", "Form", "Program", "Step", "parse_program"]
+__all__ = ["Collective", "Form", "ReductionProgram", "Step", "parse_program"]
 
 
 class Collective(Enum):
@@ -100,7 +100,7 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
-class Program:
+class ReductionProgram:
     """A reduction strategy: a sequence of steps.
 
     >>> p = parse_program("(node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce)"
@@ -130,15 +130,15 @@ class Program:
 
     def __repr__(self) -> str:
         if not self.steps:
-            return "<Program with no steps: nothing to reduce>"
-        return f"<Program {self.shape}: {self}>"
+            return "<ReductionProgram with no steps: nothing to reduce>"
+        return f"<ReductionProgram {self.shape}: {self}>"
 
 
 _STEP = re.compile(r"\(\s*(\w+)\s*,\s*(\w+)(?:\s*\(\s*(\w+)\s*\))?\s*,\s*(\w+)\s*\)")
 
 
-def parse_program(text: str) -> Program:
-    """Read a program printed by `str(Program)`.
+def parse_program(text: str) -> ReductionProgram:
+    """Read a program printed by `str(ReductionProgram)`.
 
     >>> str(parse_program("(root, InsideGroup, AllReduce)"))
     '(root, InsideGroup, AllReduce)'
@@ -146,7 +146,7 @@ def parse_program(text: str) -> Program:
     steps = []
     parts = [p.strip() for p in text.split(";")]
     if parts == [""]:
-        return Program(())
+        return ReductionProgram(())
     for part in parts:
         m = _STEP.fullmatch(part)
         if m is None:
@@ -155,4 +155,4 @@ def parse_program(text: str) -> Program:
             )
         slice_, kind, level, coll = m.groups()
         steps.append(Step(slice_, Form(kind, level), Collective.parse(coll)))
-    return Program(tuple(steps))
+    return ReductionProgram(tuple(steps))

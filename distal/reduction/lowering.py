@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, Program
+from distal.reduction.language import Collective, ReductionProgram
 from distal.reduction.parallelism import Layout
 from distal.reduction.semantics import DeviceState, apply_step, final_state, groups, initial_state
 
@@ -44,7 +44,7 @@ class LoweredStep:
 class LoweredProgram:
     """The lowered steps of a program, the chunk count and the layout."""
 
-    program: Program
+    program: ReductionProgram
     layout: Layout
     chunks: int
     steps: tuple[LoweredStep, ...]
@@ -68,7 +68,7 @@ def _rows(s: DeviceState) -> tuple[int, ...]:
     return tuple(r for r, cols in enumerate(s) if cols)
 
 
-def lower(program: Program, layout: Layout) -> LoweredProgram:
+def lower(program: ReductionProgram, layout: Layout) -> LoweredProgram:
     """Lower `program` through `layout`; refuses invalid or incomplete programs.
 
     >>> from distal.reduction.parallelism import layout_from_groups

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.format.machine import Machine
-from distal.reduction.language import Collective, Form, Program, Step
+from distal.reduction.language import Collective, Form, ReductionProgram, Step
 from distal.reduction.lowering import LoweredProgram, lower
 from distal.reduction.parallelism import Layout, Placement, SynthesisHierarchy, layout_from_groups
 from distal.reduction.synthesis import Synthesis, synthesize
@@ -43,7 +43,7 @@ DEFAULT_BYTES = float(2**31)
 class Ranked:
     """A program with its lowering and predicted seconds."""
 
-    program: Program
+    program: ReductionProgram
     lowered: LoweredProgram
     seconds: float
 
@@ -53,15 +53,15 @@ class Ranked:
         return f"<Ranked {_shape(self.program)}: predicted {format_seconds(self.seconds)}>"
 
 
-def _shape(program: Program) -> str:
+def _shape(program: ReductionProgram) -> str:
     return program.shape or "no steps"
 
 
-def allreduce_program(hierarchy: SynthesisHierarchy) -> Program:
+def allreduce_program(hierarchy: SynthesisHierarchy) -> ReductionProgram:
     """The single-step `(root, InsideGroup, AllReduce)` (empty when nothing is reduced)."""
     if hierarchy.size == 1:
-        return Program(())
-    return Program((Step("root", Form("InsideGroup"), Collective.ALL_REDUCE),))
+        return ReductionProgram(())
+    return ReductionProgram((Step("root", Form("InsideGroup"), Collective.ALL_REDUCE),))
 
 
 @functools.lru_cache(maxsize=64)
@@ -137,7 +137,7 @@ class ReductionPlan:
     layout: Layout
 
     @property
-    def program(self) -> Program:
+    def program(self) -> ReductionProgram:
         return self.best.program
 
     @property

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, Program, Step
+from distal.reduction.language import Collective, ReductionProgram, Step
 from distal.reduction.parallelism import SynthesisHierarchy
 
 __all__ = [
@@ -204,7 +204,7 @@ def apply_step(
     return tuple(new)
 
 
-def run_program(hierarchy: SynthesisHierarchy, program: Program) -> State:
+def run_program(hierarchy: SynthesisHierarchy, program: ReductionProgram) -> State:
     """The state after `program`, starting from `initial_state`; refuses invalid steps."""
     state = initial_state(hierarchy.size)
     for n, step in enumerate(program.steps):
@@ -220,7 +220,7 @@ def run_program(hierarchy: SynthesisHierarchy, program: Program) -> State:
     return state
 
 
-def check_program(hierarchy: SynthesisHierarchy, program: Program) -> None:
+def check_program(hierarchy: SynthesisHierarchy, program: ReductionProgram) -> None:
     """Refuse a program that is invalid or does not end in the reduced state.
 
     >>> from distal.reduction.language import parse_program

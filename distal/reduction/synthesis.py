@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, Form, Program, Step
+from distal.reduction.language import Collective, Form, ReductionProgram, Step
 from distal.reduction.parallelism import SynthesisHierarchy
 from distal.reduction.semantics import Groups, State, apply_step, final_state, groups, initial_state
 
@@ -51,7 +51,7 @@ class Synthesis:
     """The programs synthesized for one hierarchy, smallest first, and the time taken."""
 
     hierarchy: SynthesisHierarchy
-    programs: tuple[Program, ...]
+    programs: tuple[ReductionProgram, ...]
     seconds: float
     max_size: int
 
@@ -81,7 +81,7 @@ def synthesize(
     start = time.perf_counter()
     k = hierarchy.size
     if k == 1:
-        return Synthesis(hierarchy, (Program(()),), time.perf_counter() - start, max_size)
+        return Synthesis(hierarchy, (ReductionProgram(()),), time.perf_counter() - start, max_size)
     cands = candidate_steps(hierarchy)
     moves = [
         (Step(step.slice, step.form, c), g) for c in Collective for step, g in cands
@@ -109,5 +109,5 @@ def synthesize(
 
     seqs = completions(initial_state(k), max_size)
     seqs.sort(key=lambda s: (len(s), s))
-    programs = tuple(Program(tuple(moves[i][0] for i in seq)) for seq in seqs)
+    programs = tuple(ReductionProgram(tuple(moves[i][0] for i in seq)) for seq in seqs)
     return Synthesis(hierarchy, programs, time.perf_counter() - start, max_size)

@@ -1,4 +1,4 @@
-"""A checker for the Shardy text `Program.to_shardy` prints, by the rules of papers/shardy-dialect.txt.
+"""A checker for the Shardy text `CollectiveProgram.to_shardy` prints, by the rules of papers/shardy-dialect.txt.
 
 Independent of distal's types: it parses the text and applies the dialect's
 constraints (MeshAttr, AxisRefAttr, SubAxisInfoAttr, AxisRefListAttr,

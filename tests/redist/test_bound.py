@@ -25,7 +25,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from distal.errors import TypeNotationError
-from distal.redist import AllPermute, Dim, DistType, Mesh, Program, synthesize
+from distal.redist import AllPermute, CollectiveProgram, Dim, DistType, Mesh, synthesize
 from distal.redist.collectives import AllToAll, DynSlice, Relabel
 from distal.redist.mesh import prime_factors
 from distal.redist.search import WeakProblem, shortest_paths
@@ -46,7 +46,7 @@ def weak_optimum(src: DistType, dst: DistType, mesh: Mesh) -> int:
     return shortest_paths(pb, 1)[0]
 
 
-def assert_within_bound(prog: Program, src: DistType, dst: DistType, mesh: Mesh, simulate: bool = True) -> None:
+def assert_within_bound(prog: CollectiveProgram, src: DistType, dst: DistType, mesh: Mesh, simulate: bool = True) -> None:
     bound = weak_optimum(src, dst, mesh) + dst.local_size
     perms = sum(isinstance(s, AllPermute) for s in prog.steps)
     assert prog.cost <= bound, f"cost {prog.cost} > bound {bound}:\n{prog}"
@@ -67,7 +67,7 @@ def assert_within_bound(prog: Program, src: DistType, dst: DistType, mesh: Mesh,
             np.testing.assert_array_equal(tile, a[tuple(slice(o, o + n) for o, n in zip(off, dst.local_type))])
 
 
-def assert_valid_shardy(prog: Program) -> None:
+def assert_valid_shardy(prog: CollectiveProgram) -> None:
     ops = check(prog.to_shardy())
     relabels = [k for k, s in enumerate(prog.steps) if isinstance(s, Relabel)]
     for k in relabels:
@@ -92,7 +92,7 @@ def test_issue_cases_keep_the_bound_with_one_final_allpermute(src: str, dst: str
     assert_within_bound(prog, s, d, m)
     # dynslice, relabel (moves no data), alltoall, allpermute back to the mesh's device map
     assert [type(st) for st in prog.steps] == [DynSlice, Relabel, AllToAll, AllPermute]
-    assert Program.parse(str(prog)) == prog
+    assert CollectiveProgram.parse(str(prog)) == prog
     assert_valid_shardy(prog)
 
 
@@ -108,8 +108,8 @@ def test_a_program_must_leave_the_relabelled_map() -> None:
     m = Mesh.parse("x=3,z=2")
     a, b = DistType.parse("[1{z,x}6]"), DistType.parse("[1{x,z}6]")
     with pytest.raises(TypeNotationError, match="expected an allpermute after the last relabel"):
-        Program(m, (a, b), (Relabel(),))
-    prog = Program(m, (a, b, a), (Relabel(), AllPermute()))
+        CollectiveProgram(m, (a, b), (Relabel(),))
+    prog = CollectiveProgram(m, (a, b, a), (Relabel(), AllPermute()))
     assert prog.cost == 1 and prog.frames[1] != prog.frames[0] == prog.frames[2]
     x = np.arange(6)
     tiles = prog.simulate(x)
@@ -175,7 +175,7 @@ def test_mixed_prime_meshes_keep_the_bound(problem: tuple[Mesh, DistType, DistTy
     mesh, src, dst = problem
     prog = synthesize(src, dst, mesh)
     assert_within_bound(prog, src, dst, mesh, simulate=src.global_size <= 4096)
-    assert Program.parse(str(prog)) == prog
+    assert CollectiveProgram.parse(str(prog)) == prog
     assert_valid_shardy(prog)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import distal as dt
 from distal.errors import FormatError
-from distal.redist import AllGather, Program
+from distal.redist import AllGather, CollectiveProgram
 from distal.redist.formats import DimLayout, Repad, axis_names, layout, mesh_of, plan_redistribution
 
 M22 = dt.Machine(dt.Grid(2, 2))
@@ -84,7 +84,7 @@ def _check_plan(src: dt.Format, dst: dt.Format, shape: tuple[int, ...], method: 
     a = np.arange(1, 1 + int(np.prod(shape)), dtype=np.int64).reshape(shape)
     stage_src = plan.source
     for stage in plan.stages:
-        if isinstance(stage, Program):
+        if isinstance(stage, CollectiveProgram):
             # raises if any step leaves a device with the wrong tile
             global_array = stage_src.pad(a) if stage is plan.stages[0] else plan.target.pad(a)
             stage.simulate(global_array)

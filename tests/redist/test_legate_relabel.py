@@ -18,7 +18,7 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
-from distal.redist import AllPermute, DistType, Mesh, Program, Relabel, synthesize
+from distal.redist import AllPermute, CollectiveProgram, DistType, Mesh, Relabel, synthesize
 from distal.redist.formats import plan_redistribution
 from distal.redist.simulate import offsets
 from distal.runtime._redistribute import StepRecord, redistribute, run_program
@@ -53,8 +53,8 @@ def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape)
 
 
-def _programs(stages: tuple[object, ...]) -> list[Program]:
-    return [s for s in stages if isinstance(s, Program)]
+def _programs(stages: tuple[object, ...]) -> list[CollectiveProgram]:
+    return [s for s in stages if isinstance(s, CollectiveProgram)]
 
 
 @pytest.mark.parametrize(("machine", "src", "dst", "shape"), CASES)

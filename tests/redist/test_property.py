@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
-from distal.redist import AllPermute, DistType, Mesh, Program, synthesize
+from distal.redist import AllPermute, CollectiveProgram, DistType, Mesh, synthesize
 from distal.redist.simulate import offsets
 from tests._strategies.redist import problems
 
@@ -25,7 +25,7 @@ def test_synthesized_programs_are_correct_bounded_and_cheap(
     prog = synthesize(src, dst, mesh)
     naive = synthesize(src, dst, mesh, method="naive")
     assert prog.source == src and prog.target == dst
-    assert DistType.parse(str(src)) == src and Program.parse(str(prog)) == prog
+    assert DistType.parse(str(src)) == src and CollectiveProgram.parse(str(prog)) == prog
     assert prog.height <= prog.bound == max(src.local_size, dst.local_size)
     assert prog.cost <= naive.cost
     # at most one allpermute (Theorem 6.7), also where a dimension mixes primes (2 and 3)

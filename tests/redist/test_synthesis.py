@@ -10,21 +10,21 @@ from distal.redist import (
     AllGather,
     AllPermute,
     AllToAll,
+    CollectiveProgram,
     DistType,
     DynSlice,
     Mesh,
-    Program,
     synthesize,
 )
 
 M44 = Mesh(x=4, y=4)
 
 
-def kinds(p: Program) -> list[str]:
+def kinds(p: CollectiveProgram) -> list[str]:
     return [str(s).split("(")[0] for s in p.steps]
 
 
-def check_simulation(p: Program) -> None:
+def check_simulation(p: CollectiveProgram) -> None:
     shape = p.source.global_type
     a = np.arange(int(np.prod(shape))).reshape(shape)
     tiles = p.simulate(a)
@@ -121,7 +121,7 @@ def test_figure_12_over_partitioning_beats_the_plain_program() -> None:
     check_simulation(over)
     # the paper's own over-partitioned program typechecks and costs 384 too
     m = Mesh(x=4, y=2, z=4)
-    paper = Program(
+    paper = CollectiveProgram(
         m,
         tuple(
             DistType.parse(t)
@@ -204,11 +204,11 @@ def test_simulate_returns_every_device_tile() -> None:
 
 def test_simulate_checks_every_step_against_its_type() -> None:
     m = Mesh(x=2, y=2)
-    good = Program(m, (DistType.parse("[2{x}4, 4]"), DistType.parse("[4, 2{x}4]")), (AllToAll(((0, 1, ("x",)),)),))
+    good = CollectiveProgram(m, (DistType.parse("[2{x}4, 4]"), DistType.parse("[4, 2{x}4]")), (AllToAll(((0, 1, ("x",)),)),))
     a = np.arange(16).reshape(4, 4)
     good.simulate(a)
     # a program whose recorded type (same local shape) the data does not match
-    bad = Program.__new__(Program)
+    bad = CollectiveProgram.__new__(CollectiveProgram)
     for name, value in (("mesh", m), ("steps", good.steps)):
         object.__setattr__(bad, name, value)
     object.__setattr__(bad, "types", (good.types[0], DistType.parse("[4, 2{y}4]")))
@@ -269,16 +269,16 @@ def test_impossible_requests_are_refused(src: str, dst: str, mesh: str, error: t
 def test_program_text_round_trips() -> None:
     for _, src, dst, mesh, _, _ in EXAMPLES:
         p = synthesize(src, dst, mesh)
-        assert Program.parse(str(p)) == p
+        assert CollectiveProgram.parse(str(p)) == p
 
 
 def test_program_parse_refuses_text_without_mesh() -> None:
     with pytest.raises(TypeNotationError) as e:
-        Program.parse("[32{x}128]")
+        CollectiveProgram.parse("[32{x}128]")
     assert "expected a program starting with 'mesh {...}', but found none" in str(e.value)
 
 
 def test_program_refuses_ill_typed_steps() -> None:
     with pytest.raises(TypeNotationError) as e:
-        Program(M44, (DistType.parse("[32{x}128]"), DistType.parse("[128]")), ())
+        CollectiveProgram(M44, (DistType.parse("[32{x}128]"), DistType.parse("[128]")), ())
     assert "expected 1 types for 0 steps, but found 2" in str(e.value)

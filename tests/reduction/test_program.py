@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distal.errors import ReductionError
-from distal.reduction import Collective, Form, Program, Step, parse_program
+from distal.reduction import Collective, Form, ReductionProgram, Step, parse_program
 
 RAB = "(node, InsideGroup, Reduce) ; (node, Master(root), AllReduce) ; (node, InsideGroup, Broadcast)"
 
@@ -15,7 +15,7 @@ def test_print_parse_round_trip() -> None:
     assert str(p) == RAB
     assert p.shape == "Reduce-AllReduce-Broadcast"
     assert p.steps[1] == Step("node", Form("Master", "root"), Collective.ALL_REDUCE)
-    assert parse_program("") == Program(())
+    assert parse_program("") == ReductionProgram(())
     assert len(parse_program("( root ,InsideGroup,  AllReduce )")) == 1
 
 
@@ -37,7 +37,7 @@ def test_print_parse_round_trip() -> None:
         ),
         (lambda: Step("gpu", "InsideGroup", Collective.REDUCE), "expected a Form, but found 'InsideGroup'"),
         (lambda: Step("gpu", Form("InsideGroup"), "Reduce"), "expected a Collective, but found 'Reduce'"),
-        (lambda: Program([]), "expected a tuple of Steps, but found []"),
+        (lambda: ReductionProgram([]), "expected a tuple of Steps, but found []"),
         (
             lambda: parse_program("(gpu, InsideGroup)"),
             "expected a step like (gpu, Parallel(root), AllReduce), but found '(gpu, InsideGroup)'",
