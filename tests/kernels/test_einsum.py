@@ -136,7 +136,7 @@ def test_a_large_contraction_runs_distributed_on_every_processor(monkeypatch: py
     assert not plan.eager and plan.machine is not None and plan.machine.size == 2
     got = plan.run()
     np.testing.assert_allclose(got.to_numpy(), np.einsum("abij,cdij->abcd", t, v), rtol=1e-10, atol=1e-10)
-    ran = plan.groups[0].kernel.ran
+    ran = plan.groups[0].body.ran
     leaf = next(line for line in str(plan).splitlines() if "leaf:" in line)
     assert ran and all(call in leaf for call in ran)  # explain names the calls that ran
 

@@ -111,7 +111,7 @@ def test_a_reduction_split_over_steps_writes_in_its_first_step_then_adds(fills: 
     assert run_fresh_numpy(plan)
     _close(A.to_numpy(), data["B"] @ data["C"])
     assert fills == []
-    assert plan.groups[0].kernel.leaf_calls["GEMM"] == 6  # 3 steps of k on each of 2 points
+    assert plan.groups[0].body.leaf_calls["GEMM"] == 6  # 3 steps of k on each of 2 points
 
 
 def test_a_first_step_over_part_of_the_tile_zero_fills_it_first(fills: list[tuple[int, ...]]) -> None:
@@ -137,7 +137,7 @@ def test_a_kept_program_writes_without_a_fill_on_later_fresh_runs(fills: list[tu
         assert run_fresh_numpy(plan)
         _close(A.to_numpy(), data["B"] @ data["C"])
     assert fills == []
-    assert not plan.groups[0].kernel.walks
+    assert not plan.groups[0].body.walks
 
 
 def test_an_undistributed_scaled_copy_writes_its_fresh_tile(fills: list[tuple[int, ...]]) -> None:
@@ -167,7 +167,7 @@ def _body_of(text: str, shape: tuple[int, ...]) -> Any:
     """The task body of `text` (over A and B of `shape`) compiled without a schedule."""
     A, B = dt.Tensor("A", shape), dt.Tensor.from_array("B", np.zeros(shape))
     dt.parse(text, A=A, B=B)
-    return A.schedule().compile().groups[0].kernel
+    return A.schedule().compile().groups[0].body
 
 
 def test_run_fresh_refuses_a_position_outside_its_operands() -> None:

@@ -120,7 +120,7 @@ def test_task_bodies_run_the_leafs_implementation_not_einsum(name: str, leaf: st
     spec = {"ttv": "ijk,k->ij", "innerprod": "ijk,ijk->", "ttm": "ijk,kl->ijl", "mttkrp": "ijk,jl,kl->il"}[name]
     expected = np.einsum(spec, *(t.to_numpy() for t in ops[1:]))
     plan = kernels.build(name, machine, *ops).compile()
-    bodies = [group.kernel for group, _ in plan.launches()]
+    bodies = [group.body for group, _ in plan.launches()]
     before = dict(namespace().calls)
     run_numpy(plan, device=to_device)
     assert namespace().calls.get("einsum", 0) == before.get("einsum", 0)

@@ -37,7 +37,7 @@ def test_gemm_under_a_batch_loop_and_batched_gemm_are_accepted_and_compute_the_p
         np.testing.assert_allclose(C.to_numpy(), want, rtol=1e-12)
         leaf = next(line for line in str(plan).splitlines() if "leaf:" in line)
         assert "batched GEMM 3 x [20x30] @ [30x10] by " in leaf  # each task's blocks: one batched GEMM
-        assert plan.groups[0].kernel.ran and all(call in leaf for call in plan.groups[0].kernel.ran)
+        assert plan.groups[0].body.ran and all(call in leaf for call in plan.groups[0].body.ran)
         sched.evaluate(backend="reference")
         np.testing.assert_allclose(C.to_numpy(), want, rtol=1e-12)
 

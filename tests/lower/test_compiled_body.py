@@ -60,7 +60,7 @@ def test_a_launch_point_walks_the_statement_only_on_its_first_call(name: str, mo
         plan.run(backend="numpy")
     assert walks[0] > 0
     np.testing.assert_allclose(A.to_numpy(), expected, rtol=1e-12)
-    body = plan.groups[0].kernel
+    body = plan.groups[0].body
     calls = [p for _, launch in plan.launches() for p in launch.points()]
     assert len(body._programs) == len(set(calls)) > 1  # every point kept its program
     A.set_array(np.zeros(A.concrete_shape()))
@@ -86,7 +86,7 @@ def test_a_thread_pool_point_walks_every_time(monkeypatch: pytest.MonkeyPatch) -
     plan = (A.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2, kind="omp")))
             .reorder([io, ii, j, k]).parallelize(ii, "cpu_thread").compile())
     plan.run(backend="numpy")
-    assert plan.groups[0].kernel._programs == {}
+    assert plan.groups[0].body._programs == {}
     walks = [0]
     stmt = Walker.stmt
 
@@ -107,21 +107,21 @@ def _run_twice_and_walked(plan: Any, drawn: Any) -> tuple[np.ndarray, ...]:
     out = plan.tensor(plan.output)
     results = []
     for g in plan.groups:
-        g.kernel.keep_programs = False  # nothing is kept: every call walks
+        g.body.keep_programs = False  # nothing is kept: every call walks
     drawn.reset()
     plan.run(backend="numpy")
     results.append(out.to_numpy().copy())
-    assert all(g.kernel._programs == {} for g in plan.groups)
+    assert all(g.body._programs == {} for g in plan.groups)
     for g in plan.groups:
-        g.kernel.keep_programs = True
+        g.body.keep_programs = True
     for _ in range(2):
         drawn.reset()
         plan.run(backend="numpy")
         results.append(out.to_numpy().copy())
     for g in plan.groups:  # every point that ran kept its program, or says why it walks every time
         ran = {p for _, launch in plan.launches() for p in launch.points()}
-        assert {point for point, _ in g.kernel._programs} | set(g.kernel.walks) == ran
-        assert set(g.kernel.walks.values()) <= {
+        assert {point for point, _ in g.body._programs} | set(g.body.walks) == ran
+        assert set(g.body.walks.values()) <= {
             "a loop runs on a thread pool", "an index-mode block too large to keep its index arrays",
             f"more than {kernel_module.PROGRAM_LIMIT} steps"}
     return tuple(results)
@@ -163,7 +163,7 @@ def test_a_point_with_more_steps_than_the_limit_walks_every_time(monkeypatch: py
     plan, A, expected = _library_plan("summa")
     monkeypatch.setattr(kernel_module, "PROGRAM_LIMIT", 0)
     plan.run(backend="numpy")
-    body = plan.groups[0].kernel
+    body = plan.groups[0].body
     assert body._programs == {}
     assert set(body.walks.values()) == {"more than 0 steps"}
     assert set(body.walks) == {p for _, launch in plan.launches() for p in launch.points()}

@@ -155,12 +155,12 @@ def test_points_run_on_the_processor_bound_to_their_grid_point(legate: object, r
     for sched in (summa(A, B, C, m, 8), cannon(A, B, C, m)):
         plan = lower(sched, rotation=rotation)
         group = plan.groups[0]
-        group.kernel.timings = []
+        group.body.timings = []
         plan.run()
         _check(A, expected)
         bound = m.bind(rt.processor_count("cpu"))
         threads: dict[int, set[int]] = {}
-        for point, _, thread in group.kernel.timings:
+        for point, _, thread in group.body.timings:
             threads.setdefault(bound[plan.processor_of(group, point)], set()).add(thread)
         # each real processor is one Legate thread; points bound to different processors never share one
         assert all(len(t) == 1 for t in threads.values()), threads

@@ -25,7 +25,7 @@ def test_a_large_element_wise_statement_is_one_block_in_chunks_as_explain_says()
     assert words in str(plan)
     replace(plan, eager="test").run()  # the one task, in this process on the tensors' own arrays
     np.testing.assert_allclose(Y.to_numpy(), 2 * x + np.sqrt(np.abs(z)) * b, rtol=1e-12)
-    assert plan.groups[0].kernel.ran == {words: 1}
+    assert plan.groups[0].body.ran == {words: 1}
 
 
 def test_a_small_element_wise_statement_is_one_block_without_chunks() -> None:
@@ -35,5 +35,5 @@ def test_a_small_element_wise_statement_is_one_block_without_chunks() -> None:
     Y[i] = X[i] + 1
     plan = Y.schedule().compile()
     plan.run(backend="numpy")
-    assert plan.groups[0].kernel.ran == {"a broadcast NumPy expression into [10]": 1}
+    assert plan.groups[0].body.ran == {"a broadcast NumPy expression into [10]": 1}
     np.testing.assert_allclose(Y.to_numpy(), np.arange(10.0) + 1)

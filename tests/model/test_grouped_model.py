@@ -164,7 +164,7 @@ def test_the_model_counts_the_tasks_the_runtime_submits(build: Callable[[], tupl
                                                         points: int, tasks: int, submitted: list[tuple[str, int]],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     plan, out, expected = build()
-    names = tuple(g.kernel.name for g in plan.groups)
+    names = tuple(g.body.name for g in plan.groups)
     for on, want in ((True, tasks), (False, points)):
         monkeypatch.setenv(ENV, "1" if on else "0")
         plan.run()  # the first run places the inputs (copies that are no task of the plan's kernels)

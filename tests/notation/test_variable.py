@@ -155,7 +155,7 @@ def test_built_schedules_and_plans_hold_only_vars(data: st.DataObject) -> None:
             continue
         assert all(type(t.tensor) is dt.TensorVar for t in plan.tensors)
         for g in plan.groups:
-            assert all(type(t) is dt.TensorVar for t in g.kernel.tensors)
+            assert all(type(t) is dt.TensorVar for t in g.body.tensors)
 
 
 def test_recorded_statements_do_not_keep_dropped_tensors_alive() -> None:

@@ -72,7 +72,7 @@ def _counted(plan: Any, out: dt.Tensor, expected: np.ndarray, tasks: list[tuple[
     tasks.clear()
     plan.run()
     np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
-    names = tuple(g.kernel.name for g in plan.groups)
+    names = tuple(g.body.name for g in plan.groups)
     ran = sum(n for label, n in tasks if label.startswith(names))
     assert ran == sum(t.tasks for t in plan_tasks(plan, rt.processor_count("cpu"), enabled=on))
     return ran

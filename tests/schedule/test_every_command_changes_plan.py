@@ -26,9 +26,9 @@ def parts(plan: Any) -> dict[str, Any]:
     """The parts of a plan a command may change, as comparable values."""
     out: dict[str, Any] = {"launches": [], "tiles": {}, "loops": [], "leaf": [], "parallel": []}
     for g in plan.groups:
-        out["loops"].append(str(g.kernel.stmt))
-        out["leaf"].append(tuple(sorted(f"{sorted(map(str, vs))}:{leaf}" for vs, leaf in g.kernel.leaves)))
-        out["parallel"].append(tuple((str(p.var), p.unit, p.mode) for p in getattr(g.kernel, "parallel", ())))
+        out["loops"].append(str(g.body.stmt))
+        out["leaf"].append(tuple(sorted(f"{sorted(map(str, vs))}:{leaf}" for vs, leaf in g.body.leaves)))
+        out["parallel"].append(tuple((str(p.var), p.unit, p.mode) for p in getattr(g.body, "parallel", ())))
         for launch in g.launches:
             ops = tuple((op.tensor, op.privilege.value, op.tile, tuple(map(str, op.projection or ())))
                         for op in launch.operands)

@@ -47,7 +47,7 @@ def test_the_plan_records_the_parallel_loop_and_its_unit() -> None:
     text = plan.explain()
     assert "parallelize(f, cpu_vector): f and the loops inside it run as one vectorised block" in text
     assert "parallelize" not in plain.explain()
-    assert [(p.var, p.unit, p.mode) for p in plan.groups[0].kernel.parallel] == [(f, "cpu_vector", "vector")]
+    assert [(p.var, p.unit, p.mode) for p in plan.groups[0].body.parallel] == [(f, "cpu_vector", "vector")]
 
 
 def _blocks_run(plan: Any, A: dt.Tensor, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -103,7 +103,7 @@ def test_cpu_thread_runs_a_thread_pool_on_openmp_processors(monkeypatch: pytest.
     s, A, expected = fused("omp")
     plan, warned = compile_quietly(s.parallelize(var, "cpu_thread"))
     assert not warned
-    body = plan.groups[0].kernel
+    body = plan.groups[0].body
     assert [p.mode for p in body.parallel] == ["threads"]
     body.threads = 3
     monkeypatch.setattr(thread_pool, "ThreadPoolExecutor", _Recording)
@@ -185,7 +185,7 @@ def test_the_papers_ttv_and_innerprod_leaf_schedules_are_expressible_and_run(kin
     for name, sched, out, expected in _paper_leaves(kind):
         plan, warned = compile_quietly(sched)
         assert not warned, name
-        modes = {p.unit: p.mode for p in plan.groups[0].kernel.parallel}
+        modes = {p.unit: p.mode for p in plan.groups[0].body.parallel}
         if kind == "omp":
             assert modes == {"cpu_thread": "threads", "cpu_vector": "vector"}, name
         else:
@@ -223,7 +223,7 @@ def test_each_thread_runs_its_chunk_as_one_block(monkeypatch: pytest.MonkeyPatch
     s = A.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2, kind="omp"))).parallelize(ii, "cpu_thread")
     plan, warned = compile_quietly(s)
     assert not warned
-    plan.groups[0].kernel.threads = 2
+    plan.groups[0].body.threads = 2
     assert _blocks_run(plan, A, monkeypatch) == 2 * 2  # two tasks, two threads each
     np.testing.assert_allclose(A.to_numpy(), np.einsum("ijk,k->ij", B.to_numpy(), c.to_numpy()), rtol=1e-12)
 
@@ -246,7 +246,7 @@ def test_no_automatic_collection_runs_in_the_worker_threads(monkeypatch: pytest.
     runs with automatic collection paused, and the caller's setting is back afterwards."""
     s, A, expected = fused("omp")
     plan, _ = compile_quietly(s.parallelize(k, "cpu_thread"))
-    plan.groups[0].kernel.threads = 3
+    plan.groups[0].body.threads = 3
     monkeypatch.setattr(thread_pool, "ThreadPoolExecutor", _RecordingCollection)
     _RecordingCollection.seen.clear()
     A.set_array(np.zeros(A.concrete_shape()))
