@@ -41,6 +41,7 @@ BENCHES = {
     "reference-oracle": "reference_oracle.py",  # the reference executor on the tutorial's SUMMA, n = 1024
     "validate-model": "validate_model.py",  # predicted vs measured time (distal.model) at 1, 2, 4 CPUs
     "validate-comm": "validate_comm.py",  # the same where data movement dominates, at 1 and 2 CPUs
+    "runtime-costs": "runtime_costs.py",  # the runtime's costs as launches grow to 512 points, and the overlap
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
     "check": "check.py",  # reruns the tracked ratios and compares them with bench/results/ (exit 1: one fell)

@@ -20,20 +20,29 @@
   rate, and the generic leaf's element-wise product on tiles larger than the
   caches for the rate its bytes stream at (`streaming["GENERIC"]`: copies,
   transposes and additions are bound by it);
-- the runtime's fixed costs: a child process (`python -m distal.calibrate_cli
-  --fixed-costs-child`: it runs the algorithm library through the facade, so
-  it is an entry point above the library, not a module this one imports)
-  starts Legate on one CPU processor (`--cpus 1`, a small `--sysmem`) and times tiny plans of 1 to 8
-  launches and 1 to 8 points (`plan.run()` and reading the output back;
-  the fastest of 25 runs, as for the leaves: the model is of a quiet machine);
-  a least-squares fit gives the cost per plan run, per launch and per task
-  (the child runs every point as its own task, `DISTAL_GROUP_TASKS=0`; the
-  model charges the per-task cost per Legate task that runs, grouped or
-  not). Task bodies are Python and Legate runs them under one interpreter
-  lock per process, so a node pays the per-task cost once per task of a
-  launch, whichever processor runs it (`MachineModel.serial_tasks`). When
-  Legate cannot start, the figures of bench/fixed_cost.py on this kind of
-  machine are used instead and the cache says so.
+- the runtime's costs and how they grow with a launch's points: a child
+  process (`python -m distal.calibrate_cli --fixed-costs-child`: it runs the
+  algorithm library through the facade, so it is an entry point above the
+  library, not a module this one imports) starts Legate on as many CPU
+  processors as distal runs by default (one per core) and times tiny plans of
+  1 to 8 launches and 1 to 8 points, and one launch of 1 to 256 points with
+  every point its own task and with the points of a processor grouped
+  (`plan.run()` and reading the output back; interleaved rounds, the fastest
+  kept, as for the leaves: the model is of a quiet machine); a least-squares
+  fit of relative residuals (`distal.model.runtime_costs`) gives the cost per
+  plan run, per launch, per launch point, per point and doubling of a
+  launch's points where the timings show such growth, and per task. Task
+  bodies are Python and Legate runs them under one interpreter lock per
+  process, so a node pays the per-task cost once per task of a launch,
+  whichever processor runs it (`MachineModel.serial_tasks`). When Legate
+  cannot start, the figures of bench/fixed_cost.py on this kind of machine
+  are used instead and the cache says so;
+- the overlap of communication with computation: the same child times four
+  plans with the same steps (`distal.calibrate_cli.overlap_plans`: a copy and
+  a heavier element-wise leaf, each on tiles held or assembled from the other
+  processor's instances) in interleaved rounds; from the medians,
+  `OverlapTimes.overlap` is the share of the communication hidden behind the
+  computation, held to [0, 1] for the model (default 0.3 when not measured).
 
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
@@ -66,11 +75,14 @@ from distal import leaf
 from distal.host import meminfo_kib
 from distal.links import Link
 from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
+from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_runtime_costs
 
-__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "PINNED", "cache_path", "calibrate", "fastest_of",
-           "measure_fixed_costs", "model_of", "pinned_model", "this_machine"]
+__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "PINNED", "cache_path", "calibrate",
+           "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model", "this_machine"]
 
-_VERSION = 10
+# 11: the runtime's costs per launch point and their growth (launch_point_seconds, launch_log_seconds), and the
+# measured overlap, from a child on one CPU processor per core; records of version 10 still read (model_of)
+_VERSION = 11
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -78,6 +90,8 @@ BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
 #: Per plan run, per launch, per task point (seconds): bench/fixed_cost.py and tiny plans on a quiet
 #: 2-core machine of this kind (a 1-point plan about 1.0 ms, each further launch 0.45 ms, each point 0.11 ms).
 DEFAULT_FIXED_COSTS = {"plan_seconds": 0.5e-3, "launch_seconds": 0.35e-3, "task_seconds": 0.11e-3}
+#: The overlap of a calibration record that has none measured (version 10 and earlier, or no Legate).
+DEFAULT_OVERLAP = 0.3
 
 # (leaf kind, operand shapes) per calibrated size; FLOPs per call as predict counts them
 _GEMM_SIZES = (32, 64, 128, 256, 512)
@@ -194,34 +208,71 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
     flops.update({k: bw / 4 for k, bw in streams.items() if k in BANDWIDTH_BOUND})
     flops["GENERIC"] = generic
     assert set(flops) == set(LEAF_KINDS)
-    costs: dict[str, float] | None = measure_fixed_costs() if fixed_costs else None
-    source = "measured: tiny Legate plans on one CPU processor" if costs else "default: bench/fixed_cost.py figures"
+    costs: dict[str, Any] | None = measure_fixed_costs() if fixed_costs else None
+    source = (f"measured: Legate plans of 1 to 256 points on {costs.get('fixed_costs_cpus', 1)} CPU processor(s)"
+              if costs else "default: bench/fixed_cost.py figures")
     return {"key": _key(), "flops": flops, "curves": curves, "streaming": streams, "bandwidth": bandwidth,
             "copy_bandwidth": copy, **(costs or DEFAULT_FIXED_COSTS), "fixed_costs_source": source,
             "cores": os.cpu_count() or 1, "memory": _memory_bytes(), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
-def measure_fixed_costs(timeout: float = 60.0) -> dict[str, float] | None:
-    """The runtime's cost per plan run, per launch and per task point, from tiny plans in a Legate child.
+def measure_fixed_costs(timeout: float = 120.0) -> dict[str, Any] | None:
+    """The runtime's costs (per plan run, launch, launch point, their growth, task) and the overlap of
+    communication with computation, from plans in a Legate child (`fit_child`).
 
     None when the child fails (no Legate, or it did not finish in `timeout` seconds).
     """
     env = dict(os.environ)
-    env["LEGATE_CONFIG"] = "--cpus 1 --gpus 0 --omps 0 --utility 1 --sysmem 256"
-    # every point its own Legate task, so that the fit's per-point term is the cost of one task (the model
-    # charges it per task that runs: distal.lower.grouping.plan_tasks); points grouped into one task still
-    # cost about 40 us each (measured at load 3, against 93 us as tasks), which the model does not charge
-    env["DISTAL_GROUP_TASKS"] = "0"
+    # one CPU processor per core, as distal runs by default (runtime/_config.py); the child sets
+    # DISTAL_GROUP_TASKS per plan (its plans run once with a task per point, once grouped)
+    env["LEGATE_CONFIG"] = f"--cpus {max(1, os.cpu_count() or 1)} --gpus 0 --omps 0 --utility 1 --sysmem 2048"
+    env.pop("DISTAL_GROUP_TASKS", None)
     try:
         # the child runs plans through the facade and the algorithm library, above this module: it is an entry
         # point of its own (distal/calibrate_cli.py), run as a process, never imported here
         proc = subprocess.run([sys.executable, "-m", "distal.calibrate_cli", "--fixed-costs-child"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                               timeout=timeout)
-        rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        rows = None
-    return fit_fixed_costs(rows) if rows else None
+        found = None
+    if not found:
+        return None
+    if isinstance(found, list):  # a child of version 10: (launches, points, seconds) rows only
+        return dict(fit_fixed_costs(found))
+    return fit_child(found)
+
+
+def fit_child(found: dict[str, Any]) -> dict[str, Any]:
+    """The calibration record's runtime terms from what the Legate child printed: the law the timings
+    support (`runtime_costs.fit_runtime_costs`) with its residuals, and the measured overlap.
+
+    >>> run = lambda p, t: {"points": [p], "tasks": [t], "seconds": 1e-3 + 3e-5 * p + 7e-5 * t}
+    >>> rounds = [{"fixed": 1.0, "comm": 3.0, "comp": 5.0, "both": 6.0}] * 3
+    >>> got = fit_child({"runtime": [run(p, p) for p in (1, 8, 64)] + [run(p, 2) for p in (8, 64)],
+    ...                  "overlap": rounds, "cpus": 2})
+    >>> round(got["task_seconds"] * 1e6), round(got["launch_point_seconds"] * 1e6), got["overlap"]
+    (70, 30, 0.5)
+    """
+    rows = [RuntimeRow.of_record(r) for r in found["runtime"]]
+    fit = fit_runtime_costs(rows)
+    out: dict[str, Any] = {**fit.costs(), "runtime_law": fit.law, "runtime_fit": fit.as_record(),
+                           "runtime_rows": [{**r, "predicted": fit.seconds(r["points"], r["tasks"])}
+                                            for r in found["runtime"]],
+                           "fixed_costs_cpus": int(found.get("cpus", 1))}
+    rounds = [OverlapTimes(**{k: float(r[k]) for k in ("fixed", "comm", "comp", "both")})
+              for r in found.get("overlap", [])]
+    if rounds:
+        try:
+            measured = OverlapTimes.paired(rounds)
+        except ValueError:  # communication or computation not visible above the fixed plan: not measured
+            pass
+        else:
+            out["overlap"] = min(1.0, max(0.0, measured))
+            out["overlap_measurement"] = {"paired_overlap": measured,
+                                          "of_medians": OverlapTimes.median_of(rounds).as_record(),
+                                          "rounds": [r.as_record() for r in rounds]}
+    return out
 
 
 def fit_fixed_costs(rows: list[list[float]]) -> dict[str, float]:
@@ -262,12 +313,17 @@ def model_of(data: dict[str, Any]) -> MachineModel:
     copy_bw = float(data.get("copy_bandwidth", data["bandwidth"]))
     copy = Link("copy", copy_bw / 2, 50e-6)
     fixed = {k: float(data.get(k, v)) for k, v in DEFAULT_FIXED_COSTS.items()}
+    overlap = float(data.get("overlap", DEFAULT_OVERLAP))
+    law = data.get("runtime_law", "linear in the points, none per point (version 10)")
     return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=fixed["launch_seconds"],
                         task_seconds=fixed["task_seconds"], plan_seconds=fixed["plan_seconds"], serial_tasks=True,
                         shared_memory=True,
-                        overlap=0.3, cores=cores,
+                        launch_point_seconds=float(data.get("launch_point_seconds", 0.0)),
+                        launch_log_seconds=float(data.get("launch_log_seconds", 0.0)),
+                        overlap=overlap, cores=cores,
                         notes=(f"calibrated {data.get('measured', '?')}; fixed costs "
-                               f"{data.get('fixed_costs_source', 'default')}",))
+                               f"{data.get('fixed_costs_source', 'default')}, growth law {law}; overlap "
+                               f"{'measured' if 'overlap' in data else 'default'}",))
 
 
 #: A calibration file every process reads instead of measuring (the same model on every rank).

@@ -33,8 +33,11 @@ contributions to one tile are summed (`fold`) follow the runtime:
 
 The runtime's costs: `plan_seconds` per run, `launch_seconds` per launch
 plus `launch_point_seconds` per point of the launch (the issuing runtime
-handles every point: the cost of a launch grows with its points),
-`task_seconds` per Legate task a processor runs.
+handles every point: the cost of a launch grows with its points) plus
+`launch_log_seconds` per point and doubling of the launch's points (P log2 P,
+where measurements show the runtime's analysis growing faster than the
+points: `distal.model.runtime_costs`), `task_seconds` per Legate task a
+processor runs (`launch_overhead`).
 
 Presets (constants and their public sources: docs/scaling.md, "The machines"):
 
@@ -254,16 +257,18 @@ class MachineModel:
     radix: int = 8
     launch_point_seconds: float = 0.0
     shared_memory: bool = False
+    launch_log_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:
             raise ModelError(f"expected a positive number of processors per node, but found {self.per_node!r}")
         if not 0.0 <= self.overlap <= 1.0:
             raise ModelError(f"expected an overlap in [0, 1], but found {self.overlap!r}")
-        if min(self.launch_seconds, self.task_seconds, self.plan_seconds, self.launch_point_seconds) < 0:
+        if min(self.launch_seconds, self.task_seconds, self.plan_seconds, self.launch_point_seconds,
+               self.launch_log_seconds) < 0:
             raise ModelError(f"expected non-negative runtime costs, but found launch {self.launch_seconds!r}, "
-                             f"per point {self.launch_point_seconds!r}, task {self.task_seconds!r}, "
-                             f"plan {self.plan_seconds!r}")
+                             f"per point {self.launch_point_seconds!r}, per point and doubling "
+                             f"{self.launch_log_seconds!r}, task {self.task_seconds!r}, plan {self.plan_seconds!r}")
         object.__setattr__(self, "levels", tuple(self.levels))
         group = math.prod(lv.size for lv in self.levels)
         if any(not isinstance(lv, NodeLevel) for lv in self.levels) or self.per_node % group:
@@ -276,6 +281,16 @@ class MachineModel:
             raise ModelError(f"expected a reduction fold among {', '.join(FOLDS)}, but found {self.fold!r}")
         if isinstance(self.radix, bool) or not isinstance(self.radix, int) or self.radix < 2:
             raise ModelError(f"expected a tree radix of at least 2, but found {self.radix!r}")
+
+    def launch_overhead(self, points: int) -> float:
+        """The runtime's cost of issuing one launch of `points` points (its tasks are charged apart).
+
+        >>> m = lassen_cpu().with_(launch_seconds=1e-4, launch_point_seconds=1e-5, launch_log_seconds=1e-6)
+        >>> round(m.launch_overhead(1) * 1e6, 3), round(m.launch_overhead(256) * 1e6, 3)  # 100 + 2560 + 2048
+        (110.0, 4708.0)
+        """
+        growth = points * math.log2(points) if points > 1 else 0.0
+        return self.launch_seconds + self.launch_point_seconds * points + self.launch_log_seconds * growth
 
     def node_of(self, processor: int) -> int:
         """The node of real processor `processor` (processors of a node are consecutive)."""
@@ -343,7 +358,8 @@ class MachineModel:
                 f"{p.bandwidth / 1e9:.3g} GB/s, {p.memory / GiB:.3g} GiB each; {levels}inside a node {self.intra}, "
                 f"between nodes {self.inter}; broadcast {self.broadcast}, reductions {self.fold} (radix "
                 f"{self.radix}); {self.plan_seconds * 1e6:.3g} us per plan, "
-                f"{self.launch_seconds * 1e6:.3g} us per launch + {self.launch_point_seconds * 1e6:.3g} us per point, "
+                f"{self.launch_seconds * 1e6:.3g} us per launch + {self.launch_point_seconds * 1e6:.3g} us per point"
+                f"{f' + {self.launch_log_seconds * 1e6:.3g} us x P log2 P' if self.launch_log_seconds else ''}, "
                 f"{self.task_seconds * 1e6:.3g} us per task"
                 f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}")
 

@@ -46,8 +46,9 @@ computed and after its own data arrived; the runtime overlaps `overlap` of
 the data for step s+1 (and the reductions of step s) with step s's compute:
 T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
-cost per plan run, per launch and per point of each launch. Peak memory per real processor is the sum of the peaks
-(`Plan.analysis()`) of the abstract processors bound to it,
+cost per plan run and per launch, growing with the launch's points
+(`MachineModel.launch_overhead`). Peak memory per real processor is the sum
+of the peaks (`Plan.analysis()`) of the abstract processors bound to it,
 checked against the processor's memory.
 """
 
@@ -310,6 +311,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
     red_est: dict[tuple[int, ...], float] = defaultdict(float)
     extra_peak: dict[tuple[int, ...], float] = defaultdict(float)  # estimated: received + reduction buffers
     per_launch: list[Any] = []
+    launch_points: list[int] = []  # points per launch: the runtime's cost of a launch grows with them
     kinds: list[str] = []
     per_step: list[tuple[dict[int, float], dict[int, float], dict[int, float]]] = []
     # tiles written by a launch, for the launches after it: (tensor, box) -> its writer, and per tensor all pieces
@@ -418,6 +420,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
             if tile.tensor >= 0 and tile.tensor not in stale:  # instances), a nearer source than the holder
                 seen_by.setdefault((tile.tensor, tile.box), set()).update(tile.need)
         per_launch.append((raw, where, red_where, readers, fanin, est_need))
+        launch_points.append(int(sum(part[2] for part in raw.values())))
     # a point's tiles may be larger than what its leaf computes (a dimension handed whole, the leaf picking
     # its part): the FLOPs are scaled so that all points together compute the statement once
     whole = float(math.prod(plan.tensors[n].shape[d] for n, d in dims) * ops_per_iter)
@@ -562,8 +565,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         ms = sum(x[1] + x[2] for x in runs)
         if t > total:
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
-    runtime = (model.plan_seconds + model.launch_seconds * len(launches)
-               + model.launch_point_seconds * sum(points_total.values()))
+    runtime = model.plan_seconds + sum(model.launch_overhead(p) for p in launch_points)
     if model.serial_tasks:  # a node's task bodies run one after the other, over all its launches
         node_tasks: dict[int, int] = defaultdict(int)
         for r, n_ in tasks_total.items():
