@@ -12,6 +12,8 @@ model, measured at length and on 1 and 2 CPU processors:
   `distal.model.runtime_costs` (linear in the points; with a P log2 P term)
   are fitted to the fastest rounds and to the medians, with every row's
   relative residual, and the law the data supports is named;
+- *the model*: this machine's cached calibration (`distal.model.this_machine()`,
+  measured first when there is none) predicts the same plans, beside the measurements;
 - *overlap*: the four plans of `distal.calibrate_cli.overlap_plans` (a copy
   and an element-wise product of 4 factors over `Grid(2)`'s rows in 8
   sequential steps, on tiles held or assembled from both processors'
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,9 +51,25 @@ def run_child(cpus: int, quick: bool, repeats: int, n: int) -> dict[str, Any]:
 
     got = rt.ensure_started().cpus
     assert got == cpus, f"expected {cpus} CPU processors, but Legate runs {got}"
-    rows = calibrate_cli.runtime_rows(repeats, QUICK_POINTS if quick else POINTS, cpus)
+    points = QUICK_POINTS if quick else POINTS
+    rows = calibrate_cli.runtime_rows(repeats, points, cpus)
     rounds = calibrate_cli.overlap_rounds(repeats, n)
-    return {"cpus": cpus, "runtime": rows, "overlap": rounds}
+    # what this machine's model (its cached calibration) predicts for the same plans
+    from distal import model
+
+    machine_model = model.this_machine()
+    predicted = {}
+    for name, (plan, _out, grouped) in calibrate_cli.growth_plans(points).items():
+        os.environ["DISTAL_GROUP_TASKS"] = "1" if grouped else "0"  # predict counts the tasks as the run does
+        predicted[name] = plan.predict(machine_model, cpus).seconds
+    os.environ.pop("DISTAL_GROUP_TASKS", None)
+    for name, (plan, _out) in calibrate_cli.overlap_plans(n).items():
+        got = plan.predict(machine_model, cpus)
+        predicted[f"overlap {name}"] = got.seconds
+        predicted[f"overlap {name} exposed comm"] = got.exposed_comm_seconds
+        predicted[f"overlap {name} comm"] = got.comm_seconds
+    return {"cpus": cpus, "runtime": rows, "overlap": rounds, "predicted": predicted,
+            "model": machine_model.describe()}
 
 
 def _fits(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -70,8 +89,10 @@ def summarize(found: dict[str, Any]) -> dict[str, Any]:
     rows = found["runtime"]
     fastest, median = _fits(rows, "seconds"), _fits(rows, "median")
     law = fit_runtime_costs([RuntimeRow.of_record(r) for r in rows])
+    predicted = found.get("predicted", {})
     table = [{"label": r["label"], "points": r["points"], "tasks": r["tasks"], "fastest": r["seconds"],
-              "median": r["median"], "fitted": law.seconds(r["points"], r["tasks"])} for r in rows]
+              "median": r["median"], "fitted": law.seconds(r["points"], r["tasks"]),
+              "model_predicted": predicted.get(r["label"])} for r in rows]
     rounds = [OverlapTimes(**{k: float(r[k]) for k in ("fixed", "comm", "comp", "both")}) for r in found["overlap"]]
     try:
         paired: float | None = OverlapTimes.paired(rounds)
@@ -79,7 +100,8 @@ def summarize(found: dict[str, Any]) -> dict[str, Any]:
         paired = None
     return {"cpus": found["cpus"], "fit_fastest": fastest, "fit_median": median, "rows": table,
             "overlap_paired": paired, "overlap_of_medians": OverlapTimes.median_of(rounds).as_record(),
-            "overlap_rounds": [r.as_record() for r in rounds]}
+            "overlap_rounds": [r.as_record() for r in rounds],
+            "overlap_predicted": {k[len("overlap "):]: v for k, v in predicted.items() if k.startswith("overlap ")}}
 
 
 def _print(summary: dict[str, Any]) -> None:
@@ -94,14 +116,17 @@ def _print(summary: dict[str, Any]) -> None:
                   f"relative residuals rms {f['rms_relative_residual']:.3f}, worst {f['worst_relative_residual']:.3f}"
                   + (" (chosen)" if fits["chosen"] == law else ""))
     for r in summary["rows"]:
+        model = r["model_predicted"]
         print(f"  {r['label']:24s} tasks {sum(r['tasks']):4d}: fastest {r['fastest'] * 1e3:8.2f} ms, median "
-              f"{r['median'] * 1e3:8.2f} ms, fitted {r['fitted'] * 1e3:8.2f} ms")
+              f"{r['median'] * 1e3:8.2f} ms, fitted {r['fitted'] * 1e3:8.2f} ms"
+              + ("" if model is None else f", this machine's model {model * 1e3:8.2f} ms"))
     o = summary["overlap_of_medians"]
     per_round = [None if r["overlap"] is None else round(r["overlap"], 3) for r in summary["overlap_rounds"]]
     print(f"{cpus} cpus overlap: per round {per_round}, "
           f"median {summary['overlap_paired']}; of the medians {o['overlap']} (fixed {o['fixed'] * 1e3:.1f} ms, "
           f"comm +{o['comm_seconds'] * 1e3:.1f} ms, comp +{o['comp_seconds'] * 1e3:.1f} ms, both "
-          f"{o['both'] * 1e3:.1f} ms)")
+          f"{o['both'] * 1e3:.1f} ms); the model predicts "
+          + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in summary["overlap_predicted"].items() if " " not in k))
 
 
 def _load() -> list[str] | None:
@@ -122,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.child is not None:
         print(json.dumps(run_child(args.child, args.quick, repeats, n)))
         return 0
+    from distal import model
+
+    described = model.this_machine().describe()  # calibrated (and cached) before the children read it
     before, t0 = _load(), time.perf_counter()
     summaries = []
     for cpus in (int(x) for x in args.procs.split(",")):
@@ -139,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             + ("--quick: pipeline check only. " if args.quick else "")
             + "Re-run on a quiet machine: python bench/runtime_costs.py")
     name = "runtime_costs_quick" if args.quick else "runtime_costs"
-    path = record(name, {"repeats": repeats, "overlap_n": n, "loadavg_before": before, "loadavg_after": after,
-                         "wall_seconds": time.perf_counter() - t0, "note": note, "per_cpus": summaries})
+    path = record(name, {"model": described, "repeats": repeats, "overlap_n": n, "loadavg_before": before,
+                         "loadavg_after": after, "wall_seconds": time.perf_counter() - t0, "note": note, "per_cpus": summaries})
     print(f"wrote {path}")
     return 0
 
