@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             + "Re-run on a quiet machine: python bench/runtime_costs.py")
     name = "runtime_costs_quick" if args.quick else "runtime_costs"
     path = record(name, {"model": described, "repeats": repeats, "overlap_n": n, "loadavg_before": before,
-                         "loadavg_after": after, "wall_seconds": time.perf_counter() - t0, "note": note, "per_cpus": summaries})
+                         "loadavg_after": after, "wall_seconds": time.perf_counter() - t0, "note": note,
+                         "per_cpus": summaries})
     print(f"wrote {path}")
     return 0
 
