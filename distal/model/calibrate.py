@@ -25,7 +25,7 @@
   algorithm library through the facade, so it is an entry point above the
   library, not a module this one imports) starts Legate on as many CPU
   processors as distal runs by default (one per core) and times tiny plans of
-  1 to 8 launches and 1 to 8 points, and one launch of 1 to 256 points with
+  1 to 8 launches of one point, and one launch of 1 to 256 points with
   every point its own task and with the points of a processor grouped
   (`plan.run()` and reading the output back; interleaved rounds, the fastest
   kept, as for the leaves: the model is of a quiet machine); a least-squares
@@ -40,9 +40,10 @@
 - the overlap of communication with computation: the same child times four
   plans with the same steps (`distal.calibrate_cli.overlap_plans`: a copy and
   a heavier element-wise leaf, each on tiles held or assembled from the other
-  processor's instances) in interleaved rounds; from the medians,
-  `OverlapTimes.overlap` is the share of the communication hidden behind the
-  computation, held to [0, 1] for the model (default 0.3 when not measured).
+  processor's instances) in interleaved rounds; the share of the communication
+  hidden behind the computation in each round, the median over the rounds
+  (`OverlapTimes.paired`), held to [0, 1], is the model's overlap (0.3 when a
+  record has none measured).
 
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
