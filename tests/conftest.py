@@ -14,7 +14,6 @@ The guard checks it. While an unmarked test is set up and runs:
   every use goes through `ensure_started`, which then has to call it.
 - a first import of `legate` or `cupynumeric` (importing cuPyNumeric starts
   Legate) fails the same way; so does one while the test files are collected.
-
 - a Python child process that imports Legate fails the test once it has run
   (tests/_guard_site/sitecustomize.py, first on the children's PYTHONPATH,
   records the import; a child given an environment without that PYTHONPATH
@@ -34,7 +33,7 @@ import importlib.machinery
 import os
 import sys
 import tempfile
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -156,17 +155,28 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         return (yield)
 
 
+_IMPORTED_ANYWAY = pytest.StashKey[str]()
+
+
+def imported_anyway(items: Sequence[pytest.Item], modules: Collection[str]) -> str | None:
+    """What is wrong with a run of `items` after which `modules` are imported, or None."""
+    if not items or any(is_marked(item) for item in items) or "legate" not in modules:
+        return None
+    return f"no selected test is marked `{MARKER}`, but `legate` was imported during the run"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    items = getattr(session, "items", None)
-    if not items or any(is_marked(item) for item in items) or MARKER not in sys.modules:
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    message = f"no selected test is marked `{MARKER}`, but `legate` was imported during the run"
-    if reporter is not None:
-        reporter.write_line(f"ERROR: {message}", red=True)
-    else:
-        print(f"ERROR: {message}", file=sys.stderr)
-    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    message = imported_anyway(getattr(session, "items", []), sys.modules.keys())
+    if message is not None:
+        session.config.stash[_IMPORTED_ANYWAY] = message
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    message = config.stash.get(_IMPORTED_ANYWAY, None)
+    if message is not None:
+        terminalreporter.write_sep("=", "legate marker", red=True)
+        terminalreporter.write_line(f"ERROR: {message}", red=True)
 
 
 @pytest.fixture(scope="session")

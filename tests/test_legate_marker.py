@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import GUARD_SITE, MARKER, children_watched, guarded, imports_blocked, is_marked, needs_marker
+from tests.conftest import (
+    GUARD_SITE,
+    MARKER,
+    children_watched,
+    guarded,
+    imported_anyway,
+    imports_blocked,
+    is_marked,
+    needs_marker,
+)
 
 FAKE_PACKAGE = "distal_test_no_such_legate_package"
 
@@ -104,6 +113,16 @@ def test_the_guard_is_off_for_marked_items_and_undone_after_unmarked_ones() -> N
         assert start._machine is None
         assert _refusal(start.ensure_started).startswith("u started or used Legate")
     assert start._import_legate is guarded_here
+
+
+def test_a_run_without_marked_tests_fails_if_legate_was_imported() -> None:
+    marked = SimpleNamespace(get_closest_marker=lambda name: object() if name == MARKER else None)
+    unmarked = SimpleNamespace(get_closest_marker=lambda name: None)
+    assert imported_anyway([unmarked, unmarked], {"numpy", "legate", "legate.core"}) == (
+        "no selected test is marked `legate`, but `legate` was imported during the run")
+    assert imported_anyway([unmarked], {"numpy", "distal"}) is None
+    assert imported_anyway([unmarked, marked], {"legate"}) is None
+    assert imported_anyway([], {"legate"}) is None
 
 
 @pytest.mark.legate
