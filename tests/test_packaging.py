@@ -137,6 +137,7 @@ def test_the_sdist_holds_the_sources_and_the_license(built: tuple[Path, Path]) -
             "distal/py.typed", "pyproject.toml"} <= names
 
 
+@pytest.mark.legate  # its check.py runs plans on Legate, in a child whose environment has no PYTHONPATH
 def test_the_installed_wheel_runs_from_outside_the_checkout(built: tuple[Path, Path], tmp_path: Path) -> None:
     wheel, _ = built
     env_dir = tmp_path / "env"
