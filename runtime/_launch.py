@@ -14,7 +14,6 @@ store is upgraded to `READ_WRITE`, so the tiles it does not write survive.
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import itertools
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 from distal.format.machine import processor_kind
+from distal.lower.plan import Privilege  # one enum of how a launch uses an operand, the plan's and the runtime's
 
 from ._registry import is_transient, kernel, register_kernel
 from ._start import legate_runtime, processor_count, work_queued
@@ -37,15 +37,6 @@ __all__ = ["Affine", "Arg", "Privilege", "Recorded", "Recording", "Submission", 
 # larger WRITE launch is treated as READ_WRITE (safe, maybe slower), and is
 # not checked for points that share a written tile.
 _COVERAGE_LIMIT = 1 << 16
-
-
-class Privilege(enum.Enum):
-    """How a launch uses an argument."""
-
-    READ = "read"
-    WRITE = "write"  # every covered tile is overwritten in full by the kernel
-    READ_WRITE = "read_write"
-    REDUCE_ADD = "reduce_add"  # the kernel adds into a tile that starts at zero
 
 
 @dataclass(frozen=True, slots=True)

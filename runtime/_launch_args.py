@@ -7,7 +7,6 @@ gives its store, cut into the operand's tiles by its projection.
 from __future__ import annotations
 
 from distal.lower.plan import Launch, Operand
-from distal.lower.plan import Privilege as PlanPrivilege
 
 from ._launch import Affine, Arg, Privilege
 from ._placed import PlacedOperand
@@ -15,17 +14,10 @@ from ._store import Store, tile_of
 
 __all__ = ["launch_arg", "pinned_arg"]
 
-_PRIVILEGES = {
-    PlanPrivilege.READ: Privilege.READ,
-    PlanPrivilege.WRITE: Privilege.WRITE,
-    PlanPrivilege.READ_WRITE: Privilege.READ_WRITE,
-    PlanPrivilege.REDUCE_ADD: Privilege.REDUCE_ADD,
-}
-
 
 def launch_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: Launch, op: Operand) -> Arg:
     """``op`` of ``launch`` as an index launch's argument (``stores``: the plan's tensors' stores, by index)."""
-    privilege = _PRIVILEGES[op.privilege]
+    privilege = op.privilege
     if op.tensor in placed:
         return placed[op.tensor].arg(launch, op, privilege)
     store = stores[op.tensor]
@@ -39,7 +31,7 @@ def launch_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: La
 def pinned_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: Launch, op: Operand,
                point: tuple[int, ...]) -> tuple[Store, Privilege]:
     """``op`` of ``launch`` at ``point`` as a pinned launch's argument: the point's tile of its store."""
-    privilege = _PRIVILEGES[op.privilege]
+    privilege = op.privilege
     if op.tensor in placed:
         return placed[op.tensor].pinned(launch, op, point, privilege)
     store = stores[op.tensor]

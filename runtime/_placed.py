@@ -34,7 +34,6 @@ from typing import Any
 from distal.lower import task_body
 from distal.lower.in_place import BlockView, ViewKey, block_projection, gathered, launch_views, view_key
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Proj
-from distal.lower.plan import Privilege as PlanPrivilege
 from distal.redist.formats import Layout
 
 from ._holders import bound_cpus, holder_index
@@ -250,7 +249,7 @@ def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedO
             held = placed[op.tensor]
             tiles[pos] = held.held.layout.tile
             if held.spans(launch, op):
-                spanned[pos] = (held.held.layout, op.privilege is not PlanPrivilege.READ)
+                spanned[pos] = (held.held.layout, op.privilege is not Privilege.READ)
             for p in launch.points():
                 boxes.setdefault(p, {})[pos] = held.local(launch, op, p)
     if not tiles:

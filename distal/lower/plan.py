@@ -46,12 +46,12 @@ Box = tuple[tuple[int, int], ...]  # per dimension [lo, hi)
 
 
 class Privilege(enum.Enum):
-    """How a launch uses an operand (the names of `distal.runtime.Privilege`)."""
+    """How a launch uses an operand: a plan's operands and the runtime's launches (`distal.runtime.Privilege`)."""
 
     READ = "read"
-    WRITE = "write"
+    WRITE = "write"  # every covered tile is overwritten in full by the kernel
     READ_WRITE = "read_write"
-    REDUCE_ADD = "reduce_add"
+    REDUCE_ADD = "reduce_add"  # the kernel adds into a tile that starts at zero
 
 
 @dataclass(frozen=True, slots=True)
