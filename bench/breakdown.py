@@ -8,10 +8,10 @@ wall time into parts that add up to it:
 
 * `leaf`: some task is in a step of its body (`Step.run`: the leaf's BLAS or
   NumPy call, with its few views);
-* `task_python`: some task runs distal's Python but no step (`runtime._tasks._run`:
-  the layout, the store -> array views, the task body's program replay);
+* `task_python`: some task runs distal's Python but no step (the runtime's task hook,
+  `distal.runtime.observed`: the layout, the store -> array views, the task body's program replay);
 * `legate_calls`: the main thread is submitting a launch to Legate
-  (`runtime._launch.Submission.launch`: `create_manual_task`, its arguments and
+  (the runtime's submit hook, `distal.runtime.observed`: `create_manual_task`, its arguments and
   `execute`, which with Legate's window of 1 runs Legate's partitioning and
   dependence analysis and starts the launch);
 * `submit_python`: the main thread runs the rest of `plan.run()` (what
@@ -108,30 +108,25 @@ class _Recorder:
             self.spans.append((kind, threading.get_ident(), start, end, cpu))
 
 
-def _instrument(rec: _Recorder) -> None:
-    """Wrap the runtime's launches (`Submission.launch`: its Legate calls), the Python task and the task
-    body's steps with timers."""
+def _instrument(rec: _Recorder) -> Any:
+    """Time the runtime's launches (their Legate calls) and the Python tasks through the runtime's public
+    hooks (`distal.runtime.observed`), and the task body's steps. Returns the entered `observed` block: the
+    hooks stay while the caller holds it (a child measures one case and exits)."""
+    from distal import runtime as rt
     from distal.lower import steps
-    from distal.runtime import _launch, _tasks
 
-    launch = _launch.Submission.launch
+    def timed(kind: str) -> Any:
+        def watch(work: Any) -> None:
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                work()
+            finally:
+                rec.add(kind, start, time.perf_counter(), time.thread_time() - cpu)
 
-    def timed_launch(self: Any, key: int) -> None:
-        start, cpu = time.perf_counter(), time.thread_time()
-        try:
-            launch(self, key)
-        finally:
-            rec.add("legate_calls", start, time.perf_counter(), time.thread_time() - cpu)
+        return watch
 
-    _launch.Submission.launch = timed_launch  # type: ignore[method-assign]
-    original_run = _tasks._run
-
-    def run(ctx: Any) -> None:
-        start, cpu = time.perf_counter(), time.thread_time()
-        original_run(ctx)
-        rec.add("task", start, time.perf_counter(), time.thread_time() - cpu)
-
-    _tasks._run = run
+    hooks = rt.observed(submit=timed("legate_calls"), task=timed("task"))
+    hooks.__enter__()
 
     def timed_step(cls: Any) -> None:
         original = cls.run
@@ -147,6 +142,7 @@ def _instrument(rec: _Recorder) -> None:
 
     for cls in (steps.SliceStep, steps.ZeroStep, steps.IndexStep):
         timed_step(cls)
+    return hooks
 
 
 def _attribute(spans: list[tuple[str, int, float, float, float]], run: tuple[float, float, float, float]
@@ -188,9 +184,8 @@ def _winner(active: dict[str, int], at: float, last_task_end: float) -> str:
 
 def _calls(plan: Any, runs: int = 5) -> dict[str, float]:
     """Python calls per run of `plan` (run + fence), with no other instrumentation: the main thread's
-    (cProfile) and the tasks' (a profiler per task, `runtime._tasks._run`)."""
+    (cProfile) and the tasks' (a profiler per task, `distal.runtime.observed`)."""
     from distal import runtime as rt
-    from distal.runtime import _tasks
 
     prof = cProfile.Profile()
     prof.enable()
@@ -200,21 +195,17 @@ def _calls(plan: Any, runs: int = 5) -> dict[str, float]:
     prof.disable()
     main_calls = sum(e.callcount for e in prof.getstats()) / runs
     lock, counted = threading.Lock(), [0]
-    original = _tasks._run
 
-    def run(ctx: Any) -> None:
+    def profiled(work: Any) -> None:
         task = cProfile.Profile()
-        task.runcall(original, ctx)
+        task.runcall(work)
         with lock:
             counted[0] += sum(e.callcount for e in task.getstats())
 
-    _tasks._run = run
-    try:
+    with rt.observed(task=profiled):
         for _ in range(runs):
             plan.run()
             rt.fence()
-    finally:
-        _tasks._run = original
     return {"main_thread": main_calls, "tasks": counted[0] / runs}
 
 
@@ -252,7 +243,7 @@ def child(case: str, runs: int, warmup: int, before: bool) -> dict[str, Any]:
             rt.fence()
         calls[name] = _calls(plan)
     rec = _Recorder()
-    _instrument(rec)
+    hooks = _instrument(rec)  # noqa: F841  (held: the hooks stay installed while it lives)
     main = threading.get_ident()
     found: dict[str, dict[str, Any]] = {
         v: {"per_run": [], "walls": [], "tasks": [], "process_cpu": [],

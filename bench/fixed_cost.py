@@ -25,7 +25,7 @@ Legate task per launch point (`DISTAL_GROUP_TASKS=0`; by default the points a pr
 `distal.lower.grouping`), measured in the same interleaved rounds. `--walked` adds each
 plan again with task bodies that walk the statement at every call
 (`TaskBody.keep_programs = False`), measured in the same interleaved rounds. From label
-"compiled" on, the whole Python task (`runtime._tasks._run`: layout, store ->
+"compiled" on, the whole Python task (`distal.runtime.observed`: layout, store ->
 array views and the body) is profiled too (`task_python_calls_per_point`).
 """
 
@@ -46,7 +46,6 @@ import distal as dt
 from distal import runtime as rt
 from distal.lower.grouping import ENV as GROUPING
 from distal.lower.task_body import TaskBody
-from distal.runtime import _tasks
 
 
 def _plans(walked: bool) -> dict[str, Any]:
@@ -102,12 +101,12 @@ def _profiled(original: Any, lock: threading.Lock, totals: list[float]) -> Any:
 def _profile_points(plan: Any, runs: int) -> dict[str, float]:
     """Python calls and seconds per task point over `runs` runs of `plan`, each point under its own profiler.
 
-    Twice: the task body alone (`TaskBody.__call__`), then the whole Python task (`runtime._tasks._run`:
-    the layout, the store -> array views and the body).
+    Twice: the task body alone (`TaskBody.__call__`), then the whole Python task (`distal.runtime.observed`'s
+    task hook: the layout, the store -> array views and the body).
     """
     lock = threading.Lock()
     body, task = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
-    original, wrapper = TaskBody.__call__, _tasks._run
+    original = TaskBody.__call__
     TaskBody.__call__ = _profiled(original, lock, body)  # type: ignore[method-assign]
     try:
         for _ in range(runs):
@@ -115,13 +114,10 @@ def _profile_points(plan: Any, runs: int) -> dict[str, float]:
             rt.fence()
     finally:
         TaskBody.__call__ = original  # type: ignore[method-assign]
-    _tasks._run = _profiled(wrapper, lock, task)
-    try:
+    with rt.observed(task=_profiled(lambda work: work(), lock, task)):
         for _ in range(runs):
             plan.run()
             rt.fence()
-    finally:
-        _tasks._run = wrapper
     n, m = max(1.0, body[2]), max(1.0, task[2])
     return {"points": int(body[2]), "python_calls_per_point": body[0] / n,
             "profiled_us_per_point": body[1] / n * 1e6,

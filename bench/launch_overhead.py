@@ -73,9 +73,7 @@ def _timed(cases: dict[str, Callable[[], None]], launches: int,
 def _raw_launch(stores: list[Any], tile: tuple[int, ...], domain: list[int], key: int) -> None:
     from legate.core import types
 
-    from distal.runtime._tasks import generic_task
-
-    task = generic_task(len(stores), 1, 0)
+    task = rt.generic_task(len(stores), 1, 0)
     launch = rt.legate_runtime().create_manual_task(task.library, task.task_id, domain)
     for store in stores:
         launch.add_input(store.partition_by_tiling(tile))

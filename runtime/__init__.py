@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._interop import legate_input
     from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
     from ._make import from_numpy, full, zeros
+    from ._observe import Wrapper, observed
     from ._redistribute import StepRecord, redistribute, run_plan_steps, run_program
     from ._reduce import ReduceRecord, reduce_arrays, reduce_on_machine, reduce_partials
     from ._registry import Kernel, KernelFailure, check_failures, register_kernel
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         processor_count,
     )
     from ._store import Store, fence, tile_of, to_numpy, wrap
+    from ._tasks import generic_task
     from ._tensor_data import LegateCopy, TensorData, data_interface, tensor_data
     from ._tensor_storage import FormatStore, TensorStore, adopt, as_storage, from_store, native, place, storage_of
 
@@ -58,6 +60,8 @@ _LAZY = {
     **dict.fromkeys(("run_plan",), "_execute"),
     **dict.fromkeys(("Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"), "_launch"),
     **dict.fromkeys(("from_numpy", "full", "zeros"), "_make"),
+    **dict.fromkeys(("Wrapper", "observed"), "_observe"),
+    **dict.fromkeys(("generic_task",), "_tasks"),
     **dict.fromkeys(("StepRecord", "redistribute", "run_plan_steps", "run_program"), "_redistribute"),
     **dict.fromkeys(("ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"), "_reduce"),
     **dict.fromkeys(("Kernel", "KernelFailure", "check_failures", "register_kernel"), "_registry"),
@@ -92,6 +96,7 @@ __all__ = [
     "Store",
     "TensorData",
     "TensorStore",
+    "Wrapper",
     "adopt",
     "as_storage",
     "blas_info",
@@ -105,6 +110,7 @@ __all__ = [
     "from_numpy",
     "from_store",
     "full",
+    "generic_task",
     "host_info",
     "index_launch",
     "is_started",
@@ -112,6 +118,7 @@ __all__ = [
     "legate_runtime",
     "load_driver",
     "native",
+    "observed",
     "place",
     "point_launch",
     "prepare_at_import",

@@ -24,6 +24,7 @@ from distal.errors import DistalError, NotSupportedYet
 from distal.format.machine import processor_kind
 from distal.lower.plan import Privilege  # one enum of how a launch uses an operand, the plan's and the runtime's
 
+from ._observe import observers
 from ._registry import is_transient, kernel, register_kernel
 from ._start import legate_runtime, processor_count, work_queued
 from ._store import Store, stores_made
@@ -261,7 +262,15 @@ class Submission:
     layout: str
 
     def launch(self, key: int) -> None:
-        """Submit it to Legate (in the current machine scope) with kernel `key`."""
+        """Submit it to Legate (in the current machine scope) with kernel `key` (under `observed` submit
+        wrappers, if any)."""
+        watch = observers.submit
+        if watch is not None:
+            watch(lambda: self._launch(key))
+        else:
+            self._launch(key)
+
+    def _launch(self, key: int) -> None:
         if not _legate:
             from legate.core import ReductionOpKind, types
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ._observe import observers
 from ._registry import kernel, record_failure
 from ._start import ensure_started
 
@@ -72,7 +73,16 @@ def _layout(text: str) -> Layout:
 
 
 def _run(ctx: Any) -> None:
-    """The body of every generic task: the kernel called with the tiles of the launch's stores."""
+    """The body of every generic task (under an `observed` task wrapper, if any)."""
+    watch = observers.task
+    if watch is not None:
+        watch(lambda: _body(ctx))
+    else:
+        _body(ctx)
+
+
+def _body(ctx: Any) -> None:
+    """The kernel called with the tiles of the launch's stores."""
     scalars = ctx.scalars
     key = int(scalars[0].value())
     slots, point, first_only = _layout(str(scalars[1].value()))
