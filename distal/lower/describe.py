@@ -22,7 +22,7 @@ _ZERO = ("at zero (a new store: where the first launch writes every output tile,
 
 def _fresh(plan: Plan, group: Group) -> bool:
     """Whether `group` runs the first launch of an `=` plan and that launch gets the new output unwritten, as
-    the runtime decides (`runtime._execute._first_launch_writes`): one launch over the whole domain (not
+    the runtime decides (`runtime._fresh_output.first_launch_writes`): one launch over the whole domain (not
     pinned) whose points write (do not reduce into) distinct output tiles that cover the output."""
     first = next((g for g in plan.groups if g.launches), None)
     if not plan.zero_output or first is not group:

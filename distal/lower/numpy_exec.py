@@ -6,7 +6,7 @@ added into the tensor after the point ran, and launches run in order. An
 `=` output whose first launch writes distinct tiles covering it starts
 unwritten (`unwritten`) and that launch's points run `run_fresh`, which
 zero-fills a tile only where its first step does not write it whole, as
-Legate's first launch does (`runtime._execute._first_launch_writes`). It
+Legate's first launch does (`runtime._fresh_output.first_launch_writes`). It
 tests the lowering without Legate.
 
 With a synthesized reduction (`Plan.reduction`), the buffer of a point is

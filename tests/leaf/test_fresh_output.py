@@ -1,7 +1,7 @@
 """`=` outputs written by their first step: `TaskBody.run_fresh` without a zero fill where none is needed.
 
 The first launch of an `=` plan may get the output's tiles unwritten (on
-Legate: a new store, `runtime._execute._first_launch_writes`). A task body
+Legate: a new store, `runtime._fresh_output.first_launch_writes`). A task body
 then writes the leaf's result straight into a tile its first step covers
 whole, and zero-fills the tile first only where a step covers part of it (or
 reads it, or runs on a thread pool). The NumPy executor takes the same path
