@@ -16,7 +16,7 @@ from typing import Any
 
 from distal.errors import DistalError
 from distal.lower.grouping import Cut, TaskGroups, check_cuts, processor_groups
-from distal.lower.plan import Plan, Proj
+from distal.lower.plan import Plan
 
 from ._launch import Affine, Arg, Privilege
 
@@ -35,7 +35,7 @@ def cuts_of(args: list[Arg], ndim: int) -> list[Cut] | None:
             maps = a.maps(ndim)
         except DistalError:
             return None
-        out.append(Cut(a.tile, tuple(Proj(m.launch_dim, m.coefficient, m.offset) for m in maps),
+        out.append(Cut(a.tile, tuple(maps),
                        a.color_shape(), written))
     return out
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
 from distal.format.machine import processor_kind
-from distal.lower.plan import Privilege  # one enum of how a launch uses an operand, the plan's and the runtime's
+from distal.lower.plan import Privilege, Proj  # one enum and one projection class, the plan's and the runtime's
 
 from ._observe import observers
 from ._registry import is_transient, kernel, register_kernel
@@ -40,26 +40,9 @@ __all__ = ["Affine", "Arg", "Privilege", "Recorded", "Recording", "Submission", 
 _COVERAGE_LIMIT = 1 << 16
 
 
-@dataclass(frozen=True, slots=True)
-class Affine:
-    """Color of one store dimension: `coefficient * point[launch_dim] + offset`.
-
-    `launch_dim=None` makes the color the constant `offset`.
-    """
-
-    launch_dim: int | None
-    coefficient: int = 1
-    offset: int = 0
-
-    def __post_init__(self) -> None:
-        if self.launch_dim is not None and self.launch_dim < 0:
-            raise DistalError(f"expected a launch dimension >= 0, but found {self.launch_dim}")
-
-    def at(self, point: Sequence[int]) -> int:
-        """The color this map gives at a launch point."""
-        if self.launch_dim is None:
-            return self.offset
-        return self.coefficient * point[self.launch_dim] + self.offset
+Affine = Proj
+"""Color of one store dimension: `coeff * point[dim] + offset` (`dim=None`: the constant `offset`); the
+plan's `distal.lower.plan.Proj`, under the name the runtime's launch API has always used."""
 
 
 def tile_colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
@@ -146,17 +129,17 @@ def _coverage(maps: tuple[Affine, ...], colors: tuple[int, ...], shape: tuple[in
     for lo, hi in zip(lower, upper, strict=True):
         volume *= max(hi - lo, 0)
     for d, affine in enumerate(maps):
-        if affine.launch_dim is None:
+        if affine.dim is None:
             ends = [affine.offset]
-        elif affine.launch_dim >= len(lower):
+        elif affine.dim >= len(lower):
             raise DistalError(
-                f"projection {affine} names launch dimension {affine.launch_dim} "
+                f"projection {affine} names launch dimension {affine.dim} "
                 f"of a {len(lower)}-D launch"
             )
         else:
-            k = affine.launch_dim
-            ends = [affine.coefficient * lower[k] + affine.offset,
-                    affine.coefficient * (upper[k] - 1) + affine.offset]
+            k = affine.dim
+            ends = [affine.coeff * lower[k] + affine.offset,
+                    affine.coeff * (upper[k] - 1) + affine.offset]
         if volume > 0 and (min(ends) < 0 or max(ends) >= colors[d]):
             raise DistalError(
                 f"projection {maps} maps launch domain [{lower}, {upper}) "
@@ -176,8 +159,8 @@ def _projection(maps: tuple[Affine, ...]) -> tuple[Any, ...]:
     """Legate's projection of `maps` (made once per distinct maps: launches of a plan repeat theirs)."""
     from legate.core import constant, dimension
 
-    return tuple(constant(a.offset) if a.launch_dim is None
-                 else dimension(a.launch_dim) * a.coefficient + a.offset for a in maps)
+    return tuple(constant(a.offset) if a.dim is None
+                 else dimension(a.dim) * a.coeff + a.offset for a in maps)
 
 
 def _check_aliasing(args: Sequence[Arg]) -> None:

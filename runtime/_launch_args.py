@@ -23,8 +23,7 @@ def launch_arg(stores: list[Store], placed: dict[int, PlacedOperand], launch: La
     store = stores[op.tensor]
     if op.tile is None or op.projection is None:
         return Arg(store, privilege)
-    projection = tuple(Affine(p.dim, p.coeff, p.offset) if p.dim is not None else Affine(None, 0, p.offset)
-                       for p in op.projection)
+    projection = tuple(p if p.dim is not None else Affine(None, 0, p.offset) for p in op.projection)
     return Arg(store, privilege, op.tile, projection, op.colors)
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from distal.errors import DistalError
 from distal.notation.ast import Assignment, IndexVar
 from distal.notation.variable import Bindings
 
@@ -56,11 +57,16 @@ class Privilege(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Proj:
-    """One component of a projection: `coeff * point[dim] + offset` (`dim=None`: the constant)."""
+    """One component of a projection: `coeff * point[dim] + offset` (`dim=None`: the constant); the
+    runtime's launches take the same class (`distal.runtime.Affine`)."""
 
     dim: int | None
     coeff: int = 1
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dim is not None and self.dim < 0:
+            raise DistalError(f"expected a launch dimension >= 0, but found {self.dim}")
 
     def at(self, point: Sequence[int]) -> int:
         """The color component at a launch point."""
@@ -346,8 +352,6 @@ class Plan:
 
             run_plan(self)
         else:
-            from distal.errors import DistalError
-
             raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
         return self.tensor(self.output)
 
