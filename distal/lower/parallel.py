@@ -35,13 +35,14 @@ from distal.errors import DistalFallbackWarning
 from distal.format.machine import processor_kind
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
+from distal.schedule.schedule import PARALLEL_UNITS
 
 __all__ = ["MODES", "ParallelLoop", "plan_parallel", "warn_fallbacks"]
 
 #: How a parallel loop runs in a task: one vectorised block, a thread pool, or as if not parallel.
 MODES = ("vector", "threads", "sequential")
 
-_GPU_UNITS = ("gpu_block", "gpu_warp", "gpu_thread")
+_GPU_UNITS = tuple(u for u in PARALLEL_UNITS if u.startswith("gpu_"))  # of the units `parallelize` takes
 
 
 @dataclass(frozen=True, slots=True)
