@@ -1,7 +1,7 @@
-"""The model of this machine: leaf rates, memory bandwidth and the runtime's fixed costs, measured once and cached.
+"""The model of this machine: leaf rates, memory bandwidth, the runtime's costs and overlap, measured once and cached.
 
 `python -m distal.model.calibrate` measures again and caches the result (about
-15 s on 2 cores). `calibrate()` measures what runs:
+9 s on a quiet 2-core machine). `calibrate()` measures what runs:
 
 - compute-bound leaves (GEMM, TTM, MTTKRP): the leaf kernel itself
   (`distal.leaf`, its matrix products on `distal.tile_blas`, whose choice is
