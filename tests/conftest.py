@@ -23,6 +23,14 @@ A session fixture that fails so stays failed for the tests after it (pytest
 caches it): the message names the unmarked test that asked for it first. At
 the end of a run that selected no marked test, the session fails if `legate`
 was imported anyway.
+
+The time model of "this machine" is pinned for the session to a frozen
+calibration (tests/_data/machine-model.json, measured on a 2-core AVX2 machine
+of CI's kind; `DISTAL_MACHINE_MODEL`, unless the caller set it): without it,
+the first test to ask for the model would calibrate this machine, which runs
+a Legate child (in an unmarked test, a guard failure on a fresh machine) and
+makes auto's choices depend on the load at that moment. Tests of calibration
+itself clear the variable and give it frozen measurements.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+os.environ.setdefault("DISTAL_MACHINE_MODEL", str(Path(__file__).resolve().parent / "_data" / "machine-model.json"))
 
 MARKER = "legate"
 LEGATE_PACKAGES = ("legate", "cupynumeric")

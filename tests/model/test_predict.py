@@ -85,6 +85,7 @@ def test_broadcasts_cost_the_sender() -> None:
 
 def test_this_machine_is_calibrated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISTAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("DISTAL_MACHINE_MODEL", raising=False)  # the suite pins a frozen model (tests/conftest.py)
     fixed = {"plan_seconds": 4e-4, "launch_seconds": 1e-4, "task_seconds": 5e-5}
     monkeypatch.setattr(calibrate, "measure_fixed_costs", lambda: dict(fixed))  # no Legate child in a test
     first = model.this_machine()
