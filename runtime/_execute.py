@@ -46,13 +46,8 @@ from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Group, Launch, Plan, Reduction, TensorInfo
 from distal.notation.storage import HostStorage
 
-# Names of other modules imported under the names they had here, where tests and bench/ reach them in this
-# module: `_first_launch_writes` (bench/plan_overhead.py swaps it), `_Grouped`, `_ZeroFirst` (patched on the class)
-from ._fresh_output import ZeroFirst as _ZeroFirst  # noqa: F401
-from ._fresh_output import first_launch_writes as _first_launch_writes
-from ._fresh_output import fresh_blocks, output_position, reusable, zero_first_key
-from ._group_tasks import Constant, grouping_of
-from ._group_tasks import Grouped as _Grouped
+from ._fresh_output import first_launch_writes, fresh_blocks, output_position, reusable, zero_first_key
+from ._group_tasks import Constant, Grouped, grouping_of
 from ._launch import Arg, Privilege, Recorded, index_launch, point_launch, recording, replay
 from ._launch_args import launch_arg, pinned_arg
 from ._make import fill, from_numpy, unwritten, zeros
@@ -119,7 +114,7 @@ def store_of(plan: Plan, info: TensorInfo) -> Store:
 def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[int, ...] | None]]) -> Store:
     """The store the plan writes its output into; for `=` plans a new one, appended to `fresh` unwritten.
 
-    `run_plan` either lets the first launch write it (`_first_launch_writes`)
+    `run_plan` either lets the first launch write it (`first_launch_writes`)
     or fills it with zeros before the launches.
     """
     if not plan.zero_output:
@@ -265,7 +260,7 @@ def _run(plan: Plan, trace: list[ReduceRecord] | None) -> None:
         # every launch reduces into the output (distal.lower.reductions checks it)
         launch_stores = list(stores)
         launch_stores[red.tensor] = partials_store(plan, red)
-    first = _first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
+    first = first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
     # group the points of a processor into one task (distal.lower.grouping); a symbolic machine is not bound
     grouping = grouping_enabled() and plan.machine is not None and not plan.machine.params
     if first is None:
@@ -411,7 +406,7 @@ def _submit_groups(plan: Plan, group: Group, key: int, lower: tuple[int, ...], u
         return False
     groups, cut_args, members = found
     grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, cut_args)]
-    wrapper = register_kernel(_Grouped(kernel_of(key)[1], members), f"{group.body.name}_grouped", transient=True)
+    wrapper = register_kernel(Grouped(kernel_of(key)[1], members), f"{group.body.name}_grouped", transient=True)
     if groups.processors == tuple(range(groups.tasks)):
         # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
         index_launch(wrapper, groups.count, grouped, target=target)

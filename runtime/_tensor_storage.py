@@ -46,7 +46,6 @@ from distal.notation.storage import HostStorage, Storage
 from distal.redist.formats import Layout, layout
 from distal.redist.simulate import offsets
 
-from ._factor_grid import device_grid
 from ._holders import block_grid, bound_cpus, holder_box, holder_index
 from ._interop import legate_input
 from ._launch import Privilege, point_launch
@@ -55,20 +54,13 @@ from ._registry import register_kernel
 from ._store import Store, ensure_room, tile_of, to_numpy, wrap
 from ._target import target_scope
 
-# block_grid, bound_cpus, holder_box, holder_index (`_holders`) and device_grid (`_factor_grid`) are imported
-# here for the modules and tests that take them from this module
 __all__ = [
     "FormatStore",
     "TensorStore",
     "adopt",
     "as_storage",
-    "block_grid",
-    "bound_cpus",
-    "device_grid",
     "from_store",
     "gather",
-    "holder_box",
-    "holder_index",
     "native",
     "place",
     "place_store",

@@ -21,7 +21,7 @@ from distal.errors import FormatError
 from distal.format.format import Format
 from distal.redist.formats import layout
 from distal.redist.simulate import offsets
-from distal.runtime._tensor_storage import holder_box
+from distal.runtime._holders import holder_box
 from tests._strategies.legate_cases import draw_format
 from tests._strategies.machines import MACHINES
 

@@ -14,8 +14,9 @@ from distal.errors import FormatError
 from distal.redist import Mesh, synthesize
 from distal.redist.formats import plan_redistribution
 from distal.redist.simulate import offsets
+from distal.runtime._factor_grid import device_grid
 from distal.runtime._redistribute import StepRecord, redistribute, run_plan_steps, run_program
-from distal.runtime._tensor_storage import FormatStore, device_grid, place
+from distal.runtime._tensor_storage import FormatStore, place
 
 pytestmark = pytest.mark.legate
 

@@ -21,8 +21,9 @@ from distal import runtime as rt
 from distal.redist import AllPermute, CollectiveProgram, DistType, Mesh, Relabel, synthesize
 from distal.redist.formats import plan_redistribution
 from distal.redist.simulate import offsets
+from distal.runtime._factor_grid import device_grid
 from distal.runtime._redistribute import StepRecord, redistribute, run_program
-from distal.runtime._tensor_storage import FormatStore, device_grid, place
+from distal.runtime._tensor_storage import FormatStore, place
 from tests.redist.test_bound import weak_optimum
 
 pytestmark = pytest.mark.legate

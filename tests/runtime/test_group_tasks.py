@@ -22,7 +22,7 @@ from distal import runtime as rt
 from distal.lower import lower
 from distal.lower.grouping import ENV, plan_tasks
 from distal.lower.task_body import TaskBody
-from distal.runtime import _execute, _launch
+from distal.runtime import _group_tasks, _launch
 from distal.runtime._registry import kernel
 from tests._strategies.plans import copy_plan
 
@@ -128,7 +128,7 @@ def test_grouped_task_runs_each_point_in_order(tasks: list[tuple[str, int]], mon
     _two_cpus()
     plan, out, expected = _copy(8, 4)
     calls: list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = []
-    real = _execute._Grouped.__call__
+    real = _group_tasks.Grouped.__call__
 
     def spied(self: Any, point: tuple[int, ...], *tiles: Any) -> None:
         inner = self.kernel
@@ -143,7 +143,7 @@ def test_grouped_task_runs_each_point_in_order(tasks: list[tuple[str, int]], mon
         finally:
             self.kernel = inner
 
-    monkeypatch.setattr(_execute._Grouped, "__call__", spied)
+    monkeypatch.setattr(_group_tasks.Grouped, "__call__", spied)
     _counted(plan, out, expected, tasks, monkeypatch, on=True)
     assert sorted(calls) == sorted([((p,), ((1, 2), (1, 2))) for p in range(4)] * 2)  # two runs, blocks of 2
     for run in (calls[:4], calls[4:]):

@@ -11,7 +11,9 @@ import distal as dt
 from distal import runtime as rt
 from distal.errors import ShapeError
 from distal.redist.simulate import offsets
-from distal.runtime._tensor_storage import FormatStore, adopt, device_grid, from_store, holder_index, native, place
+from distal.runtime._factor_grid import device_grid
+from distal.runtime._holders import holder_index
+from distal.runtime._tensor_storage import FormatStore, adopt, from_store, native, place
 
 pytestmark = pytest.mark.legate
 
