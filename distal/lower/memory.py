@@ -37,7 +37,7 @@ tensor (its staging store and blocks), a redistribution (`Tensor.redistribute`:
 every store its steps make, `distal.runtime`'s `made_bytes`), and reading a
 store back (Legate copies it through its own memory). Host-side copies
 (`Tensor.from_array`, an input without data made as zeros) are checked by
-`check_host_allocation` (`distal.host`, re-exported here) against the
+`distal.host.check_host_allocation` against the
 memory the operating system reports available. Fragmentation of Legate's pool is not modelled beyond the
 overhead below.
 """
@@ -50,11 +50,10 @@ from typing import Any
 
 from distal._text import bytes_text
 from distal.errors import OutOfMemory
-from distal.host import check_host_allocation
 from distal.lower.analysis import PlanAnalysis, Proc, proc_text
 from distal.lower.plan import Plan
 
-__all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_host_allocation", "check_plan_memory",
+__all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_plan_memory",
            "check_store_memory", "memory_line", "plan_memory"]
 
 OVERHEAD_FRACTION = 0.10

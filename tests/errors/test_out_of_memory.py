@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import distal as dt
-from distal.lower.memory import check_host_allocation, check_plan_memory, plan_memory
+from distal.host import check_host_allocation
+from distal.lower.memory import check_plan_memory, plan_memory
 
 i, j, k, io, jo, ii, ji, ko, ki = dt.index_vars("i j k io jo ii ji ko ki")
 
