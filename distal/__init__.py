@@ -29,7 +29,8 @@ from distal.errors import (
     SynthesisError,
     TypeNotationError,
 )
-from distal.format import Distribution, Format, Grid, Machine
+from distal.format import Distribution, Format
+from distal.machine import Grid, Machine
 from distal.notation import Assignment, IndexVar, Sum, Tensor, TensorVar, index_vars, parse
 from distal.notation.functions import abs, conj, exp, sqrt  # dt.sqrt(B[i, j]): unary functions (Call nodes)
 from distal.schedule import Schedule

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import distal as dt
-from distal.format import Format, Grid, Machine
+from distal.format import Format
+from distal.machine import Grid, Machine
 
 # name -> (distribution text, machine, tensor shape, caption)
 PICTURES: dict[str, tuple[str | list[str], Machine, tuple[int, ...], str]] = {

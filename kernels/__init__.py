@@ -15,7 +15,7 @@ from typing import Any
 
 from distal.errors import DistalError, MachineError, NotationError
 from distal.format import Format
-from distal.format.machine import Machine
+from distal.machine.grid import Machine
 from distal.notation.ast import Access, Assignment, IndexVar
 from distal.notation.tensor import Tensor
 from distal.notation.visit import product_factors

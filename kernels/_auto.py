@@ -25,7 +25,7 @@ from typing import Any
 
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
-from distal.format.machine import Grid, Machine, processor_kind
+from distal.machine.grid import Grid, Machine, processor_kind
 from distal.notation.tensor import Tensor
 from distal.schedule import Schedule
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from distal import contract
 from distal.errors import DistalError, NotationError, NotSupportedYet
-from distal.format.machine import Grid, Machine
 from distal.lower.plan import Plan
+from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
 from distal.notation.storage import HostStorage

@@ -48,7 +48,7 @@ from distal._text import bytes_text as _bytes
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
 from distal.format import Format
-from distal.format.machine import Grid, Machine
+from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar
 from distal.notation.tensor import Tensor
 from distal.notation.variable import Bindings, TensorVar

@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DistalError
-from distal.format.machine import processor_kind
 from distal.lower.grouping import grouping_enabled
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import check_plan_memory
 from distal.lower.plan import Group, Launch, Plan, Reduction, TensorInfo
+from distal.machine.grid import processor_kind
 from distal.notation.storage import HostStorage
 
 from ._fresh_output import first_launch_writes, fresh_blocks, output_position, reusable, zero_first_key

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
-from distal.format.machine import processor_kind
 from distal.lower.plan import Privilege, Proj  # one enum and one projection class, the plan's and the runtime's
+from distal.machine.grid import processor_kind
 
 from ._observe import observers
 from ._registry import is_transient, kernel, register_kernel

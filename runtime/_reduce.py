@@ -63,9 +63,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
-from distal.format.machine import Machine
 from distal.lower.grouping import partials_operand
 from distal.lower.plan import Box, Group, Launch, Plan, Reduction
+from distal.machine.grid import Machine
 from distal.reduction.language import Collective
 from distal.reduction.lowering import LoweredStep
 from distal.reduction.ranking import ReductionPlan

@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from distal.errors import DistalError, DistalFallbackWarning
-from distal.format.machine import KINDS, PROCESSOR_KINDS, processor_kind
+from distal.machine.grid import KINDS, PROCESSOR_KINDS, processor_kind
 
 from ._start import ensure_started, legate_runtime
 
 __all__ = ["TARGETS", "DistalFallbackWarning", "require_device_arrays", "resolve_target", "target_scope"]
 
-#: Launch targets, as Legate's TaskTarget names them (the processor kinds of distal.format.machine.KINDS).
+#: Launch targets, as Legate's TaskTarget names them (the processor kinds of distal.machine.grid.KINDS).
 TARGETS = PROCESSOR_KINDS
 
 _lock = threading.Lock()

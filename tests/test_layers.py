@@ -25,7 +25,7 @@ one at module level):
 9. `distal.redist`, `distal.reduction`: the redistribution and reduction
    synthesizers, which know formats and machines but no statements;
 10. `distal.format`: formats, distributions, machines;
-11. `distal.links`: the interconnects both the reduction synthesizer and the
+11. `distal.machine.links`: the interconnects both the reduction synthesizer and the
     time model describe machines with;
 12. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
 13. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
@@ -76,10 +76,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distal.cin",),
     ("distal.redist", "distal.reduction"),
     ("distal.format",),
-    ("distal.links",),
     ("distal.leaf", "distal.contract"),
     ("distal.tile_blas",),
     ("distal.notation",),
+    ("distal.machine",),
     ("distal.sizes", "distal._text", "distal.host"),
     ("distal.errors",),
 )

@@ -16,7 +16,7 @@ from distal.notation.ast import Expr, IndexVar
 from distal.sizes import Param, Size, as_expr, resolve
 
 if TYPE_CHECKING:
-    from distal.format.machine import Grid
+    from distal.machine.grid import Grid
     from distal.notation.variable import TensorVar
 
 __all__ = [

@@ -1,15 +1,6 @@
-"""The format language: machines and tensor distribution notation (paper section 3)."""
+"""The format language: tensor distribution notation over the machines of `distal.machine` (paper section 3)."""
 
 from distal.format.distribution import BROADCAST, Distribution
 from distal.format.format import Format
-from distal.format.machine import MEMORY_KINDS, PROCESSOR_KINDS, Grid, Machine
 
-__all__ = [
-    "BROADCAST",
-    "MEMORY_KINDS",
-    "PROCESSOR_KINDS",
-    "Distribution",
-    "Format",
-    "Grid",
-    "Machine",
-]
+__all__ = ["BROADCAST", "Distribution", "Format"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from distal._text import split_top_level
 from distal.errors import FormatError
 from distal.format.distribution import BROADCAST, Distribution
-from distal.format.machine import Coord, Machine
+from distal.machine.grid import Coord, Machine
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -77,7 +77,7 @@ def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:
 class Format:
     """How a tensor is distributed on a machine: one `Distribution` per machine level.
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> m = Machine(Grid(2, 2, 2))
     >>> fmt = Format("xy -> xy*", m)
     >>> fmt.color((0, 1), (2, 2))
@@ -171,7 +171,7 @@ class Format:
         Needs matplotlib (`pip install 'distal[docs]'`); without it, a
         `DistalError` says how to install it.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format("xy -> xy", Machine(Grid(2, 2))).picture((4, 4)).axes[0].get_title()
         'tensor 4x4: colors (P)'
         """
@@ -192,7 +192,7 @@ class Format:
     def bound(self, bindings: Mapping[str, int]) -> Format:
         """The same distribution on the machine with its parameters bound (`Machine.bound`).
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> from distal.sizes import Param
         >>> fmt = Format("xy -> xy", Machine(Grid(Param("gx"), Param("gy"))))
         >>> fmt, fmt.bound({"gx": 2, "gy": 1})
@@ -226,7 +226,7 @@ class Format:
     def color_shape(self, level: int | None = None) -> tuple[int, ...]:
         """The extent of each color component: the partitioning grid dimensions, levels concatenated.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format("xy -> yx0", Machine(Grid(2, 3, 2))).color_shape()
         (2, 3)
         """
@@ -283,7 +283,7 @@ class Format:
 
         Tiles at the edge of the tensor are smaller (or empty); see `tiles`.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format("xy -> x", Machine(Grid(3))).tile_shape((10, 4))
         (4, 4)
         """
@@ -292,7 +292,7 @@ class Format:
     def level_colors(self, coord: Sequence[int], shape: Sequence[int]) -> tuple[Color, ...]:
         """P level by level: the color of `coord` at each level (over that level's partitioning dims).
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format(["xy -> xy", "xy -> x"], Machine(Grid(2, 2), Grid(2))).level_colors((3, 1), (4, 4))
         ((1, 0), (1,))
         """
@@ -324,7 +324,7 @@ class Format:
         (the paper's p), in machine-dimension order; for a hierarchical format
         the colors of all levels are concatenated, level 0 first.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format("xy -> yx", Machine(Grid(2, 2))).color((0, 1), (2, 2))
         (1, 0)
         """
@@ -338,7 +338,7 @@ class Format:
         Partitioning dimensions take the color's value, fixed dimensions their
         index, broadcast dimensions every index.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> sorted(Format("xy -> x*", Machine(Grid(2, 2))).owners((1,)))
         [(1, 0), (1, 1)]
         >>> Format("xy -> xy0", Machine(Grid(2, 2, 2))).owners((1, 0))
@@ -367,7 +367,7 @@ class Format:
     def processors(self, coord: Sequence[int], shape: Sequence[int]) -> frozenset[Coord]:
         """F(P(coord)): the processors holding tensor coordinate `coord`.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> sorted(Format("xy -> xy*", Machine(Grid(2, 2, 2))).processors((1, 0), (2, 2)))
         [(1, 0, 0), (1, 0, 1)]
         """
@@ -381,7 +381,7 @@ class Format:
         `level` stops after that level (colors of levels 0..level); by default
         the leaves. Bounds are global: per tensor dimension, [lo, hi).
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> list(Format("x -> x", Machine(Grid(3))).tiles((4,)))
         [((0,), ((0, 2),)), ((1,), ((2, 4),)), ((2,), ((4, 4),))]
         """
@@ -422,7 +422,7 @@ class Format:
         broadcast dimensions several processors hold the same box. Bounds are
         global, per tensor dimension [lo, hi), and never empty.
 
-        >>> from distal.format.machine import Grid, Machine
+        >>> from distal.machine.grid import Grid, Machine
         >>> Format("x -> x0", Machine(Grid(2, 2))).boxes((3,))
         {(0, 0): (((0, 2),),), (0, 1): (), (1, 0): (((2, 3),),), (1, 1): ()}
         """

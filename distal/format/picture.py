@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from distal.errors import DistalError, FormatError, NotSupportedYet
 from distal.format.distribution import BROADCAST
 from distal.format.format import Color, Format
-from distal.format.machine import Coord, Machine
+from distal.machine.grid import Coord, Machine
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,7 +76,7 @@ def _label(color: Color) -> str:
 def describe(fmt: Format) -> list[str]:
     """One line per machine dimension saying what it does to the tensor.
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> describe(Format("xy -> xy0", Machine(Grid(2, 2, 2))))
     ['x (2): partitions tensor dimension x', 'y (2): partitions tensor dimension y', \
 'z (2): fixed to 0 (a face)']
@@ -256,7 +256,7 @@ def processor_layout(machine: Machine, vertical: Sequence[bool] | None = None) -
     or down where `vertical[level]`), a node of a hierarchical machine as a box around the grid below it,
     and a one-level 3-D grid as its z layers side by side.
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> lay = processor_layout(Machine(Grid(2, 2)))
     >>> lay.leaves[(1, 0)], (lay.width, lay.height)
     ((0.0, 1.25), (2.25, 2.25))
@@ -458,7 +458,7 @@ def figure(fmt: Format, shape: Sequence[int] | None = None, *, title: str | None
     more are drawn as slices (see the module's docstring). The figure has an
     Agg canvas: `fig.savefig(...)` works without pyplot.
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> fig = figure(Format("xyz -> xy*", Machine(Grid(2, 2, 2))), (4, 4, 3))
     >>> [ax.get_title() for ax in fig.axes][:3]
     ['[0, :, :]', '[1, :, :]', '[2, :, :]']
@@ -508,7 +508,7 @@ def draw(fmt: Format, shape: Sequence[int], path: str | Path, *, title: str | No
     more as slices); machines of one level with 1, 2 or 3 dimensions, or
     hierarchical machines whose grids have 1 or 2 dimensions.
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> import tempfile, os
     >>> fmt = Format("xy -> xy*", Machine(Grid(2, 2, 2)))
     >>> out = draw(fmt, (4, 4), os.path.join(tempfile.mkdtemp(), "e.png"))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from distal.cin.relations import Communicate, Distribute
 from distal.cin.statements import Forall, Stmt, loop_vars
-from distal.format.machine import Grid, Machine
+from distal.machine.grid import Grid, Machine
 from distal.notation.ast import IndexVar
 from distal.notation.variable import TensorVar
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from distal.cin.relations import Parallelize, Relation
 from distal.cin.statements import Assign, Forall, Stmt
 from distal.errors import DistalFallbackWarning
-from distal.format.machine import processor_kind
+from distal.machine.grid import processor_kind
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
 from distal.schedule.schedule import PARALLEL_UNITS

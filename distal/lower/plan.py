@@ -33,10 +33,10 @@ from distal.notation.variable import Bindings
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from distal.format.machine import Machine
     from distal.lower.analysis import PlanAnalysis
     from distal.lower.lints import Lint
     from distal.lower.task_body import TaskBody
+    from distal.machine.grid import Machine
     from distal.notation.tensor import Tensor
     from distal.notation.variable import TensorVar
     from distal.reduction.ranking import ReductionPlan

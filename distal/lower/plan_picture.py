@@ -35,8 +35,8 @@ from typing import Any
 
 from distal.errors import DistalError
 from distal.format.format import Format
-from distal.format.machine import Coord, Grid, Machine
 from distal.lower.plan import Box, Plan, Privilege, TensorInfo
+from distal.machine.grid import Coord, Grid, Machine
 
 __all__ = ["DEFAULT_STEPS", "MAX_LINES", "PlanStep", "Touch", "figure", "plan_steps"]
 

@@ -9,8 +9,8 @@
 (4, True, True)
 """
 
-from distal import links
-from distal.links import LINKS, Link, LinkError
+from distal.machine import links
+from distal.machine.links import LINKS, Link, LinkError
 from distal.model.hardware import (
     BROADCASTS,
     FOLDS,

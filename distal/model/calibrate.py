@@ -74,7 +74,7 @@ import numpy as np
 
 from distal import leaf
 from distal.host import meminfo_kib
-from distal.links import Link
+from distal.machine.links import Link
 from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
 from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_runtime_costs
 

@@ -60,8 +60,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from distal.errors import DistalError
-from distal.format.machine import KINDS
-from distal.links import (
+from distal.machine.grid import KINDS
+from distal.machine.links import (
     EDR_LASSEN,
     HDR_DGX_A100,
     NVLINK2_LASSEN,

@@ -613,7 +613,7 @@ def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
     """The synthesized reduction program's time, as `distal.reduction` simulated it when the plan was lowered.
 
     The program is not re-timed on `model`'s links: its time is the lowering's, on the system
-    `distal.reduction` built from the plan's machine and `distal.links`.
+    `distal.reduction` built from the plan's machine and `distal.machine.links`.
     """
     red = plan.reduction
     assert red is not None

@@ -40,7 +40,7 @@ import numpy as np
 from distal.errors import FormatError
 from distal.format.distribution import BROADCAST
 from distal.format.format import Format
-from distal.format.machine import Machine
+from distal.machine.grid import Machine
 from distal.redist.mesh import Mesh
 from distal.redist.program import CollectiveProgram
 from distal.redist.synth import synthesize
@@ -61,7 +61,7 @@ __all__ = [
 def axis_names(machine: Machine) -> tuple[tuple[str, ...], ...]:
     """The mesh axis name of every machine dimension, per level.
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> axis_names(Machine(Grid(2, 2), Grid(4)))
     (('x', 'y'), ('x_1',))
     """
@@ -83,7 +83,7 @@ def axis_names(machine: Machine) -> tuple[tuple[str, ...], ...]:
 def mesh_of(machine: Machine) -> Mesh:
     """The mesh of a machine: one axis per grid dimension, levels concatenated.
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> str(mesh_of(Machine(Grid(2, 2), Grid(4))))
     '{x: 2, y: 2, x_1: 4}'
     """
@@ -149,7 +149,7 @@ class DimLayout:
 class Layout:
     """A format's layout of a tensor of ``shape``: padded type, faces, device blocks.
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> m = Machine(Grid(2, 2, 2))
     >>> lay = layout(Format("xy -> xy0", m), (5, 4))
     >>> str(lay.type), lay.fixed, lay.tile
@@ -212,7 +212,7 @@ class Layout:
 def layout(fmt: Format, shape: Sequence[int]) -> Layout:
     """The layout of a tensor of ``shape`` in format ``fmt`` (see the module docstring).
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> str(layout(Format("xy -> y*", Machine(Grid(2, 2))), (4, 5)).type)
     '[4, 3{x}6]'
     >>> str(layout(Format(["xy -> xy", "xy -> x"], Machine(Grid(2, 2), Grid(2))), (5, 4)).type)
@@ -272,7 +272,7 @@ class FormatProgram:
     ``restrict`` after them when the target does. Costs and heights count
     elements per device, padding included, as in the paper's Fig. 11.
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> m = Machine(Grid(2, 2))
     >>> p = plan_redistribution(Format("xy -> xy", m), Format("xy -> yx", m), (4, 4))
     >>> [str(s) for s in p.steps], p.cost, p.height, p.bound
@@ -373,7 +373,7 @@ def plan_redistribution(src: Format, dst: Format, shape: Sequence[int], method: 
     bound on meshes mixing primes); the Legate executor
     (`runtime/_redistribute.py`) addresses blocks through each step's frame.
 
-    >>> from distal.format.machine import Grid
+    >>> from distal.machine.grid import Grid
     >>> m = Machine(Grid(2, 2))
     >>> p = plan_redistribution(Format("xy -> x*", m), Format("xy -> y*", m), (5, 5))
     >>> print(p.program.source, p.program.target)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
-from distal.format.machine import Machine
+from distal.machine.grid import Machine
 from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
 from distal.reduction.system import Interconnect, system_from_machine
 

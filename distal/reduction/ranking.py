@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.format.machine import Machine
+from distal.machine.grid import Machine
 from distal.reduction.language import Collective, Form, ReductionProgram, Step
 from distal.reduction.lowering import LoweredProgram, lower
 from distal.reduction.parallelism import Layout, Placement, SynthesisHierarchy, layout_from_groups

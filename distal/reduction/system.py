@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.format.machine import Machine
-from distal.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
+from distal.machine.grid import Machine
+from distal.machine.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
 
 __all__ = [
     "NIC",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # One description of links for the reduction simulator and the time model
-# (distal.links, where the figures are cited). `Interconnect` is its name here.
+# (distal.machine.links, where the figures are cited). `Interconnect` is its name here.
 Interconnect = Link
 
 
@@ -239,7 +239,7 @@ def system_from_machine(
     shared memory otherwise. A one-level machine is a single node (its level
     gets NVSwitch or shared memory).
 
-    >>> from distal.format.machine import Grid, Machine
+    >>> from distal.machine.grid import Grid, Machine
     >>> print(system_from_machine(Machine(Grid(2, 2), Grid(4))).describe())
     l0 4 nic(8 GB/s, 10 us)
     l1 4 nvswitch(270 GB/s, 2 us)

@@ -41,7 +41,7 @@ from distal.cin.relations import (
 )
 from distal.cin.statements import Assign, Forall, Stmt, Where, assignments, loop_vars
 from distal.errors import NotSupportedYet, ScheduleError
-from distal.format.machine import Grid, Machine
+from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Sum
 from distal.notation.check import extents
 from distal.notation.tensor import Tensor

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from distal.format.machine import Grid, Machine
 from distal.leaf import Leaf
+from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 from distal.notation.tensor import Tensor
 from distal.notation.variable import TensorVar

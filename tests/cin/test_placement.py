@@ -7,7 +7,8 @@ import pytest
 import distal as dt
 from distal.cin import Assign, Communicate, Distribute, Divide, FixedForall, Forall, placement_text
 from distal.cin.statements import loop_vars
-from distal.format import Format, Grid, Machine
+from distal.format import Format
+from distal.machine import Grid, Machine
 from distal.notation import IndexVar
 
 T2 = dt.Tensor("T", (4, 4))

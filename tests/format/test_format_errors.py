@@ -8,7 +8,8 @@ import pytest
 
 import distal as dt
 from distal.errors import FormatError
-from distal.format import Distribution, Format, Grid, Machine
+from distal.format import Distribution, Format
+from distal.machine import Grid, Machine
 
 M1 = Machine(Grid(2))
 M2 = Machine(Grid(2, 2))

@@ -6,7 +6,7 @@ import pytest
 
 import distal as dt
 from distal.errors import MachineError
-from distal.format import Grid, Machine
+from distal.machine import Grid, Machine
 from distal.sizes import MachineDim
 
 

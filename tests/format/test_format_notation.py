@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distal.format import BROADCAST, Distribution, Format, Grid, Machine
+from distal.format import BROADCAST, Distribution, Format
+from distal.machine import Grid, Machine
 
 M1 = Machine(Grid(2))
 M2 = Machine(Grid(2, 2))

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from distal.errors import FormatError, NotSupportedYet
-from distal.format import Format, Grid, Machine
+from distal.format import Format
 from distal.format.picture import describe, draw
+from distal.machine import Grid, Machine
 
 pytest.importorskip("matplotlib")
 

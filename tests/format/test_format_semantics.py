@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distal as dt
-from distal.format import Distribution, Format, Grid, Machine
+from distal.format import Distribution, Format
+from distal.machine import Grid, Machine
 
 
 def table(text: str) -> dict[tuple[int, ...], tuple[int, ...]]:

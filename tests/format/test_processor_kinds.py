@@ -1,4 +1,4 @@
-"""Processor kinds are one table (`distal.format.machine.KINDS`) that every layer reads."""
+"""Processor kinds are one table (`distal.machine.grid.KINDS`) that every layer reads."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 
 import distal as dt
 from distal.errors import MachineError
-from distal.format import machine as machine_module
-from distal.format.machine import KINDS, ProcessorKind, processor_kind
 from distal.lower.parallel import plan_parallel
+from distal.machine import grid as machine_module
+from distal.machine.grid import KINDS, ProcessorKind, processor_kind
 from distal.model.hardware import LEAF_KINDS, ProcessorModel
 
 

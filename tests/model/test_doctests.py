@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["distal.model", "distal.links", "distal.model.hardware", "distal.model.calibrate", "distal.model.sysmem"])
+@pytest.mark.parametrize("name", ["distal.model", "distal.machine.links", "distal.model.hardware", "distal.model.calibrate", "distal.model.sysmem"])
 def test_doctests(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from distal.errors import ReductionError
-from distal.format.machine import Grid, Machine
+from distal.machine.grid import Grid, Machine
 from distal.reduction import (
     NIC,
     NVSWITCH_A100,

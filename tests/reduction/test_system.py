@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distal.errors import ReductionError
-from distal.format.machine import Grid, Machine
+from distal.machine.grid import Grid, Machine
 from distal.reduction import (
     NIC,
     NVLINK_V100,
@@ -112,7 +112,7 @@ def test_errors(build: object, message: str) -> None:
 
 
 def test_the_simulator_and_the_time_model_share_one_link_description() -> None:
-    from distal.model import links
+    from distal.machine import links
 
     assert Interconnect is links.Link
     assert NIC is links.NIC and NVSWITCH_A100 is links.NVSWITCH_A100

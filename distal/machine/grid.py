@@ -256,7 +256,7 @@ class MachineAxisError(MachineError, AttributeError):
     >>> Machine(Grid(2, 2)).z
     Traceback (most recent call last):
     ...
-    distal.format.machine.MachineAxisError: expected one of the axes x, y of Machine(Grid(2, 2)), but found 'z'
+    distal.machine.grid.MachineAxisError: expected one of the axes x, y of Machine(Grid(2, 2)), but found 'z'
     """
 
     def __init__(self, machine: Machine, axis: str) -> None:
