@@ -75,11 +75,11 @@ import numpy as np
 from distal import leaf
 from distal.host import meminfo_kib
 from distal.machine.links import Link
-from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel
+from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel, dgx_a100, lassen_cpu, lassen_gpu
 from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_runtime_costs
 
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "PINNED", "cache_path", "calibrate",
-           "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model", "this_machine"]
+           "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model", "preset", "this_machine"]
 
 # 11: the runtime's costs per launch point and their growth (launch_point_seconds, launch_log_seconds), and the
 # measured overlap, from a child on one CPU processor per core; records of version 10 still read (model_of)
@@ -361,6 +361,22 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
         except OSError:
             pass  # a read-only home: the model still works, it is measured again next time
     return model_of(data)
+
+
+def preset(name: str) -> MachineModel:
+    """A model by name: lassen-gpu, lassen-cpu, dgx-a100 (`distal.model.hardware`), or this (this machine,
+    calibrated and cached).
+
+    >>> preset("Lassen-GPU").name
+    'lassen-gpu'
+    """
+    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else ""
+    if key in ("this", "this-machine", "local"):
+        return this_machine()
+    table = {"lassen-gpu": lassen_gpu, "lassen-cpu": lassen_cpu, "dgx-a100": dgx_a100}
+    if key not in table:
+        raise ModelError(f"expected a machine model (lassen-gpu, lassen-cpu, dgx-a100, this), but found {name!r}")
+    return table[key]()
 
 
 def main(argv: list[str] | None = None) -> int:

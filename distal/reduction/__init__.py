@@ -14,7 +14,7 @@ a NumPy executor.
 from distal.reduction.execute import execute, execute_lowered
 from distal.reduction.language import Collective, Form, ReductionProgram, Step, parse_program
 from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
-from distal.reduction.machines import describe_plan, format_seconds, machine_plan
+from distal.reduction.machines import describe_plan, machine_plan
 from distal.reduction.parallelism import (
     Layout,
     Placement,
@@ -48,7 +48,7 @@ from distal.reduction.system import (
     system_from_machine,
     v100_system,
 )
-from distal.reduction.timing import simulate
+from distal.reduction.timing import format_seconds, simulate
 
 # `Program` is the old name, kept: "Program" named both the redistribution and the reduction programs.
 Program = ReductionProgram

@@ -16,8 +16,9 @@ from distal.errors import ReductionError
 from distal.machine.grid import Machine
 from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
 from distal.reduction.system import Interconnect, system_from_machine
+from distal.reduction.timing import format_seconds
 
-__all__ = ["describe_plan", "format_seconds", "machine_plan"]
+__all__ = ["describe_plan", "machine_plan"]
 
 
 def machine_plan(
@@ -52,19 +53,6 @@ def machine_plan(
     system = system_from_machine(machine, ics, gpus=machine.kind == "gpu")
     grps = [list(range(system.size))] if groups is None else [[int(d) for d in g] for g in groups]
     return plan_reduction(system, grps, nbytes=nbytes, algorithm=algorithm, max_size=max_size)
-
-
-def format_seconds(seconds: float) -> str:
-    """A time with a unit that keeps it readable.
-
-    >>> format_seconds(2.6e-05), format_seconds(0.0016), format_seconds(0.43)
-    ('26.0 us', '1.60 ms', '0.430 s')
-    """
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    if seconds < 1.0:
-        return f"{seconds * 1e3:.2f} ms" if seconds < 0.1 else f"{seconds:.3f} s"
-    return f"{seconds:.2f} s"
 
 
 def _bytes(nbytes: float) -> str:

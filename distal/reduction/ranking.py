@@ -22,7 +22,7 @@ from distal.reduction.lowering import LoweredProgram, lower
 from distal.reduction.parallelism import Layout, Placement, SynthesisHierarchy, layout_from_groups
 from distal.reduction.synthesis import Synthesis, synthesize
 from distal.reduction.system import Interconnect, Level, System, system_from_machine
-from distal.reduction.timing import simulate
+from distal.reduction.timing import format_seconds, simulate
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -48,8 +48,6 @@ class Ranked:
     seconds: float
 
     def __repr__(self) -> str:
-        from distal.reduction.machines import format_seconds
-
         return f"<Ranked {_shape(self.program)}: predicted {format_seconds(self.seconds)}>"
 
 
@@ -159,8 +157,6 @@ class ReductionPlan:
 
     def __repr__(self) -> str:
         """One line: the program chosen, over how many devices, and both predictions."""
-        from distal.reduction.machines import format_seconds
-
         devices = len(self.layout.devices)
         return (f"<ReductionPlan {_shape(self.program)} over {devices} device{'' if devices == 1 else 's'}: "
                 f"predicted {format_seconds(self.seconds)}, a single AllReduce "
