@@ -12,11 +12,11 @@ a NumPy executor.
 """
 
 from distal.reduction.execute import execute, execute_lowered
-from distal.reduction.language import Collective, Form, ReductionProgram, Step, parse_program
-from distal.reduction.lowering import LoweredProgram, LoweredStep, lower
+from distal.reduction.language import CollectiveKind, Form, ReductionProgram, ReductionStep, parse_program
+from distal.reduction.lowering import LoweredProgram, LoweredStep, lower_to_devices
 from distal.reduction.machines import describe_plan, machine_plan
 from distal.reduction.parallelism import (
-    Layout,
+    DeviceLayout,
     Placement,
     SynthesisHierarchy,
     enumerate_placements,
@@ -32,7 +32,7 @@ from distal.reduction.ranking import (
     rank,
 )
 from distal.reduction.semantics import check_program, groups, run_program
-from distal.reduction.synthesis import Synthesis, candidate_steps, synthesize
+from distal.reduction.synthesis import Synthesis, candidate_steps, synthesize_programs
 from distal.reduction.system import (
     NIC,
     NVLINK_V100,
@@ -48,10 +48,7 @@ from distal.reduction.system import (
     system_from_machine,
     v100_system,
 )
-from distal.reduction.timing import format_seconds, simulate
-
-# `Program` is the old name, kept: "Program" named both the redistribution and the reduction programs.
-Program = ReductionProgram
+from distal.reduction.timing import format_seconds, simulated_seconds
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -60,19 +57,18 @@ __all__ = [
     "NVSWITCH_A100",
     "PCIE",
     "SHARED_MEMORY",
-    "Collective",
+    "CollectiveKind",
+    "DeviceLayout",
     "Form",
     "Interconnect",
-    "Layout",
     "Level",
     "LoweredProgram",
     "LoweredStep",
     "Placement",
-    "Program",
     "Ranked",
     "ReductionPlan",
     "ReductionProgram",
-    "Step",
+    "ReductionStep",
     "Synthesis",
     "SynthesisHierarchy",
     "System",
@@ -88,7 +84,7 @@ __all__ = [
     "format_seconds",
     "groups",
     "layout_from_groups",
-    "lower",
+    "lower_to_devices",
     "machine_plan",
     "named_system",
     "parse_levels",
@@ -96,8 +92,8 @@ __all__ = [
     "plan_reduction",
     "rank",
     "run_program",
-    "simulate",
-    "synthesize",
+    "simulated_seconds",
+    "synthesize_programs",
     "system_from_machine",
     "v100_system",
 ]

@@ -15,19 +15,19 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, ReductionProgram
-from distal.reduction.lowering import LoweredProgram, lower
-from distal.reduction.parallelism import Layout, Placement
+from distal.reduction.language import CollectiveKind, ReductionProgram
+from distal.reduction.lowering import LoweredProgram, lower_to_devices
+from distal.reduction.parallelism import DeviceLayout, Placement
 
 __all__ = ["execute", "execute_lowered"]
 
 Array = npt.NDArray[np.generic]
 
-_SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
+_SUMS = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.REDUCE)
 
 
 def execute(
-    program: ReductionProgram, placement: Placement | Layout, device_values: Mapping[int, npt.ArrayLike]
+    program: ReductionProgram, placement: Placement | DeviceLayout, device_values: Mapping[int, npt.ArrayLike]
 ) -> dict[int, Array]:
     """Run `program` on the arrays of the devices of `placement`.
 
@@ -41,9 +41,9 @@ def execute(
     [1, 2, 3, 4]
     """
     layout = placement.layout() if isinstance(placement, Placement) else placement
-    if not isinstance(layout, Layout):
-        raise ReductionError(f"expected a Placement or a Layout, but found {placement!r}")
-    return execute_lowered(lower(program, layout), device_values)
+    if not isinstance(layout, DeviceLayout):
+        raise ReductionError(f"expected a Placement or a DeviceLayout, but found {placement!r}")
+    return execute_lowered(lower_to_devices(program, layout), device_values)
 
 
 def execute_lowered(lowered: LoweredProgram, device_values: Mapping[int, npt.ArrayLike]) -> dict[int, Array]:
@@ -72,7 +72,7 @@ def execute_lowered(lowered: LoweredProgram, device_values: Mapping[int, npt.Arr
         for g in step.groups:
             if step.collective in _SUMS:
                 total = {r: np.sum([held[m][r] for m in g], axis=0) for r in held[g[0]]}
-            elif step.collective is Collective.BROADCAST:
+            elif step.collective is CollectiveKind.BROADCAST:
                 total = dict(held[g[0]])
             else:
                 total = {r: x for m in g for r, x in held[m].items()}

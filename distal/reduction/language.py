@@ -19,10 +19,10 @@ from enum import Enum
 
 from distal.errors import ReductionError
 
-__all__ = ["Collective", "Form", "ReductionProgram", "Step", "parse_program"]
+__all__ = ["CollectiveKind", "Form", "ReductionProgram", "ReductionStep", "parse_program"]
 
 
-class Collective(Enum):
+class CollectiveKind(Enum):
     """The five collectives of section 3.2."""
 
     ALL_REDUCE = "AllReduce"
@@ -35,17 +35,20 @@ class Collective(Enum):
         return self.value
 
     def __repr__(self) -> str:
-        """The expression that names it: `Collective.ALL_REDUCE`."""
-        return f"Collective.{self.name}"
+        """The expression that names it: `CollectiveKind.ALL_REDUCE`."""
+        return f"CollectiveKind.{self.name}"
 
     @staticmethod
-    def parse(text: str) -> Collective:
-        for c in Collective:
+    def parse(text: str) -> CollectiveKind:
+        for c in CollectiveKind:
             if c.value == text:
                 return c
-        names = ", ".join(c.value for c in Collective)
+        names = ", ".join(c.value for c in CollectiveKind)
         raise ReductionError(f"expected a collective of {names}, but found {text!r}")
 
+
+# TRANSITIONAL (H-machine): runtime/_reduce.py still imports `Collective`; deleted once it imports CollectiveKind.
+Collective = CollectiveKind
 
 _FORM_KINDS = ("InsideGroup", "Parallel", "Master")
 
@@ -75,25 +78,25 @@ class Form:
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ReductionStep:
     """One reduction instruction `(slice, form, C)`.
 
-    >>> s = Step("node", Form("Master", "root"), Collective.ALL_REDUCE)
+    >>> s = ReductionStep("node", Form("Master", "root"), CollectiveKind.ALL_REDUCE)
     >>> str(s)
     '(node, Master(root), AllReduce)'
     """
 
     slice: str
     form: Form
-    collective: Collective
+    collective: CollectiveKind
 
     def __post_init__(self) -> None:
         if not isinstance(self.slice, str) or not self.slice.isidentifier():
             raise ReductionError(f"expected a level name as slice, but found {self.slice!r}")
         if not isinstance(self.form, Form):
             raise ReductionError(f"expected a Form, but found {self.form!r}")
-        if not isinstance(self.collective, Collective):
-            raise ReductionError(f"expected a Collective, but found {self.collective!r}")
+        if not isinstance(self.collective, CollectiveKind):
+            raise ReductionError(f"expected a CollectiveKind, but found {self.collective!r}")
 
     def __str__(self) -> str:
         return f"({self.slice}, {self.form}, {self.collective})"
@@ -111,10 +114,10 @@ class ReductionProgram:
     True
     """
 
-    steps: tuple[Step, ...]
+    steps: tuple[ReductionStep, ...]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.steps, tuple) or not all(isinstance(s, Step) for s in self.steps):
+        if not isinstance(self.steps, tuple) or not all(isinstance(s, ReductionStep) for s in self.steps):
             raise ReductionError(f"expected a tuple of Steps, but found {self.steps!r}")
 
     def __len__(self) -> int:
@@ -154,5 +157,5 @@ def parse_program(text: str) -> ReductionProgram:
                 f"expected a step like (gpu, Parallel(root), AllReduce), but found {part!r}", text
             )
         slice_, kind, level, coll = m.groups()
-        steps.append(Step(slice_, Form(kind, level), Collective.parse(coll)))
+        steps.append(ReductionStep(slice_, Form(kind, level), CollectiveKind.parse(coll)))
     return ReductionProgram(tuple(steps))

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, ReductionProgram
-from distal.reduction.parallelism import Layout
+from distal.reduction.language import CollectiveKind, ReductionProgram
+from distal.reduction.parallelism import DeviceLayout
 from distal.reduction.semantics import DeviceState, apply_step, final_state, groups, initial_state
 
-__all__ = ["LoweredProgram", "LoweredStep", "lower"]
+__all__ = ["LoweredProgram", "LoweredStep", "lower_to_devices"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class LoweredStep:
     nothing, as non-roots after a Reduce).
     """
 
-    collective: Collective
+    collective: CollectiveKind
     groups: tuple[tuple[int, ...], ...]
     chunks_before: tuple[tuple[int, tuple[int, ...]], ...]
     chunks_after: tuple[tuple[int, tuple[int, ...]], ...]
@@ -45,7 +45,7 @@ class LoweredProgram:
     """The lowered steps of a program, the chunk count and the layout."""
 
     program: ReductionProgram
-    layout: Layout
+    layout: DeviceLayout
     chunks: int
     steps: tuple[LoweredStep, ...]
 
@@ -68,7 +68,7 @@ def _rows(s: DeviceState) -> tuple[int, ...]:
     return tuple(r for r, cols in enumerate(s) if cols)
 
 
-def lower(program: ReductionProgram, layout: Layout) -> LoweredProgram:
+def lower_to_devices(program: ReductionProgram, layout: DeviceLayout) -> LoweredProgram:
     """Lower `program` through `layout`; refuses invalid or incomplete programs.
 
     >>> from distal.reduction.parallelism import layout_from_groups
@@ -77,7 +77,7 @@ def lower(program: ReductionProgram, layout: Layout) -> LoweredProgram:
     >>> lay = layout_from_groups(a100_system(2), [[0, 1, 16, 17]])
     >>> prog = parse_program("(node, InsideGroup, Reduce) ; (node, Master(root), AllReduce)"
     ...                      " ; (node, InsideGroup, Broadcast)")
-    >>> for step in lower(prog, lay).steps: print(step)
+    >>> for step in lower_to_devices(prog, lay).steps: print(step)
     Reduce over [[0, 1], [16, 17]]
     AllReduce over [[0, 16]]
     Broadcast over [[0, 1], [16, 17]]

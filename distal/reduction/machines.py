@@ -45,7 +45,7 @@ def machine_plan(
     >>> plan.program.shape
     'ReduceScatter-AllReduce-AllGather'
     >>> machine_plan(dt.Machine(dt.Grid(2, 2), dt.Grid(2)), [[0, 4], [1, 5], [2, 6], [3, 7]]).steps
-    ((Collective.ALL_REDUCE, ((0, 4), (1, 5), (2, 6), (3, 7))),)
+    ((CollectiveKind.ALL_REDUCE, ((0, 4), (1, 5), (2, 6), (3, 7))),)
     """
     if not isinstance(machine, Machine):
         raise ReductionError(f"expected a distal Machine, but found {machine!r}")

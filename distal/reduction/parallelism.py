@@ -6,7 +6,7 @@ hierarchy keeps, per system level, the product of the reduction axes' factors
 (the paper collapses factors of one hardware level) and drops levels whose
 product is 1; a `root` of cardinality 1 sits above it.
 
-A `Layout` says where the devices of the synthesis hierarchy are: replica r of
+A `DeviceLayout` says where the devices of the synthesis hierarchy are: replica r of
 the reduction (one per combination of the non-reduction axes) puts
 synthesis-device i on physical device `replicas[r][i]`. Programs are
 synthesized once over the synthesis hierarchy and lowered through the layout.
@@ -25,7 +25,7 @@ from distal.errors import ReductionError
 from distal.reduction.system import System
 
 __all__ = [
-    "Layout",
+    "DeviceLayout",
     "Placement",
     "SynthesisHierarchy",
     "enumerate_placements",
@@ -77,7 +77,7 @@ class SynthesisHierarchy:
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
+class DeviceLayout:
     """Where the synthesis hierarchy's devices sit in a system, once per replica."""
 
     system: System
@@ -150,7 +150,7 @@ class Placement:
                 levels.append(j)
         return SynthesisHierarchy(tuple(names), tuple(sizes), tuple(levels))
 
-    def layout(self) -> Layout:
+    def layout(self) -> DeviceLayout:
         """The physical devices of each replica of the reduction."""
         hier = self.hierarchy()
         m, n = len(self.matrix), len(self.system.levels)
@@ -167,7 +167,7 @@ class Placement:
                     else:
                         key.append(digits[i])
             table.setdefault(tuple(key), [-1] * hier.size)[dindex] = device
-        return Layout(self.system, hier, tuple(tuple(v) for _, v in sorted(table.items())))
+        return DeviceLayout(self.system, hier, tuple(tuple(v) for _, v in sorted(table.items())))
 
     def __str__(self) -> str:
         return _matrix_text(self.matrix)
@@ -250,7 +250,7 @@ def _rows(columns: tuple[int, ...], target: int) -> Iterator[tuple[int, ...]]:
                 yield (x, *tail)
 
 
-def layout_from_groups(system: System, groups: Sequence[Sequence[int]]) -> Layout:
+def layout_from_groups(system: System, groups: Sequence[Sequence[int]]) -> DeviceLayout:
     """A layout for explicit reduction groups of physical devices.
 
     Each group is summed separately. When every group is a product of
@@ -294,7 +294,7 @@ def layout_from_groups(system: System, groups: Sequence[Sequence[int]]) -> Layou
         else:
             hier = SynthesisHierarchy((system.names[inner],), (size,), (inner,))
         reps = tuple(tuple(sorted(g)) for g in gs)
-    return Layout(system, hier, reps)
+    return DeviceLayout(system, hier, reps)
 
 
 def _grid_shape(system: System, group: tuple[int, ...]) -> tuple[int, ...] | None:

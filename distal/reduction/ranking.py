@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
-from distal.reduction.language import Collective, Form, ReductionProgram, Step
-from distal.reduction.lowering import LoweredProgram, lower
-from distal.reduction.parallelism import Layout, Placement, SynthesisHierarchy, layout_from_groups
-from distal.reduction.synthesis import Synthesis, synthesize
+from distal.reduction.language import CollectiveKind, Form, ReductionProgram, ReductionStep
+from distal.reduction.lowering import LoweredProgram, lower_to_devices
+from distal.reduction.parallelism import DeviceLayout, Placement, SynthesisHierarchy, layout_from_groups
+from distal.reduction.synthesis import Synthesis, synthesize_programs
 from distal.reduction.system import Interconnect, Level, System, system_from_machine
-from distal.reduction.timing import format_seconds, simulate
+from distal.reduction.timing import format_seconds, simulated_seconds
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -59,24 +59,24 @@ def allreduce_program(hierarchy: SynthesisHierarchy) -> ReductionProgram:
     """The single-step `(root, InsideGroup, AllReduce)` (empty when nothing is reduced)."""
     if hierarchy.size == 1:
         return ReductionProgram(())
-    return ReductionProgram((Step("root", Form("InsideGroup"), Collective.ALL_REDUCE),))
+    return ReductionProgram((ReductionStep("root", Form("InsideGroup"), CollectiveKind.ALL_REDUCE),))
 
 
 @functools.lru_cache(maxsize=64)
 def _synthesize_cached(hierarchy: SynthesisHierarchy, max_size: int) -> Synthesis:
-    return synthesize(hierarchy, max_size)
+    return synthesize_programs(hierarchy, max_size)
 
 
-def _as_layout(target: Placement | Layout) -> Layout:
+def _as_layout(target: Placement | DeviceLayout) -> DeviceLayout:
     if isinstance(target, Placement):
         return target.layout()
-    if isinstance(target, Layout):
+    if isinstance(target, DeviceLayout):
         return target
-    raise ReductionError(f"expected a Placement or a Layout, but found {target!r}")
+    raise ReductionError(f"expected a Placement or a DeviceLayout, but found {target!r}")
 
 
 def rank(
-    target: Placement | Layout,
+    target: Placement | DeviceLayout,
     nbytes: float = DEFAULT_BYTES,
     algorithm: str = "ring",
     max_size: int = 5,
@@ -93,20 +93,20 @@ def rank(
     synth = _synthesize_cached(layout.hierarchy, max_size)
     out = []
     for prog in synth.programs:
-        low = lower(prog, layout)
-        out.append(Ranked(prog, low, simulate(low, nbytes, algorithm)))
+        low = lower_to_devices(prog, layout)
+        out.append(Ranked(prog, low, simulated_seconds(low, nbytes, algorithm)))
     # Times equal to the nanosecond are ties: the shorter program wins.
     out.sort(key=lambda r: (round(r.seconds, 9), len(r.program)))
     return tuple(out)
 
 
 @functools.lru_cache(maxsize=128)
-def _rank_cached(layout: Layout, nbytes: float, algorithm: str, max_size: int) -> tuple[Ranked, ...]:
+def _rank_cached(layout: DeviceLayout, nbytes: float, algorithm: str, max_size: int) -> tuple[Ranked, ...]:
     return rank(layout, nbytes, algorithm, max_size)
 
 
 def best_program(
-    target: Placement | Layout,
+    target: Placement | DeviceLayout,
     nbytes: float = DEFAULT_BYTES,
     algorithm: str = "ring",
     max_size: int = 5,
@@ -132,14 +132,14 @@ class ReductionPlan:
 
     best: Ranked
     allreduce: Ranked
-    layout: Layout
+    layout: DeviceLayout
 
     @property
     def program(self) -> ReductionProgram:
         return self.best.program
 
     @property
-    def steps(self) -> tuple[tuple[Collective, tuple[tuple[int, ...], ...]], ...]:
+    def steps(self) -> tuple[tuple[CollectiveKind, tuple[tuple[int, ...], ...]], ...]:
         """Each step as (collective, device groups), roots first."""
         return tuple((s.collective, s.groups) for s in self.best.lowered.steps)
 

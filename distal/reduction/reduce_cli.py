@@ -19,7 +19,7 @@ from typing import TextIO
 from distal.errors import ReductionError
 from distal.reduction.parallelism import enumerate_placements
 from distal.reduction.ranking import DEFAULT_BYTES, allreduce_program, rank
-from distal.reduction.synthesis import synthesize
+from distal.reduction.synthesis import synthesize_programs
 from distal.reduction.system import System, named_system, parse_levels
 from distal.reduction.timing import ALGORITHMS
 
@@ -84,7 +84,7 @@ def report(
     for n, p in enumerate(placements, 1):
         hier = p.hierarchy()
         start = time.perf_counter()
-        synth = synthesize(hier, max_size)
+        synth = synthesize_programs(hier, max_size)
         seconds = time.perf_counter() - start
         ranked = rank(p, nbytes, algorithm, max_size)
         single = allreduce_program(hier)

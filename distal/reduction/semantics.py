@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, ReductionProgram, Step
+from distal.reduction.language import CollectiveKind, ReductionProgram, ReductionStep
 from distal.reduction.parallelism import SynthesisHierarchy
 
 __all__ = [
@@ -45,14 +45,14 @@ def _digits(index: int, sizes: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def groups(hierarchy: SynthesisHierarchy, step: Step) -> Groups:
+def groups(hierarchy: SynthesisHierarchy, step: ReductionStep) -> Groups:
     """The disjoint device groups that `(slice, form)` derives.
 
     >>> from distal.reduction.language import Form
     >>> h = SynthesisHierarchy(("node", "gpu"), (2, 2), (0, 1))
-    >>> groups(h, Step("node", Form("Parallel", "root"), Collective.ALL_REDUCE))
+    >>> groups(h, ReductionStep("node", Form("Parallel", "root"), CollectiveKind.ALL_REDUCE))
     ((0, 2), (1, 3))
-    >>> groups(h, Step("node", Form("Master", "root"), Collective.ALL_REDUCE))
+    >>> groups(h, ReductionStep("node", Form("Master", "root"), CollectiveKind.ALL_REDUCE))
     ((0, 2),)
     """
     names = hierarchy.all_names
@@ -127,7 +127,7 @@ def _sum_disjoint(states: Sequence[DeviceState]) -> DeviceState | str:
 
 
 def apply_collective(
-    collective: Collective, states: Sequence[DeviceState], strict_broadcast: bool = False
+    collective: CollectiveKind, states: Sequence[DeviceState], strict_broadcast: bool = False
 ) -> tuple[DeviceState, ...] | str:
     """The post-states of one group under `collective`, or why it is invalid.
 
@@ -135,19 +135,19 @@ def apply_collective(
     `strict_broadcast` every receiver must gain.
 
     >>> s = initial_state(2)
-    >>> apply_collective(Collective.REDUCE_SCATTER, s)
+    >>> apply_collective(CollectiveKind.REDUCE_SCATTER, s)
     ((3, 0), (0, 3))
-    >>> apply_collective(Collective.ALL_REDUCE, ((3, 0), (0, 3)))
+    >>> apply_collective(CollectiveKind.ALL_REDUCE, ((3, 0), (0, 3)))
     'devices hold different chunks'
     """
     p = len(states)
-    if collective in (Collective.ALL_REDUCE, Collective.REDUCE, Collective.REDUCE_SCATTER):
+    if collective in (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE, CollectiveKind.REDUCE_SCATTER):
         total = _sum_disjoint(states)
         if isinstance(total, str):
             return total
-        if collective is Collective.ALL_REDUCE:
+        if collective is CollectiveKind.ALL_REDUCE:
             return (total,) * p
-        if collective is Collective.REDUCE:
+        if collective is CollectiveKind.REDUCE:
             empty = (0,) * len(total)
             return (total,) + (empty,) * (p - 1)
         rows = [r for r, cols in enumerate(total) if cols]
@@ -159,7 +159,7 @@ def apply_collective(
             mine = set(rows[i * per : (i + 1) * per])
             out.append(tuple(c if r in mine else 0 for r, c in enumerate(total)))
         return tuple(out)
-    if collective is Collective.ALL_GATHER:
+    if collective is CollectiveKind.ALL_GATHER:
         masks = [_rowmask(s) for s in states]
         acc = 0
         for m in masks:
@@ -174,7 +174,7 @@ def apply_collective(
             next((s[r] for s in states if s[r]), 0) for r in range(len(states[0]))
         )
         return (merged,) * p
-    assert collective is Collective.BROADCAST
+    assert collective is CollectiveKind.BROADCAST
     root = states[0]
     strict = False
     for s in states[1:]:
@@ -191,7 +191,7 @@ def apply_collective(
 
 
 def apply_step(
-    state: State, grps: Groups, collective: Collective, strict_broadcast: bool = False
+    state: State, grps: Groups, collective: CollectiveKind, strict_broadcast: bool = False
 ) -> State | str:
     """Apply `collective` to every group; devices outside the groups keep their state."""
     new = list(state)

@@ -15,14 +15,14 @@ import time
 from dataclasses import dataclass
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective, Form, ReductionProgram, Step
+from distal.reduction.language import CollectiveKind, Form, ReductionProgram, ReductionStep
 from distal.reduction.parallelism import SynthesisHierarchy
 from distal.reduction.semantics import Groups, State, apply_step, final_state, groups, initial_state
 
-__all__ = ["Synthesis", "candidate_steps", "synthesize"]
+__all__ = ["Synthesis", "candidate_steps", "synthesize_programs"]
 
 
-def candidate_steps(hierarchy: SynthesisHierarchy) -> tuple[tuple[Step, Groups], ...]:
+def candidate_steps(hierarchy: SynthesisHierarchy) -> tuple[tuple[ReductionStep, Groups], ...]:
     """Every `(slice, form)` with distinct, non-trivial groups (collective AllReduce).
 
     >>> h = SynthesisHierarchy(("node", "gpu"), (2, 16), (0, 1))
@@ -37,7 +37,7 @@ def candidate_steps(hierarchy: SynthesisHierarchy) -> tuple[tuple[Step, Groups],
         forms += [Form("Parallel", names[e]) for e in range(s)]
         forms += [Form("Master", names[e]) for e in range(s)]
         for form in forms:
-            step = Step(sl, form, Collective.ALL_REDUCE)
+            step = ReductionStep(sl, form, CollectiveKind.ALL_REDUCE)
             g = groups(hierarchy, step)
             if all(len(x) == 1 for x in g) or g in seen:
                 continue
@@ -64,7 +64,7 @@ class Synthesis:
                 f"(at most {self.max_size} steps each, {self.seconds:.3f} s)>")
 
 
-def synthesize(
+def synthesize_programs(
     hierarchy: SynthesisHierarchy, max_size: int = 5, strict_broadcast: bool = False
 ) -> Synthesis:
     """All semantically valid programs of at most `max_size` steps that reduce fully.
@@ -73,7 +73,7 @@ def synthesize(
     stricter reading of Figure 8, see docs/reduction.md).
 
     >>> h = SynthesisHierarchy(("gpu",), (4,), (1,))
-    >>> [p.shape for p in synthesize(h).programs]
+    >>> [p.shape for p in synthesize_programs(h).programs]
     ['AllReduce', 'ReduceScatter-AllGather', 'Reduce-Broadcast']
     """
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
@@ -84,7 +84,7 @@ def synthesize(
         return Synthesis(hierarchy, (ReductionProgram(()),), time.perf_counter() - start, max_size)
     cands = candidate_steps(hierarchy)
     moves = [
-        (Step(step.slice, step.form, c), g) for c in Collective for step, g in cands
+        (ReductionStep(step.slice, step.form, c), g) for c in CollectiveKind for step, g in cands
     ]
     goal = final_state(k)
     memo: dict[tuple[State, int], list[tuple[int, ...]]] = {}

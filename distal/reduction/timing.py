@@ -28,11 +28,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from distal.errors import ReductionError
-from distal.reduction.language import Collective
+from distal.reduction.language import CollectiveKind
 from distal.reduction.lowering import LoweredProgram, LoweredStep
 from distal.reduction.system import System
 
-__all__ = ["ALGORITHMS", "format_seconds", "simulate", "step_time"]
+__all__ = ["ALGORITHMS", "format_seconds", "simulated_seconds", "step_time"]
 
 ALGORITHMS = ("ring", "tree")
 
@@ -104,17 +104,17 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
         if p == 1:
             continue
         n = chunk_bytes * max(len(before[g[0]]), len(after[g[0]]))
-        tree = algorithm == "tree" and coll not in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER)
+        tree = algorithm == "tree" and coll not in (CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER)
         if tree:
             up, depth = _tree_up(system, g, n)
             down = [(b, a, x) for a, b, x in up]
-            transfers = {Collective.ALL_REDUCE: up + down, Collective.REDUCE: up}.get(coll, down)
-            hops = 2 * depth if coll is Collective.ALL_REDUCE else depth
-        elif coll is Collective.ALL_REDUCE:
+            transfers = {CollectiveKind.ALL_REDUCE: up + down, CollectiveKind.REDUCE: up}.get(coll, down)
+            hops = 2 * depth if coll is CollectiveKind.ALL_REDUCE else depth
+        elif coll is CollectiveKind.ALL_REDUCE:
             transfers, hops = _ring(g, 2 * (p - 1) / p * n), 2 * (p - 1)
-        elif coll in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
+        elif coll in (CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER):
             transfers, hops = _ring(g, (p - 1) / p * n), p - 1
-        elif coll is Collective.REDUCE:
+        elif coll is CollectiveKind.REDUCE:
             transfers, hops = _chain_up(g, n), p - 1
         else:
             transfers, hops = [(b, a, x) for a, b, x in _chain_up(g, n)], p - 1
@@ -130,18 +130,18 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
     return bw + latency
 
 
-def simulate(lowered: LoweredProgram, nbytes: float, algorithm: str = "ring") -> float:
+def simulated_seconds(lowered: LoweredProgram, nbytes: float, algorithm: str = "ring") -> float:
     """Predicted seconds of a lowered program reducing `nbytes` per device.
 
     >>> from distal.reduction.parallelism import layout_from_groups
     >>> from distal.reduction.language import parse_program
-    >>> from distal.reduction.lowering import lower
+    >>> from distal.reduction.lowering import lower_to_devices
     >>> from distal.reduction.system import a100_system
     >>> lay = layout_from_groups(a100_system(2), [list(range(32))])
-    >>> flat = lower(parse_program("(root, InsideGroup, AllReduce)"), lay)
-    >>> hier = lower(parse_program("(node, InsideGroup, ReduceScatter) ; "
+    >>> flat = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"), lay)
+    >>> hier = lower_to_devices(parse_program("(node, InsideGroup, ReduceScatter) ; "
     ...     "(node, Parallel(root), AllReduce) ; (node, InsideGroup, AllGather)"), lay)
-    >>> simulate(flat, 2**31) > 1.5 * simulate(hier, 2**31)
+    >>> simulated_seconds(flat, 2**31) > 1.5 * simulated_seconds(hier, 2**31)
     True
     """
     if not nbytes > 0:

@@ -20,7 +20,7 @@ from distal.reduction import (
     execute,
     layout_from_groups,
     parse_program,
-    synthesize,
+    synthesize_programs,
 )
 
 
@@ -40,7 +40,7 @@ def test_every_program_of_a_placement_sums_exactly() -> None:
     rng = np.random.default_rng(0)
     values = {d: rng.integers(-1000, 1000, size=(13, 3)) for d in range(system.size)}
     expected = reference(lay.groups(), values)
-    for prog in synthesize(p.hierarchy()).programs:
+    for prog in synthesize_programs(p.hierarchy()).programs:
         got = execute(prog, p, values)
         for d in range(system.size):
             np.testing.assert_array_equal(got[d], expected[d])
@@ -59,7 +59,7 @@ def cases(draw: st.DrawFn) -> tuple[object, int, int]:
     red = draw(st.sampled_from([[0], [1], [0, 1]]))
     placements = enumerate_placements(system, axes, red)
     p = draw(st.sampled_from(placements))
-    progs = synthesize(p.hierarchy(), 4).programs
+    progs = synthesize_programs(p.hierarchy(), 4).programs
     idx = draw(st.integers(0, len(progs) - 1))
     length = draw(st.integers(1, 9))
     return (p, idx, length)
@@ -69,7 +69,7 @@ def cases(draw: st.DrawFn) -> tuple[object, int, int]:
 @given(cases())
 def test_random_placements_and_programs(case: tuple[object, int, int]) -> None:
     p, idx, length = case
-    prog = synthesize(p.hierarchy(), 4).programs[idx]  # type: ignore[attr-defined]
+    prog = synthesize_programs(p.hierarchy(), 4).programs[idx]  # type: ignore[attr-defined]
     n = p.system.size  # type: ignore[attr-defined]
     values = {d: np.arange(length, dtype=np.int64) * (d + 1) + d for d in range(n)}
     got = execute(prog, p, values)  # type: ignore[arg-type]
@@ -101,7 +101,7 @@ def test_errors() -> None:
             lambda: execute(prog, lay, {0: np.float64(1), 16: np.float64(2)}),
             "expected arrays with at least one dimension, but found scalars",
         ),
-        (lambda: execute(prog, "lay", {}), "expected a Placement or a Layout, but found 'lay'"),
+        (lambda: execute(prog, "lay", {}), "expected a Placement or a DeviceLayout, but found 'lay'"),
     ]
     for build, message in cases:
         with pytest.raises(ReductionError) as info:

@@ -11,7 +11,7 @@ from distal.reduction import (
     NIC,
     NVSWITCH_A100,
     SHARED_MEMORY,
-    Collective,
+    CollectiveKind,
     a100_system,
     execute_lowered,
     plan_reduction,
@@ -21,14 +21,14 @@ from distal.reduction import (
 def test_all_devices_of_a_two_node_machine() -> None:
     plan = plan_reduction([("node", 2, NIC), ("gpu", 4, NVSWITCH_A100)], range(8))
     assert plan.program.shape == "ReduceScatter-AllReduce-AllGather"
-    assert plan.steps[0] == (Collective.REDUCE_SCATTER, ((0, 1, 2, 3), (4, 5, 6, 7)))
+    assert plan.steps[0] == (CollectiveKind.REDUCE_SCATTER, ((0, 1, 2, 3), (4, 5, 6, 7)))
     assert plan.seconds < plan.allreduce_seconds and plan.speedup > 1.5
 
 
 def test_groups_inside_one_node_use_one_allreduce() -> None:
     plan = plan_reduction(a100_system(2), [[0, 1, 2, 3], [16, 17, 18, 19]])
     assert str(plan.program) == "(root, InsideGroup, AllReduce)"
-    assert plan.steps == ((Collective.ALL_REDUCE, ((0, 1, 2, 3), (16, 17, 18, 19))),)
+    assert plan.steps == ((CollectiveKind.ALL_REDUCE, ((0, 1, 2, 3), (16, 17, 18, 19))),)
     assert plan.speedup == 1.0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distal.errors import ReductionError
-from distal.reduction import Collective, Form, ReductionProgram, Step, parse_program
+from distal.reduction import CollectiveKind, Form, ReductionProgram, ReductionStep, parse_program
 
 RAB = "(node, InsideGroup, Reduce) ; (node, Master(root), AllReduce) ; (node, InsideGroup, Broadcast)"
 
@@ -14,7 +14,7 @@ def test_print_parse_round_trip() -> None:
     p = parse_program(RAB)
     assert str(p) == RAB
     assert p.shape == "Reduce-AllReduce-Broadcast"
-    assert p.steps[1] == Step("node", Form("Master", "root"), Collective.ALL_REDUCE)
+    assert p.steps[1] == ReductionStep("node", Form("Master", "root"), CollectiveKind.ALL_REDUCE)
     assert parse_program("") == ReductionProgram(())
     assert len(parse_program("( root ,InsideGroup,  AllReduce )")) == 1
 
@@ -32,11 +32,11 @@ def test_print_parse_round_trip() -> None:
             "expected a level exactly for Parallel and Master, but found InsideGroup with level 'root'",
         ),
         (
-            lambda: Step("", Form("InsideGroup"), Collective.REDUCE),
+            lambda: ReductionStep("", Form("InsideGroup"), CollectiveKind.REDUCE),
             "expected a level name as slice, but found ''",
         ),
-        (lambda: Step("gpu", "InsideGroup", Collective.REDUCE), "expected a Form, but found 'InsideGroup'"),
-        (lambda: Step("gpu", Form("InsideGroup"), "Reduce"), "expected a Collective, but found 'Reduce'"),
+        (lambda: ReductionStep("gpu", "InsideGroup", CollectiveKind.REDUCE), "expected a Form, but found 'InsideGroup'"),
+        (lambda: ReductionStep("gpu", Form("InsideGroup"), "Reduce"), "expected a CollectiveKind, but found 'Reduce'"),
         (lambda: ReductionProgram([]), "expected a tuple of Steps, but found []"),
         (
             lambda: parse_program("(gpu, InsideGroup)"),

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from distal.errors import ReductionError
-from distal.reduction import Collective, Form, Step, SynthesisHierarchy, check_program, groups, parse_program
+from distal.reduction import (
+    CollectiveKind,
+    Form,
+    ReductionStep,
+    SynthesisHierarchy,
+    check_program,
+    groups,
+    parse_program,
+)
 from distal.reduction.semantics import apply_collective, final_state, initial_state
 
 # Figure 2a as a synthesis hierarchy: GPUs A0..A3, B0..B3 (server 0), C0..D3 (server 1).
@@ -34,37 +42,37 @@ def named(grps: tuple[tuple[int, ...], ...]) -> list[list[str]]:
     ],
 )
 def test_table2_groups(slice_: str, form: Form, expected: list[list[str]]) -> None:
-    got = named(groups(TABLE2, Step(slice_, form, Collective.ALL_REDUCE)))
+    got = named(groups(TABLE2, ReductionStep(slice_, form, CollectiveKind.ALL_REDUCE)))
     assert sorted(got) == sorted(expected)
 
 
 def test_figure8_examples() -> None:
     # 4 devices, the reduction between devices 0 and 1 only.
     s = initial_state(4)
-    ar = apply_collective(Collective.ALL_REDUCE, [s[0], s[1]])
+    ar = apply_collective(CollectiveKind.ALL_REDUCE, [s[0], s[1]])
     assert ar == ((0b11,) * 4, (0b11,) * 4)
-    rs = apply_collective(Collective.REDUCE_SCATTER, [s[0], s[1]])
+    rs = apply_collective(CollectiveKind.REDUCE_SCATTER, [s[0], s[1]])
     assert rs == ((3, 3, 0, 0), (0, 0, 3, 3))
-    assert apply_collective(Collective.ALL_GATHER, list(rs)) == ((3, 3, 3, 3),) * 2
-    red = apply_collective(Collective.REDUCE, [s[0], s[1]])
+    assert apply_collective(CollectiveKind.ALL_GATHER, list(rs)) == ((3, 3, 3, 3),) * 2
+    red = apply_collective(CollectiveKind.REDUCE, [s[0], s[1]])
     assert red == ((3, 3, 3, 3), (0, 0, 0, 0))
-    assert apply_collective(Collective.BROADCAST, list(red)) == ((3, 3, 3, 3),) * 2
+    assert apply_collective(CollectiveKind.BROADCAST, list(red)) == ((3, 3, 3, 3),) * 2
     # Broadcast must add information; AllGather needs disjoint rows of one size.
-    assert apply_collective(Collective.BROADCAST, [(3,) * 4, (3,) * 4]) == "the broadcast adds no information"
-    assert apply_collective(Collective.BROADCAST, [s[0], s[1]]) == "the root holds less than another device"
+    assert apply_collective(CollectiveKind.BROADCAST, [(3,) * 4, (3,) * 4]) == "the broadcast adds no information"
+    assert apply_collective(CollectiveKind.BROADCAST, [s[0], s[1]]) == "the root holds less than another device"
     partly = [(3,) * 4, (3,) * 4, (1,) * 4]
-    assert apply_collective(Collective.BROADCAST, partly) == ((3,) * 4,) * 3
-    assert apply_collective(Collective.BROADCAST, partly, strict_broadcast=True) == (
+    assert apply_collective(CollectiveKind.BROADCAST, partly) == ((3,) * 4,) * 3
+    assert apply_collective(CollectiveKind.BROADCAST, partly, strict_broadcast=True) == (
         "a receiver already holds the broadcast data"
     )
-    assert apply_collective(Collective.ALL_GATHER, [s[0], s[1]]) == "devices hold overlapping chunks"
-    assert apply_collective(Collective.ALL_GATHER, [(3, 0, 0, 0), (0, 3, 3, 0)]) == (
+    assert apply_collective(CollectiveKind.ALL_GATHER, [s[0], s[1]]) == "devices hold overlapping chunks"
+    assert apply_collective(CollectiveKind.ALL_GATHER, [(3, 0, 0, 0), (0, 3, 3, 0)]) == (
         "devices hold different numbers of chunks"
     )
     three = [s[0], s[1], s[2]]
-    assert apply_collective(Collective.REDUCE_SCATTER, three) == "4 chunks do not scatter over 3 devices"
-    assert apply_collective(Collective.ALL_REDUCE, [(0,) * 4, (0,) * 4]) == "devices hold no data"
-    assert apply_collective(Collective.ALL_GATHER, [(0,) * 4, (0,) * 4]) == "devices hold no data"
+    assert apply_collective(CollectiveKind.REDUCE_SCATTER, three) == "4 chunks do not scatter over 3 devices"
+    assert apply_collective(CollectiveKind.ALL_REDUCE, [(0,) * 4, (0,) * 4]) == "devices hold no data"
+    assert apply_collective(CollectiveKind.ALL_GATHER, [(0,) * 4, (0,) * 4]) == "devices hold no data"
 
 
 # Figure 2d placement, reduction along the parameter-sharding axis [1 2 1 2]:

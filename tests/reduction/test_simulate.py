@@ -10,10 +10,10 @@ from distal.reduction import (
     allreduce_program,
     enumerate_placements,
     layout_from_groups,
-    lower,
+    lower_to_devices,
     parse_program,
     rank,
-    simulate,
+    simulated_seconds,
     v100_system,
 )
 
@@ -60,33 +60,33 @@ def test_inside_node_placement_beats_cross_node_placement() -> None:
 
 def test_ring_cost_of_a_flat_allreduce() -> None:
     lay = layout_from_groups(a100_system(2), [list(range(32))])
-    low = lower(parse_program("(root, InsideGroup, AllReduce)"), lay)
+    low = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"), lay)
     n = 2.0**30
     # The ring crosses each NIC once: 2(p-1)/p * n bytes at 8 GB/s, plus 62 hops of 10 us.
     expected = 2 * 31 / 32 * n / 8e9 + 62 * 10e-6
-    assert simulate(low, n) == pytest.approx(expected)
+    assert simulated_seconds(low, n) == pytest.approx(expected)
 
 
 def test_concurrent_groups_share_the_nic() -> None:
     s = a100_system(2)
-    one = lower(parse_program("(root, InsideGroup, AllReduce)"), layout_from_groups(s, [[0, 16]]))
-    many = lower(parse_program("(root, InsideGroup, AllReduce)"),
+    one = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"), layout_from_groups(s, [[0, 16]]))
+    many = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"),
                  layout_from_groups(s, [[i, 16 + i] for i in range(16)]))
-    assert simulate(many, 1e9) == pytest.approx(16 * simulate(one, 1e9), rel=1e-3)
+    assert simulated_seconds(many, 1e9) == pytest.approx(16 * simulated_seconds(one, 1e9), rel=1e-3)
 
 
 def test_tree_beats_ring_on_latency() -> None:
     lay = layout_from_groups(a100_system(4), [list(range(64))])
-    low = lower(parse_program("(root, InsideGroup, AllReduce)"), lay)
-    assert simulate(low, 1e3, "tree") < simulate(low, 1e3, "ring")
+    low = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"), lay)
+    assert simulated_seconds(low, 1e3, "tree") < simulated_seconds(low, 1e3, "ring")
 
 
 def test_errors() -> None:
     lay = layout_from_groups(a100_system(2), [[0, 1]])
-    low = lower(parse_program("(root, InsideGroup, AllReduce)"), lay)
+    low = lower_to_devices(parse_program("(root, InsideGroup, AllReduce)"), lay)
     with pytest.raises(ReductionError) as info:
-        simulate(low, 0)
+        simulated_seconds(low, 0)
     assert info.value.message == "expected a positive number of bytes per device, but found 0"
     with pytest.raises(ReductionError) as info:
-        simulate(low, 1e6, "butterfly")
+        simulated_seconds(low, 1e6, "butterfly")
     assert info.value.message == "expected an algorithm of ['ring', 'tree'], but found 'butterfly'"

@@ -11,7 +11,7 @@ from distal.reduction import (
     candidate_steps,
     check_program,
     enumerate_placements,
-    synthesize,
+    synthesize_programs,
     v100_system,
 )
 
@@ -25,7 +25,7 @@ def two_level(a: int, b: int) -> SynthesisHierarchy:
 
 
 def test_one_level_has_the_three_flat_programs() -> None:
-    progs = synthesize(SynthesisHierarchy(("gpu",), (16,), (1,))).programs
+    progs = synthesize_programs(SynthesisHierarchy(("gpu",), (16,), (1,))).programs
     assert [str(p) for p in progs] == [
         "(root, InsideGroup, AllReduce)",
         "(root, InsideGroup, ReduceScatter) ; (root, InsideGroup, AllGather)",
@@ -36,16 +36,16 @@ def test_one_level_has_the_three_flat_programs() -> None:
 @pytest.mark.parametrize(("a", "b"), [(2, 16), (4, 16), (2, 8), (4, 8), (2, 2)])
 def test_two_level_count_does_not_depend_on_sizes(a: int, b: int) -> None:
     # The paper's count is 47 for every two-level hierarchy; see docs/reduction.md.
-    assert len(synthesize(two_level(a, b))) == 93
+    assert len(synthesize_programs(two_level(a, b))) == 93
 
 
 def test_both_common_optimal_programs_are_synthesized() -> None:
-    shown = {str(p) for p in synthesize(two_level(2, 16)).programs}
+    shown = {str(p) for p in synthesize_programs(two_level(2, 16)).programs}
     assert RAB in shown and RSAG in shown
 
 
 def test_programs_come_in_increasing_size_and_are_valid() -> None:
-    synth = synthesize(two_level(2, 4))
+    synth = synthesize_programs(two_level(2, 4))
     sizes = [len(p) for p in synth.programs]
     assert sizes == sorted(sizes) and max(sizes) == 5 and sizes[0] == 1
     assert len({str(p) for p in synth.programs}) == len(synth)
@@ -55,7 +55,7 @@ def test_programs_come_in_increasing_size_and_are_valid() -> None:
 
 def test_size_limit() -> None:
     h = two_level(2, 4)
-    counts = [len(synthesize(h, n)) for n in range(1, 6)]
+    counts = [len(synthesize_programs(h, n)) for n in range(1, 6)]
     assert counts == sorted(counts) and counts[0] == 1 and counts[2] == 29
 
 
@@ -72,19 +72,19 @@ def test_candidate_steps_are_distinct_groups() -> None:
 def test_synthesis_of_one_placement_finds_its_programs(system: object, axes: list[int], reduce: list[int]) -> None:
     # how long synthesis takes is measured by bench/reduction_synthesis.py, not here (no test depends on timing)
     for p in enumerate_placements(system, axes, reduce):  # type: ignore[arg-type]
-        synth = synthesize(p.hierarchy())
+        synth = synthesize_programs(p.hierarchy())
         assert len(synth) in (3, 93)
 
 
 def test_errors() -> None:
     with pytest.raises(ReductionError) as info:
-        synthesize(two_level(2, 2), 0)
+        synthesize_programs(two_level(2, 2), 0)
     assert info.value.message == "expected a positive program size limit, but found 0"
 
 
 def test_strict_broadcast_reading() -> None:
-    strict = synthesize(two_level(2, 4), strict_broadcast=True)
+    strict = synthesize_programs(two_level(2, 4), strict_broadcast=True)
     assert len(strict) == 61
     shown = {str(p) for p in strict.programs}
     assert RAB in shown and RSAG in shown
-    assert len(synthesize(SynthesisHierarchy(("gpu",), (4,), (1,)), strict_broadcast=True)) == 3
+    assert len(synthesize_programs(SynthesisHierarchy(("gpu",), (4,), (1,)), strict_broadcast=True)) == 3
