@@ -37,9 +37,10 @@ from distal import tile_blas
 from distal.cin.relations import Communicate, Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
+from distal.lower.describe import describe
 from distal.lower.nest import Nest, find_nest, root_chain
 from distal.lower.parallel import plan_parallel, warn_fallbacks
-from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction, TensorInfo
+from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.task_body import TaskBody
 from distal.lower.tiling import ROTATIONS, build_launches
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
     from distal.schedule.schedule import Schedule
 
-__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo", "lower"]
+__all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo", "lower"]
 
 log = logging.getLogger("distal.lower")
 
@@ -71,8 +72,8 @@ def _log(name: str, ir: object) -> None:
 
 
 def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None,
-          reduction: str | None = None) -> Plan:
-    """Lower a schedule to a `Plan`; `bindings` give the values of `dt.Param` sizes.
+          reduction: str | None = None) -> PlanBase:
+    """Lower a schedule to a `PlanBase` (the data of the user's `dt.Plan`); `bindings` bind `dt.Param` sizes.
 
     `rotation` chooses how launches whose projections are not affine (rotate)
     run: "boxes" (the default: launches over sub-domains where the offset is
@@ -155,7 +156,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
 
     group = Group(launch_vars, len(nest.dist), body, tuple(launches), tuple(tile_notes),
                   tuple(ext[v] for v in nest.dist))
-    plan = Plan(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
+    plan = PlanBase(str(sched), infos, (group,), not sched.source.accumulate, nest.machine,
                 nest.slots, nest.notes, symbolic, source=sched.source,
                 bindings=sched.bindings)
 
@@ -165,7 +166,8 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
         plan = replace(plan, reduction=strategy)
         _log("reduction", f"{infos[strategy.tensor].name}: {strategy.summary()}"
                           + (f"\n{strategy.description}" if strategy.description else ""))
-    _log("plan", plan)
+    if log.isEnabledFor(logging.DEBUG):
+        _log("plan", describe(plan))
     return plan
 
 

@@ -1,6 +1,6 @@
 """The analysis of a plan: what every processor holds, receives, reduces and peaks at, as one typed value.
 
-`analyse(plan)` (`Plan.analysis()`, cached per plan) runs the paper's
+`analyse(plan)` (`distal.lower.executable.analysis_of(plan)` caches it per plan) runs the paper's
 execution-space cost model (section 3.3) over a plan's launches and returns
 a frozen `PlanAnalysis`: per launch (`LaunchAnalysis`: its domain, operands,
 bytes received per processor and per point, bytes written, Legate tasks), per
@@ -8,7 +8,7 @@ processor (placement, received, reduced, returned and peak bytes) and per
 tensor (placement, global stores), with `traffic` (who sends what to whom,
 `distal.lower.traffic`). The memory check (`distal.lower.memory`), the time
 model (`distal.model.predict`) and `explain()` (`distal.model.explain`) read
-its fields; `Plan.stats()` is `PlanAnalysis.as_dict()`, the documented dict.
+its fields; `dt.Plan.stats()` is `PlanAnalysis.as_dict()`, the documented dict.
 
 Each launch point runs on the abstract processor of its distributed
 coordinates; a launch is one time step.
@@ -73,7 +73,7 @@ from distal.errors import DistalError
 from distal.host import configured_processors
 from distal.lower.grouping import grouping_enabled, plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
-from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Reduction, TensorInfo
+from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
 
 __all__ = ["WARN_MIN_BYTES", "WARN_RATIO", "LaunchAnalysis", "OperandTile", "Owners", "Placement", "PlanAnalysis",
@@ -155,7 +155,7 @@ class Owners:
     that no processor of the plan holds (`held[n]` is None for it).
     """
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: PlanBase) -> None:
         self.plan = plan
         self.held: list[dict[Proc, list[Box]] | None] = [self._held(info) for info in plan.tensors]
         # per tensor: each placed tile with the processors holding it (several along broadcast dimensions)
@@ -350,7 +350,7 @@ class PlanAnalysis:
         return sum(self.returned.values())
 
     def as_dict(self) -> dict[str, Any]:
-        """The documented `Plan.stats()` dict (docs/reference.md): string keys, processors as `(0,1)`."""
+        """The documented `dt.Plan.stats()` dict (docs/reference.md): string keys, processors as `(0,1)`."""
         def text(d: Mapping[Proc, int]) -> dict[str, int]:
             return {proc_text(p): b for p, b in d.items()}
 
@@ -412,7 +412,7 @@ _OWNERS = (-1,)  # the writer of reduced values: the tensor's home (its owners, 
 class _Simulation:
     """What each processor holds, launch by launch (see the module docstring)."""
 
-    def __init__(self, plan: Plan, owners: Owners) -> None:
+    def __init__(self, plan: PlanBase, owners: Owners) -> None:
         self.plan = plan
         self.owners = owners
         # per tensor and processor: the boxes it used in the previous launch (still held)
@@ -471,8 +471,9 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.0f}x" if b else "far more than"
 
 
-def analyse(plan: Plan) -> PlanAnalysis:
-    """The plan under the execution-space cost model (`Plan.analysis()` caches it; see the module docstring)."""
+def analyse(plan: PlanBase) -> PlanAnalysis:
+    """The plan under the execution-space cost model (cached by `distal.lower.executable.analysis_of`; see the
+    module docstring)."""
     owners = Owners(plan)
     sim = _Simulation(plan, owners)
     procs = [tuple(c) for c in plan.machine.coords()] if plan.machine is not None else [(0,)]
@@ -578,7 +579,7 @@ def analyse(plan: Plan) -> PlanAnalysis:
     )
 
 
-def _launch(plan: Plan, group: Group, launch: Launch, fig: _LaunchFigures, tasks: int, why: str) -> LaunchAnalysis:
+def _launch(plan: PlanBase, group: Group, launch: Launch, fig: _LaunchFigures, tasks: int, why: str) -> LaunchAnalysis:
     nd = group.distributed
     steps = {str(v): launch.lower[nd + n] for n, v in enumerate(group.steps)} if group.vars else {}
     total = sum(fig.per_point)
@@ -599,7 +600,7 @@ def _launch(plan: Plan, group: Group, launch: Launch, fig: _LaunchFigures, tasks
     )
 
 
-def _operand(plan: Plan, op: Operand, launch: Launch) -> OperandTile:
+def _operand(plan: PlanBase, op: Operand, launch: Launch) -> OperandTile:
     info = plan.tensors[op.tensor]
     first = next(launch.points())
     return OperandTile(
@@ -612,7 +613,7 @@ def _operand(plan: Plan, op: Operand, launch: Launch) -> OperandTile:
     )
 
 
-def _returned(plan: Plan, owners: Owners, sim: _Simulation, returned: dict[Proc, int], traffic: Recorder) -> None:
+def _returned(plan: PlanBase, owners: Owners, sim: _Simulation, returned: dict[Proc, int], traffic: Recorder) -> None:
     """Bytes of a formatted tensor written away from its owners, sent to them once the plan ends."""
     for n, pieces in sim.written.items():
         held = owners.held[n]
@@ -629,7 +630,7 @@ def _returned(plan: Plan, owners: Owners, sim: _Simulation, returned: dict[Proc,
                     traffic.add(None, "return", plan.tensors[n].name, writer, proc, nbytes)
 
 
-def _in_place(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _in_place(plan: PlanBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Which formatted tensors the runtime uses in their device blocks (`in_place`) and which it gathers
     into one store first (`gathered`, `distal.lower.in_place.gathered_tensors`); the output of a
     synthesized reduction is in neither (its launches write per-processor partials)."""
@@ -643,7 +644,7 @@ def _in_place(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(names[False]), tuple(names[True])
 
 
-def cache_key(plan: Plan) -> tuple[Any, ...]:
+def cache_key(plan: PlanBase) -> tuple[Any, ...]:
     """What an analysis depends on beyond the plan itself: the Legate processors configured and whether
     launch points are grouped into tasks (both read from the environment)."""
     kind = plan.machine.kind if plan.machine is not None else "cpu"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from distal.lower.analysis import volume
-from distal.lower.plan import Group, Launch, Operand, Plan, Privilege
+from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege
 
 __all__ = ["describe", "leaf_text"]
 
@@ -20,7 +20,7 @@ _ZERO = ("at zero (a new store: where the first launch writes every output tile,
          "tile' below); otherwise one zero fill before the launches)")
 
 
-def _fresh(plan: Plan, group: Group) -> bool:
+def _fresh(plan: PlanBase, group: Group) -> bool:
     """Whether `group` runs the first launch of an `=` plan and that launch gets the new output unwritten, as
     the runtime decides (`runtime._fresh_output.first_launch_writes`): one launch over the whole domain (not
     pinned) whose points write (do not reduce into) distinct output tiles that cover the output."""
@@ -39,7 +39,7 @@ def _fresh(plan: Plan, group: Group) -> bool:
     return len(boxes) == launch.volume and sum(volume(b) for b in boxes) == math.prod(shape)
 
 
-def describe(plan: Plan) -> str:
+def describe(plan: PlanBase) -> str:
     """The plan as text: tensors, then each launch with its operands."""
     lines = [f"plan for {plan.statement.splitlines()[0]}"]
     if plan.machine is not None:
@@ -70,7 +70,7 @@ def describe(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def leaf_text(plan: Plan, g: Group) -> str:
+def leaf_text(plan: PlanBase, g: Group) -> str:
     """What the group's tasks run, as its task body words it for the tiles of its first launch point (the
     calls `TaskBody.ran` counts when it runs)."""
     first = next(iter(g.launches), None)
@@ -81,7 +81,7 @@ def leaf_text(plan: Plan, g: Group) -> str:
     return g.body.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
 
 
-def _machine_dims_text(plan: Plan, g: Group) -> str:
+def _machine_dims_text(plan: PlanBase, g: Group) -> str:
     """Which machine dimension, and on a hierarchical machine which level, each distributed loop runs along."""
     machine = plan.machine
     assert machine is not None
@@ -112,7 +112,7 @@ def _domain_text(g: Group, launch: Launch) -> str:
     return ", ".join(parts) + (" (pinned)" if launch.pinned else "")
 
 
-def _operand_text(plan: Plan, op: Operand) -> str:
+def _operand_text(plan: PlanBase, op: Operand) -> str:
     info = plan.tensors[op.tensor]
     if op.tile is None:
         return f"{info.name}: {op.privilege.value}, whole tensor {list(info.shape)}"

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
-from distal.lower.plan import Plan, Privilege
+from distal.lower.plan import PlanBase, Privilege
 from distal.notation.storage import HostStorage
 
 __all__ = ["run_eager"]
 
 
-def _host(plan: Plan, n: int) -> np.ndarray:
+def _host(plan: PlanBase, n: int) -> np.ndarray:
     """Tensor n's data as a NumPy array: a read-only view of host data, a copy of data on Legate, zeros."""
     info = plan.tensors[n]
     storage = plan.tensor(info).storage
@@ -33,7 +33,7 @@ def _host(plan: Plan, n: int) -> np.ndarray:
     return data if data.dtype == info.dtype else data.astype(info.dtype)
 
 
-def run_eager(plan: Plan) -> None:
+def run_eager(plan: PlanBase) -> None:
     """Run `plan` (one launch of one point over whole tensors) in this process; the output gets the result."""
     launches = list(plan.launches())
     if len(launches) > 1 or any(launch.volume != 1 for _, launch in launches) or plan.machine is not None:

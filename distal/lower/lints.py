@@ -46,7 +46,7 @@ from distal.errors import DistalPerformanceWarning
 from distal.schedule import tree
 
 if TYPE_CHECKING:
-    from distal.lower.plan import Plan
+    from distal.lower.plan import PlanBase
     from distal.notation.ast import IndexVar
     from distal.schedule.schedule import Schedule
 
@@ -69,7 +69,7 @@ class Lint:
         return f"{self.message} [{self.code}]"
 
 
-def plan_lints(sched: Schedule, plan: Plan) -> tuple[Lint, ...]:
+def plan_lints(sched: Schedule, plan: PlanBase) -> tuple[Lint, ...]:
     """The lints of `plan`, compiled from `sched` (see the module docstring)."""
     return (*_communicate_in_leaf(sched, plan), *_rotate_undistributed(sched),
             *_machine_from_extents(sched, plan), *_idle_processors(plan))
@@ -85,7 +85,7 @@ def _names(vs: Sequence[IndexVar]) -> str:
     return ", ".join(str(v) for v in vs)
 
 
-def _communicate_in_leaf(sched: Schedule, plan: Plan) -> list[Lint]:
+def _communicate_in_leaf(sched: Schedule, plan: PlanBase) -> list[Lint]:
     out = []
     leaves = sched.relations_of(Substitute)
     for r in sched.relations_of(Communicate):
@@ -137,7 +137,7 @@ def _rotate_undistributed(sched: Schedule) -> list[Lint]:
     return out
 
 
-def _machine_from_extents(sched: Schedule, plan: Plan) -> list[Lint]:
+def _machine_from_extents(sched: Schedule, plan: PlanBase) -> list[Lint]:
     machine = plan.machine
     dists = sched.relations_of(Distribute)
     bare = [r for r in dists if r.grid is None]
@@ -162,7 +162,7 @@ def _machine_from_extents(sched: Schedule, plan: Plan) -> list[Lint]:
     return [Lint("machine-from-extents", "; ".join(parts) + "; " + fix)]
 
 
-def _idle_processors(plan: Plan) -> list[Lint]:
+def _idle_processors(plan: PlanBase) -> list[Lint]:
     machine = plan.machine
     if machine is None or machine.params:
         return []

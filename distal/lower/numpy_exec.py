@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
-from distal.lower.plan import Box, Plan, Privilege, Reduction
+from distal.lower.plan import Box, PlanBase, Privilege, Reduction
 
 __all__ = ["run_numpy"]
 
@@ -35,7 +35,7 @@ def unwritten(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
 
-def first_launch_fresh(plan: Plan) -> bool:
+def first_launch_fresh(plan: PlanBase) -> bool:
     """Whether the plan's first launch writes its new `=` output whole: one writing operand of the output
     whose points' boxes are distinct and cover it, in a launch whose task bodies have `run_fresh`."""
     if not plan.zero_output:
@@ -56,7 +56,7 @@ def first_launch_fresh(plan: Plan) -> bool:
     return len(set(boxes)) == len(boxes) and covered == math.prod(shape)
 
 
-def initial_data(plan: Plan, fresh: bool = False) -> list[np.ndarray]:
+def initial_data(plan: PlanBase, fresh: bool = False) -> list[np.ndarray]:
     """The tensors' starting values: inputs' data, the output's (zeros for `=`; unwritten when `fresh`)."""
     arrays = []
     for info in plan.tensors:
@@ -78,7 +78,7 @@ def partial_view(red: Reduction, flat: np.ndarray, box: Box) -> np.ndarray:
     return view.reshape(()) if not box else view
 
 
-def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray) -> None:
+def _finish(plan: PlanBase, red: Reduction, partials: np.ndarray, output: np.ndarray) -> None:
     """Run the reduction program on the partials; add each group's sum into its output box."""
     from distal.reduction.execute import execute_lowered
 
@@ -89,7 +89,7 @@ def _finish(plan: Plan, red: Reduction, partials: np.ndarray, output: np.ndarray
         output[index] += partial_view(red, values[devices[0]], box)
 
 
-def run_numpy(plan: Plan, device: Callable[[np.ndarray], Any] | None = None) -> None:
+def run_numpy(plan: PlanBase, device: Callable[[np.ndarray], Any] | None = None) -> None:
     """Run `plan` with NumPy; the output tensor receives the result.
 
     `device` (if given) turns each tile into what the kernel receives, as a

@@ -1,17 +1,20 @@
-"""The task graph: a lowered schedule as plain data.
+"""The task graph: a lowered schedule as plain data (`PlanBase`).
 
-A `Plan` is what `Schedule.compile()` returns. It holds the statement's
-tensors (`TensorInfo`) and a list of launch groups (`Group`). A group is one
-leaf kernel and the index variables its launch points range over (the
-distributed loops, then the sequential loops hoisted out of the tasks because
-they carry communication). Its `launches` run in order; each is a box of
-launch points plus, per operand, a tiling, a projection from launch point to
-tile color, and a privilege. Sequential steps are launch dimensions of extent
-one whose lower bound is the step's value, so a kernel learns every fixed loop
-value from its launch point.
+`distal.lower.lower` returns a `PlanBase`: the statement's tensors
+(`TensorInfo`) and a list of launch groups (`Group`). A group is one task
+body and the index variables its launch points range over (the distributed
+loops, then the sequential loops hoisted out of the tasks because they carry
+communication). Its `launches` run in order; each is a box of launch points
+plus, per operand, a tiling, a projection from launch point to tile color,
+and a privilege. Sequential steps are launch dimensions of extent one whose
+lower bound is the step's value, so a task body learns every fixed loop value
+from its launch point.
 
-Nothing here imports Legate: `plan.run(backend="numpy")` runs a plan point by
-point in this process, `plan.run()` hands it to `distal.runtime`.
+This module is data and pure queries only. What reads a plan is a function
+of the module that answers it (`distal.lower.describe`, `distal.lower.analysis`,
+`distal.model.predict`, `distal.model.explain`, the executors); the user's
+`dt.Plan` (`distal.api.plan.Plan`, what `Schedule.compile()` returns) adds
+the methods that call them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
     from distal.reduction.ranking import ReductionPlan
 
-__all__ = ["Group", "Launch", "Operand", "Plan", "Privilege", "Proj", "Reduction", "TensorInfo"]
+__all__ = ["Group", "Launch", "Operand", "Plan", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo"]
 
 Box = tuple[tuple[int, int], ...]  # per dimension [lo, hi)
 
@@ -186,13 +188,6 @@ class Group:
     def steps(self) -> tuple[IndexVar, ...]:
         return self.vars[self.distributed:]
 
-    @property
-    def kernel(self) -> TaskBody:
-        """Deprecated: the task body is `Group.body` ("kernel" named four things in distal)."""
-        warnings.warn("Group.kernel is deprecated; use Group.body (the task body each launch point runs)",
-                      DeprecationWarning, stacklevel=2)
-        return self.body
-
 
 @dataclass(frozen=True, slots=True)
 class Reduction:
@@ -257,14 +252,20 @@ def _counted(n: int, one: str, many: str) -> str:
 
 
 def _seconds(s: float) -> str:
-    from distal.reduction.machines import format_seconds
-
-    return format_seconds(s)
+    """A time as the reduction synthesizer's reports write it (`distal.reduction.machines.format_seconds`)."""
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1.0:
+        return f"{s * 1e3:.2f} ms" if s < 0.1 else f"{s:.3f} s"
+    return f"{s:.2f} s"
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
-    """A lowered schedule: tensors, launch groups, and how the output starts.
+class PlanBase:
+    """A lowered schedule as data: tensors, launch groups, and how the output starts.
+
+    What `distal.lower.lower` returns; the user's `dt.Plan` (`distal.api.plan.Plan`) is this data with
+    the methods that run, analyse, predict, explain and draw it.
 
     `zero_output` is true for `=` statements (the output starts at zero) and
     false for `+=` (it keeps its values). `machine` is the abstract machine
@@ -328,6 +329,9 @@ class Plan:
             if 0 <= slot < len(coord):
                 coord[slot] = point[d]
         return tuple(coord)
+
+    # -- TRANSITIONAL (issue 31): the methods below move to `distal.api.plan.Plan`; they go from here as soon
+    # as `Schedule.compile()` returns that class. Code below `distal.api` must not call them.
 
     # -- running -----------------------------------------------------------------
 
@@ -465,3 +469,8 @@ class Plan:
             if uri is not None:
                 parts.append(f'<img src="{uri}" alt="{html.escape(info.name)}: {html.escape(str(fmt))}"/>')
         return "\n".join(parts)
+
+
+# TRANSITIONAL (issue 31): importers switch to `PlanBase` (lower, runtime) or `distal.api.plan.Plan` (users);
+# this name goes when none is left (/tmp/arch/requests/H-top-B.md).
+Plan = PlanBase

@@ -35,7 +35,7 @@ from typing import Any
 
 from distal.errors import DistalError
 from distal.format.format import Format
-from distal.lower.plan import Box, Plan, Privilege, TensorInfo
+from distal.lower.plan import Box, PlanBase, Privilege, TensorInfo
 from distal.machine.grid import Coord, Grid, Machine
 
 __all__ = ["DEFAULT_STEPS", "MAX_LINES", "PlanStep", "Touch", "figure", "plan_steps"]
@@ -115,7 +115,7 @@ def _meet(a: Box, b: Box) -> Box:
 class _Holders:
     """Who holds what of each tensor under its format (None: no format over the plan's machine)."""
 
-    def __init__(self, plan: Plan, machine: Machine) -> None:
+    def __init__(self, plan: PlanBase, machine: Machine) -> None:
         self.tiles: dict[int, list[tuple[Box, frozenset[Coord]]] | None] = {}
         self.memo: dict[tuple[int, Box, Coord], tuple[Coord, ...] | None] = {}
         for n, info in enumerate(plan.tensors):
@@ -153,11 +153,11 @@ def _nearest(owners: frozenset[Coord], proc: Coord) -> Coord:
     return min(sorted(owners), key=lambda o: sum(abs(a - b) for a, b in zip(o, proc)))
 
 
-def _machine(plan: Plan) -> Machine:
+def _machine(plan: PlanBase) -> Machine:
     return plan.machine if plan.machine is not None else Machine(Grid(1))
 
 
-def plan_steps(plan: Plan) -> list[PlanStep]:
+def plan_steps(plan: PlanBase) -> list[PlanStep]:
     """Every step of `plan`, in the order they run, with the tiles each processor touches.
 
     >>> import distal as dt
@@ -198,7 +198,7 @@ def plan_steps(plan: Plan) -> list[PlanStep]:
     return out
 
 
-def _colours(plan: Plan) -> dict[int, Any]:
+def _colours(plan: PlanBase) -> dict[int, Any]:
     from matplotlib import colormaps
 
     cmap = colormaps["tab10"]
@@ -221,7 +221,7 @@ def _lines(touches: Sequence[Touch]) -> list[tuple[str, Touch | None]]:
     return lines
 
 
-def figure(plan: Plan, *, steps: int = DEFAULT_STEPS, title: str | None = None) -> Any:
+def figure(plan: PlanBase, *, steps: int = DEFAULT_STEPS, title: str | None = None) -> Any:
     """The plan's launches over its machine, one panel per step (the first `steps`), as a matplotlib `Figure`.
 
     >>> import distal as dt
@@ -235,7 +235,7 @@ def figure(plan: Plan, *, steps: int = DEFAULT_STEPS, title: str | None = None) 
     """
     from distal.format.picture import processor_layout, require_matplotlib
 
-    if not isinstance(plan, Plan):
+    if not isinstance(plan, PlanBase):
         raise DistalError(f"expected a compiled Plan to draw, but found {plan!r}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise DistalError(f"expected a positive number of steps to draw, but found {steps!r}")

@@ -4,17 +4,17 @@ The text is assembled here, one function per section, in order: a summary
 (processors used of those available, the calls the leaves run, the
 predicted time against memory), `describe(plan)` (`distal.lower.describe`),
 placement per tensor and how the runtime uses it, per launch who sends what
-to whom (`Plan.analysis()`'s `traffic`), totals and peak memory per
+to whom (`distal.lower.executable.analysis_of(plan)`'s `traffic`), totals and peak memory per
 processor, the memory `run()` checks (`distal.lower.memory`), the plan's
 lints and warnings, a distributed reduction's strategy and program, and the
 predicted time with its parts (`distal.model.predict` on `model`; default:
 this machine, calibrated once).
 
-Every figure is a field of `Plan.analysis()` (`distal.lower.analysis`,
+Every figure is a field of `distal.lower.executable.analysis_of(plan)` (`distal.lower.analysis`,
 where the execution-space cost model is described): this module only words
-them. It sits above both the plan and the model; `Plan.explain()` calls it.
+them. It sits above both the plan and the model; `dt.Plan.explain()` calls it.
 
-A distributed reduction into the output (`Plan.reduction`) is reported with
+A distributed reduction into the output (`PlanBase.reduction`) is reported with
 its strategy: Legate's one reduction (and why), or the synthesized program
 of collectives with its lowered steps, its predicted time and the predicted
 time of a single AllReduce (`distal.reduction.describe_plan`).
@@ -30,9 +30,10 @@ from distal._text import seconds_text
 from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, proc_text
 from distal.lower.describe import describe, leaf_text
+from distal.lower.executable import analysis_of
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import memory_line
-from distal.lower.plan import Plan
+from distal.lower.plan import PlanBase
 from distal.lower.traffic import Split
 from distal.model import calibrate
 from distal.model.hardware import MachineModel, ModelError
@@ -42,13 +43,13 @@ from distal.model.sysmem import configured_memory
 __all__ = ["TABLE_LAUNCHES", "TABLE_ROWS", "explain", "explain_lines", "explained", "summary_lines"]
 
 
-def explain(plan: Plan, model: MachineModel | None = None) -> str:
+def explain(plan: PlanBase, model: MachineModel | None = None) -> str:
     """`describe()` plus placement, then per launch who sends what to whom; totals, peak memory, lints and
     warnings; the predicted time on `model` (`distal.model`; default: this machine, calibrated once).
 
     The text is assembled here from one function per section, in order.
     """
-    data = plan.analysis()
+    data = analysis_of(plan)
     found = explained(plan, model, data)
     lines = [
         *summary_lines(plan, data, found),
@@ -64,7 +65,7 @@ def explain(plan: Plan, model: MachineModel | None = None) -> str:
     return "\n".join(lines)
 
 
-def explained(plan: Plan, model: MachineModel | None = None,
+def explained(plan: PlanBase, model: MachineModel | None = None,
               analysis: PlanAnalysis | None = None) -> tuple[Prediction | None, str, str]:
     """The prediction `plan.explain()` reports, the model's name and, when there is none, why.
 
@@ -98,7 +99,7 @@ def explained(plan: Plan, model: MachineModel | None = None,
     return got, model.name, ""
 
 
-def explain_lines(plan: Plan, model: MachineModel | None = None, analysis: PlanAnalysis | None = None,
+def explain_lines(plan: PlanBase, model: MachineModel | None = None, analysis: PlanAnalysis | None = None,
                   found: tuple[Prediction | None, str, str] | None = None) -> list[str]:
     """The lines `plan.explain()` ends with: the predicted time and its parts (`explained`, or `found`)."""
     got, name, why = found if found is not None else explained(plan, model, analysis)
@@ -109,7 +110,7 @@ def explain_lines(plan: Plan, model: MachineModel | None = None, analysis: PlanA
     return lines
 
 
-def summary_lines(plan: Plan, data: PlanAnalysis, found: tuple[Prediction | None, str, str]) -> list[str]:
+def summary_lines(plan: PlanBase, data: PlanAnalysis, found: tuple[Prediction | None, str, str]) -> list[str]:
     """explain()'s first three lines: the processors used of those available (and why any are idle), the
     calls the leaves run, the predicted time against memory."""
     got, name, why = found
@@ -135,7 +136,7 @@ def summary_lines(plan: Plan, data: PlanAnalysis, found: tuple[Prediction | None
     return [f"summary: {where}", f"  calls: {calls}", f"  {time}"]
 
 
-def _idle_reason(plan: Plan, used: int) -> str:
+def _idle_reason(plan: PlanBase, used: int) -> str:
     chose = next((n for n in plan.notes if n.startswith("auto: chose")), None)
     if chose is not None:
         return "auto predicted the work too small to pay for spreading it (its candidates are listed below)"
@@ -151,7 +152,7 @@ TABLE_ROWS = 6
 TABLE_LAUNCHES = 16
 
 
-def _communication_lines(plan: Plan, data: PlanAnalysis) -> list[str]:
+def _communication_lines(plan: PlanBase, data: PlanAnalysis) -> list[str]:
     traffic = data.traffic
     lines = ["  communication (execution-space model; sender -> receiver, inside a node or between nodes by the "
              "machine's levels):"]
@@ -190,7 +191,7 @@ def _total_lines(data: PlanAnalysis) -> list[str]:
     return lines
 
 
-def _reduction_lines(plan: Plan) -> list[str]:
+def _reduction_lines(plan: PlanBase) -> list[str]:
     red = plan.reduction
     if red is None:
         return []
@@ -215,7 +216,7 @@ _GATHERED_WHY = ("its tiles are not whole blocks or boxes of blocks of its forma
                  "launch point")
 
 
-def _runtime_text(plan: Plan, n: int, data: PlanAnalysis) -> str:
+def _runtime_text(plan: PlanBase, n: int, data: PlanAnalysis) -> str:
     """How the runtime uses formatted tensor n on Legate: in place, gathered, or per-processor partials
     ("" for a tensor it keeps as one store)."""
     info = plan.tensors[n]
@@ -234,7 +235,7 @@ def _runtime_text(plan: Plan, n: int, data: PlanAnalysis) -> str:
     return ""
 
 
-def _placement_lines(plan: Plan, data: PlanAnalysis) -> list[str]:
+def _placement_lines(plan: PlanBase, data: PlanAnalysis) -> list[str]:
     """One line per tensor: where its format places it (or why no processor of the plan holds it),
     then how the runtime uses it (`_runtime_text`); `distal explain` prints the same lines."""
     lines = ["  placement (before the launches, by each tensor's format):"]

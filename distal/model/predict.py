@@ -30,7 +30,7 @@ and step the model adds:
   holding both ends, through one port of each, and copies that share a port
   in a round share its bandwidth (`transfers.arrivals`): a processor's data
   has arrived when its last copy has. The bytes are the exact ones of
-  `Plan.analysis()` (`distal.lower.analysis`: what earlier launches left on a processor is
+  `distal.lower.executable.analysis_of(plan)` (`distal.lower.analysis`: what earlier launches left on a processor is
   not sent again), split over the tiles as the formats split them. With
   `MachineModel.shared_memory` (this machine) nothing is sent: a tile one
   instance holds whole is read in place, and a tile spanning several
@@ -38,7 +38,7 @@ and step the model adds:
 - reductions after the step: the contributions to a tile a processor does
   not hold reach its holder as copies (`MachineModel.fold`: folded into the
   holder one after the other, or a collective tree; `transfers.collect`); a
-  synthesized reduction program (`Plan.reduction`) takes the time
+  synthesized reduction program (`PlanBase.reduction`) takes the time
   `distal.reduction` simulated for it, after the last reducing step.
 
 The critical path runs over the steps in order: step s starts after step s-1
@@ -48,7 +48,7 @@ T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
 cost per plan run and per launch, growing with the launch's points
 (`MachineModel.launch_overhead`). Peak memory per real processor is the sum
-of the peaks (`Plan.analysis()`) of the abstract processors bound to it,
+of the peaks (`distal.lower.executable.analysis_of(plan)`) of the abstract processors bound to it,
 checked against the processor's memory.
 """
 
@@ -62,8 +62,9 @@ from typing import Any
 
 from distal._text import seconds_text as _fmt
 from distal.lower.analysis import Owners, PlanAnalysis, meet
+from distal.lower.executable import analysis_of
 from distal.lower.grouping import plan_tasks
-from distal.lower.plan import Plan, Privilege
+from distal.lower.plan import PlanBase, Privilege
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
@@ -176,7 +177,7 @@ class _Ops(ExprVisitor[int]):
         return 1 + self(e.operand)
 
 
-def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
+def _iteration_dims(plan: PlanBase) -> tuple[list[tuple[int, int]], int]:
     """Per index variable of the statement, an (operand tensor index, dimension) indexing it; ops per iteration."""
     out = plan.output
     stmt = plan.source
@@ -194,7 +195,7 @@ def _iteration_dims(plan: Plan) -> tuple[list[tuple[int, int]], int]:
     return list(where.values()), max(ops, 1)
 
 
-def _product_work(plan: Plan) -> Any:
+def _product_work(plan: PlanBase) -> Any:
     """For a statement that is a product of tensors, the work of one launch point as the contraction
     `distal.contract` plans for its tiles runs it: a function of the point's boxes (tensor index -> box;
     dimensions not given are whole) returning the leaf kind ("GEMM" where a matrix product runs, else
@@ -245,11 +246,11 @@ def _leaf_kind(group: Any) -> str:
     return leaves[0][1].name if leaves else "GENERIC"
 
 
-def predict(plan: Plan, model: MachineModel, processors: int | None = None,
+def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
             analysis: PlanAnalysis | None = None, exact: bool = True) -> Prediction:
     """The predicted time of `plan` on `model` with `processors` real processors (default: one per grid point).
 
-    `analysis` is `plan.analysis()` (`distal.lower.analysis`) when the caller has it already.
+    `analysis` is `analysis_of(plan)` (`distal.lower.executable`) when the caller has it already.
     With `exact=False` the bytes are not taken from the analysis (whose exact
     accounting of what earlier launches left behind costs minutes on plans of
     thousands of points) but estimated from the formats alone: every tile
@@ -272,7 +273,7 @@ def predict(plan: Plan, model: MachineModel, processors: int | None = None,
         on_node[model.node_of(r)].append(c)
     owners = Owners(plan)
     if exact and analysis is None:
-        analysis = plan.analysis()  # exact byte counts (distal.lower.analysis), split here by link
+        analysis = analysis_of(plan)  # exact byte counts (distal.lower.analysis), split here by link
     dims, ops_per_iter = _iteration_dims(plan)
     product = _product_work(plan)  # a product's work per point as its contraction runs it (distal.contract)
     proc = model.processor
@@ -609,7 +610,7 @@ def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:
     return min(holders, key=lambda h: (model.distance(h, to), h))
 
 
-def _synthesized_seconds(plan: Plan, model: MachineModel) -> float:
+def _synthesized_seconds(plan: PlanBase, model: MachineModel) -> float:
     """The synthesized reduction program's time, as `distal.reduction` simulated it when the plan was lowered.
 
     The program is not re-timed on `model`'s links: its time is the lowering's, on the system
