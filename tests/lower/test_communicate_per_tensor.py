@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import distal as dt
-from distal.lower.plan import Plan
+from distal.api.plan import Plan
 
 i, j, k, io, jo, ii, ji, ko, ki, kio, kii = dt.index_vars("i j k io jo ii ji ko ki kio kii")
 

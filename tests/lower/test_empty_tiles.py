@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import distal as dt
+from distal.api.plan import Plan
 
 i, j, k = dt.index_vars("i j k")
 io, jo, ko, ii, ji, ki, kos = dt.index_vars("io jo ko ii ji ki kos")
@@ -78,7 +79,7 @@ def _matmul_2d_by_hand(n: int, gx: int, gy: int) -> dict[str, int]:
     return out
 
 
-def _no_point_has_an_empty_tile(plan: dt.lower.Plan) -> None:
+def _no_point_has_an_empty_tile(plan: Plan) -> None:
     for _, launch in plan.launches():
         for point in launch.points():
             for op in launch.operands:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import distal as dt
+from distal.api.plan import Plan
 from distal.lower.in_place import gathered_tensors
-from distal.lower.plan import Plan
 
 M22 = dt.Machine(dt.Grid(2, 2))
 M4 = dt.Machine(dt.Grid(4))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import distal as dt
+from distal.api.plan import Plan
 from distal.lower.lints import CODES
 
 i, j, k = dt.index_vars("i j k")
@@ -31,14 +32,14 @@ def _summa_base(n: int = 8) -> tuple[dt.Schedule, tuple[dt.Tensor, ...]]:
     return s, (A, B, C)
 
 
-def _compile(sched: dt.Schedule) -> tuple[dt.lower.Plan, list[str]]:
+def _compile(sched: dt.Schedule) -> tuple[Plan, list[str]]:
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         plan = sched.compile()
     return plan, [str(w.message) for w in seen if issubclass(w.category, dt.DistalPerformanceWarning)]
 
 
-def _check(sched: dt.Schedule, code: str, *fragments: str) -> dt.lower.Plan:
+def _check(sched: dt.Schedule, code: str, *fragments: str) -> Plan:
     plan, messages = _compile(sched)
     assert [lint.code for lint in plan.lints] == [code]
     (message,) = messages

@@ -19,8 +19,8 @@ import pytest
 
 import distal as dt
 from distal import kernels
+from distal.api.plan import Plan
 from distal.lower.grouping import ENV, plan_tasks
-from distal.lower.plan import Plan
 from distal.model import LEAF_KINDS, Link, MachineModel, ProcessorModel
 from distal.model.calibrate import model_of
 from tests._strategies.plans import copy_plan

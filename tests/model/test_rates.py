@@ -12,7 +12,7 @@ import pytest
 
 import distal as dt
 from distal import kernels
-from distal.lower.plan import Plan
+from distal.api.plan import Plan
 from distal.model import LEAF_KINDS, Link, MachineModel, ModelError, ProcessorModel
 from distal.model.calibrate import fit_fixed_costs, model_of
 

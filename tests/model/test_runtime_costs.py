@@ -19,7 +19,7 @@ import pytest
 
 import distal as dt
 from distal import model
-from distal.lower.plan import Plan
+from distal.api.plan import Plan
 from distal.model import LEAF_KINDS, Link, MachineModel, ModelError, ProcessorModel, calibrate
 from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_law, fit_runtime_costs, launch_growth
 from tests.model.test_rates import THIS_LIKE
