@@ -9,7 +9,7 @@ zero-fills a tile only where its first step does not write it whole, as
 Legate's first launch does (`runtime._fresh_output.first_launch_writes`). It
 tests the lowering without Legate.
 
-With a synthesized reduction (`Plan.reduction`), the buffer of a point is
+With a synthesized reduction (`PlanBase.reduction`), the buffer of a point is
 added into its processor's partial result instead; after the last launch
 the plan's program sums the partials (`distal.reduction.execute_lowered`,
 the collectives step by step) and the first device of each group adds its

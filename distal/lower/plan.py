@@ -211,7 +211,7 @@ class Reduction:
     simulated times of the chosen program and of a single AllReduce.
     """
 
-    tensor: int  # the output's index in `Plan.tensors`
+    tensor: int  # the output's index in `PlanBase.tensors`
     strategy: str  # "legate" or "synthesized"
     reason: str
     row: tuple[int, ...] = ()  # one processor's partial: the output tile (whole shape untiled, (1,) if 0-d)

@@ -4,15 +4,16 @@ The text is assembled here, one function per section, in order: a summary
 (processors used of those available, the calls the leaves run, the
 predicted time against memory), `describe(plan)` (`distal.lower.describe`),
 placement per tensor and how the runtime uses it, per launch who sends what
-to whom (`distal.lower.executable.analysis_of(plan)`'s `traffic`), totals and peak memory per
-processor, the memory `run()` checks (`distal.lower.memory`), the plan's
-lints and warnings, a distributed reduction's strategy and program, and the
-predicted time with its parts (`distal.model.predict` on `model`; default:
-this machine, calibrated once).
+to whom (the analysis's `traffic`), totals and peak memory per processor,
+the memory `run()` checks (`distal.lower.memory`), the plan's lints and
+warnings, a distributed reduction's strategy and program, and the predicted
+time with its parts (`distal.model.predict` on `model`; default: this
+machine, calibrated once).
 
-Every figure is a field of `distal.lower.executable.analysis_of(plan)` (`distal.lower.analysis`,
-where the execution-space cost model is described): this module only words
-them. It sits above both the plan and the model; `dt.Plan.explain()` calls it.
+Every figure is a field of the plan's analysis (`distal.lower.executable.analysis_of`,
+`distal.lower.analysis`, where the execution-space cost model is described):
+this module only words them. It sits above both the plan and the model;
+`dt.Plan.explain()` calls it.
 
 A distributed reduction into the output (`PlanBase.reduction`) is reported with
 its strategy: Legate's one reduction (and why), or the synthesized program

@@ -29,9 +29,10 @@ and step the model adds:
   holder); every copy of the step goes over the link of the innermost level
   holding both ends, through one port of each, and copies that share a port
   in a round share its bandwidth (`transfers.arrivals`): a processor's data
-  has arrived when its last copy has. The bytes are the exact ones of
-  `distal.lower.executable.analysis_of(plan)` (`distal.lower.analysis`: what earlier launches left on a processor is
-  not sent again), split over the tiles as the formats split them. With
+  has arrived when its last copy has. The bytes are the exact ones of the
+  plan's analysis (`distal.lower.executable.analysis_of`, `distal.lower.analysis`:
+  what earlier launches left on a processor is not sent again), split over
+  the tiles as the formats split them. With
   `MachineModel.shared_memory` (this machine) nothing is sent: a tile one
   instance holds whole is read in place, and a tile spanning several
   instances is copied whole into a new one by its reader (the `intra` link);
@@ -48,7 +49,7 @@ T = comm_0 + sum_s max(comp_s, o * next_s) + (1 - o) * next_s, next_s being the
 communication of step s+1 and the reductions of step s, plus the runtime's
 cost per plan run and per launch, growing with the launch's points
 (`MachineModel.launch_overhead`). Peak memory per real processor is the sum
-of the peaks (`distal.lower.executable.analysis_of(plan)`) of the abstract processors bound to it,
+of the peaks (the plan's analysis) of the abstract processors bound to it,
 checked against the processor's memory.
 """
 
