@@ -1,7 +1,23 @@
-"""The one machine description: grids of processors with named dimensions, processor kinds, and links."""
+"""The one machine description: levels (name, shape, processor kind, link), grids of processors with named
+dimensions, processor kinds, and links."""
 
 from distal.machine.grid import KINDS, MEMORY_KINDS, PROCESSOR_KINDS, Grid, Machine, ProcessorKind, processor_kind
-from distal.machine.links import LINKS, Link, LinkError
+from distal.machine.level import Level, default_links, machine_levels
+from distal.machine.links import (
+    EDR_LASSEN,
+    HDR_DGX_A100,
+    LINKS,
+    NIC,
+    NVLINK2_LASSEN,
+    NVLINK_V100,
+    NVSWITCH_A100,
+    PCIE,
+    SHARED_MEMORY,
+    XBUS_POWER9,
+    Link,
+    LinkError,
+)
 
-__all__ = ["KINDS", "LINKS", "MEMORY_KINDS", "PROCESSOR_KINDS", "Grid", "Link", "LinkError", "Machine",
-           "ProcessorKind", "processor_kind"]
+__all__ = ["EDR_LASSEN", "HDR_DGX_A100", "KINDS", "LINKS", "MEMORY_KINDS", "NIC", "NVLINK2_LASSEN", "NVLINK_V100",
+           "NVSWITCH_A100", "PCIE", "PROCESSOR_KINDS", "SHARED_MEMORY", "XBUS_POWER9", "Grid", "Level", "Link",
+           "LinkError", "Machine", "ProcessorKind", "default_links", "machine_levels", "processor_kind"]

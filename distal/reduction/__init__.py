@@ -11,6 +11,8 @@ a NumPy executor.
 (node, InsideGroup, ReduceScatter) ; (node, Parallel(root), AllReduce) ; (node, InsideGroup, AllGather)
 """
 
+from distal.machine.level import Level
+from distal.machine.links import Link
 from distal.reduction.execute import execute, execute_lowered
 from distal.reduction.language import CollectiveKind, Form, ReductionProgram, ReductionStep, parse_program
 from distal.reduction.lowering import LoweredProgram, LoweredStep, lower_to_devices
@@ -39,8 +41,6 @@ from distal.reduction.system import (
     NVSWITCH_A100,
     PCIE,
     SHARED_MEMORY,
-    Interconnect,
-    Level,
     System,
     a100_system,
     named_system,
@@ -60,8 +60,8 @@ __all__ = [
     "CollectiveKind",
     "DeviceLayout",
     "Form",
-    "Interconnect",
     "Level",
+    "Link",
     "LoweredProgram",
     "LoweredStep",
     "Placement",

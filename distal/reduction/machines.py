@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
+from distal.machine.links import Link
 from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
-from distal.reduction.system import Interconnect, system_from_machine
+from distal.reduction.system import system_from_machine
 from distal.reduction.timing import format_seconds
 
 __all__ = ["describe_plan", "machine_plan"]
@@ -26,7 +27,7 @@ def machine_plan(
     groups: Sequence[Sequence[int]] | None = None,
     nbytes: float = DEFAULT_BYTES,
     algorithm: str = "ring",
-    interconnects: Sequence[Interconnect] | None = None,
+    interconnects: Sequence[Link] | None = None,
     max_size: int = 5,
 ) -> ReductionPlan:
     """Plan summing partial results held by the processors of a (hierarchical) machine.
@@ -88,7 +89,7 @@ def describe_plan(plan: ReductionPlan, nbytes: float | None = None, algorithm: s
                        f"{_bytes(nbytes)} per device" if nbytes is not None else "") if x]
     lines = [f"reduction of {len(groups)} {noun} of {size} devices on {system}"
              + (f" ({', '.join(how)})" if how else "")]
-    lines.append("  levels: " + "; ".join(str(lv) for lv in system.levels))
+    lines.append("  levels: " + "; ".join(system.level_texts()))
     lines.append(f"  synthesis hierarchy {layout.hierarchy}, {plan.best.lowered.chunks} chunks per device")
     if not plan.program.steps:
         lines.append("  program: none (every group is one device; nothing to reduce)")

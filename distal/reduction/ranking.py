@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
+from distal.machine.level import Level
+from distal.machine.links import Link
 from distal.reduction.language import CollectiveKind, Form, ReductionProgram, ReductionStep
 from distal.reduction.lowering import LoweredProgram, lower_to_devices
 from distal.reduction.parallelism import DeviceLayout, Placement, SynthesisHierarchy, layout_from_groups
 from distal.reduction.synthesis import Synthesis, synthesize_programs
-from distal.reduction.system import Interconnect, Level, System, system_from_machine
+from distal.reduction.system import System, system_from_machine
 from distal.reduction.timing import format_seconds, simulated_seconds
 
 __all__ = [
@@ -163,7 +165,7 @@ class ReductionPlan:
                 f"{format_seconds(self.allreduce_seconds)}>")
 
 
-LevelSpec = tuple[str, int, Interconnect]
+LevelSpec = tuple[str, int, Link]
 
 
 def _as_system(levels: System | Machine | Sequence[LevelSpec | Level]) -> System:
@@ -179,7 +181,7 @@ def _as_system(levels: System | Machine | Sequence[LevelSpec | Level]) -> System
             out.append(Level(lv[0], lv[1], lv[2]))
         else:
             raise ReductionError(
-                f"expected levels as (name, cardinality, Interconnect), but found {lv!r}"
+                f"expected levels as (name, cardinality, Link), but found {lv!r}"
             )
     return System(tuple(out))
 

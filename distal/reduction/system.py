@@ -1,13 +1,16 @@
-"""Hierarchical systems: named levels with cardinalities, one interconnect per level.
+"""Hierarchical systems: the reduction synthesizer's reading of a machine's levels.
 
 A `System` is the hardware hierarchy of section 2 of
-papers/hierarchical-reduction-synthesis.txt: a list of `Level`s from the
-outermost (nodes) to the innermost (devices). The interconnect of level j joins
-the children of one level-(j-1) instance: the interconnect of the `node` level
-is the data-center network reached through each node's NIC, the interconnect
-of the `gpu` level is the NVSwitch or NVLink ring inside a node. Every child has
-one port of the interconnect's bandwidth in each direction (a switched
-network). Bandwidths are in bytes per second, latencies in seconds.
+papers/hierarchical-reduction-synthesis.txt: a tuple of `distal.machine`
+levels (`distal.machine.level.Level`: a name, a shape, a processor kind, a
+link) from the outermost (nodes) to the innermost (devices). The synthesizer
+reads a level's name, its size (the paper's cardinality: the units of a
+level, flattened row-major) and its link (the paper's interconnect). The
+link of level j joins the children of one level-(j-1) instance: the link of
+the `node` level is the data-center network reached through each node's NIC,
+the link of the `gpu` level is the NVSwitch or NVLink ring inside a node.
+Every child has one port of the link's bandwidth in each direction (a
+switched network). Bandwidths are in bytes per second, latencies in seconds.
 
 Devices are numbered row-major over the levels (the outermost level varies
 slowest), so device `d` of a `System([node 2, gpu 16])` sits on node `d // 16`.
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
+from distal.machine.level import Level, machine_levels
 from distal.machine.links import NIC, NVLINK_V100, NVSWITCH_A100, PCIE, SHARED_MEMORY, Link
 
 __all__ = [
@@ -29,8 +33,6 @@ __all__ = [
     "NVSWITCH_A100",
     "PCIE",
     "SHARED_MEMORY",
-    "Interconnect",
-    "Level",
     "System",
     "a100_system",
     "named_system",
@@ -38,51 +40,6 @@ __all__ = [
     "system_from_machine",
     "v100_system",
 ]
-
-# One description of links for the reduction simulator and the time model
-# (distal.machine.links, where the figures are cited). `Interconnect` is its name here.
-Interconnect = Link
-
-
-def _link_expr(link: Interconnect) -> str:
-    """A known interconnect by its name in this module (`NIC`), any other as `Interconnect(...)`."""
-    for name, known in (("NIC", NIC), ("NVLINK_V100", NVLINK_V100), ("NVSWITCH_A100", NVSWITCH_A100),
-                        ("PCIE", PCIE), ("SHARED_MEMORY", SHARED_MEMORY)):
-        if link == known:
-            return name
-    return f"Interconnect({link.name!r}, {link.bandwidth!r}, {link.latency!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class Level:
-    """One level of a system hierarchy: a name, a cardinality and the interconnect
-    joining the `cardinality` instances inside one instance of the level above.
-
-    >>> str(Level("gpu", 16, NVSWITCH_A100))
-    'gpu 16 nvswitch(270 GB/s, 2 us)'
-    """
-
-    name: str
-    cardinality: int
-    interconnect: Interconnect
-
-    def __post_init__(self) -> None:
-        if not self.name.isidentifier() or self.name == "root":
-            raise ReductionError(
-                f"expected an identifier other than 'root' as level name, but found {self.name!r}"
-            )
-        c = self.cardinality
-        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-            raise ReductionError(
-                f"expected a positive integer cardinality for level {self.name}, but found {c!r}"
-            )
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.cardinality} {self.interconnect}"
-
-    def __repr__(self) -> str:
-        """The expression that makes it, naming a known interconnect: `Level('gpu', 16, NVSWITCH_A100)`."""
-        return f"Level({self.name!r}, {self.cardinality!r}, {_link_expr(self.interconnect)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +60,13 @@ class System:
     def __post_init__(self) -> None:
         if not isinstance(self.levels, tuple) or not self.levels:
             raise ReductionError(f"expected a non-empty tuple of levels, but found {self.levels!r}")
+        for lv in self.levels:
+            if not isinstance(lv, Level):
+                raise ReductionError(f"expected distal.machine levels, but found {lv!r}")
+            if lv.name == "root":
+                raise ReductionError(
+                    f"expected an identifier other than 'root' as level name, but found {lv.name!r}"
+                )
         names = [lv.name for lv in self.levels]
         if len(set(names)) != len(names):
             raise ReductionError(f"expected distinct level names, but found {names}")
@@ -113,7 +77,8 @@ class System:
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
-        return tuple(lv.cardinality for lv in self.levels)
+        """Each level's size (its units flattened row-major)."""
+        return tuple(lv.size for lv in self.levels)
 
     @property
     def size(self) -> int:
@@ -138,12 +103,16 @@ class System:
             d = d * c + x
         return d
 
+    def level_texts(self) -> tuple[str, ...]:
+        """Each level as the synthesizer reads it: name, size and link (`gpu 16 nvswitch(270 GB/s, 2 us)`)."""
+        return tuple(f"{lv.name} {lv.size} {lv.link}" for lv in self.levels)
+
     def describe(self) -> str:
-        """One line per level with its interconnect."""
-        return "\n".join(str(lv) for lv in self.levels)
+        """One line per level with its link."""
+        return "\n".join(self.level_texts())
 
     def __str__(self) -> str:
-        return "[" + ", ".join(f"({lv.name}, {lv.cardinality})" for lv in self.levels) + "]"
+        return "[" + ", ".join(f"({lv.name}, {lv.size})" for lv in self.levels) + "]"
 
     def __repr__(self) -> str:
         """The expression that makes it: `System((Level('node', 2, NIC), Level('gpu', 16, NVSWITCH_A100)))`."""
@@ -183,14 +152,14 @@ def named_system(name: str) -> System:
     return a100_system(nodes) if m.group(1) == "a100" else v100_system(nodes)
 
 
-_INTERCONNECTS = {ic.name: ic for ic in (NIC, PCIE, NVLINK_V100, NVSWITCH_A100, SHARED_MEMORY)}
+_PARSED_LINKS = {ln.name: ln for ln in (NIC, PCIE, NVLINK_V100, NVSWITCH_A100, SHARED_MEMORY)}
 
 
 def parse_levels(text: str) -> System:
     """A system from `name=card[:interconnect],...`, e.g. `node=2,gpu=16`.
 
     Without an interconnect the outermost level gets `nic`, inner levels named
-    like `gpu` get `nvswitch`, other inner levels `shm`. Interconnect names are
+    like `gpu` get `nvswitch`, other inner levels `shm`. Link names are
     nic, pcie, nvlink, nvswitch, shm.
 
     >>> print(parse_levels("node=2,gpu=8:nvlink").describe())
@@ -207,18 +176,18 @@ def parse_levels(text: str) -> System:
             raise ReductionError(f"expected a level like gpu=16 or gpu=16:nvswitch, but found {part!r}")
         name, card, ic_name = m.group(1), int(m.group(2)), m.group(3)
         if ic_name is None:
-            ic = _default_interconnect(idx, name)
-        elif ic_name in _INTERCONNECTS:
-            ic = _INTERCONNECTS[ic_name]
+            ic = _default_link(idx, name)
+        elif ic_name in _PARSED_LINKS:
+            ic = _PARSED_LINKS[ic_name]
         else:
             raise ReductionError(
-                f"expected an interconnect of {sorted(_INTERCONNECTS)}, but found {ic_name!r}"
+                f"expected an interconnect of {sorted(_PARSED_LINKS)}, but found {ic_name!r}"
             )
         levels.append(Level(name, card, ic))
     return System(tuple(levels))
 
 
-def _default_interconnect(index: int, name: str) -> Interconnect:
+def _default_link(index: int, name: str) -> Link:
     if index == 0:
         return NIC
     if "gpu" in name.lower():
@@ -228,16 +197,16 @@ def _default_interconnect(index: int, name: str) -> Interconnect:
 
 def system_from_machine(
     machine: Machine,
-    interconnects: tuple[Interconnect, ...] | list[Interconnect] | None = None,
+    interconnects: tuple[Link, ...] | list[Link] | None = None,
     gpus: bool = True,
 ) -> System:
-    """The system of a distal hierarchical `Machine`: one level per machine level.
+    """The system of a distal hierarchical `Machine`: its levels (`distal.machine.level.machine_levels`).
 
-    Machine level i (a `Grid`, flattened row-major) becomes level `l{i}` with
-    cardinality `grid.size`. Default interconnects: level 0 is the NIC between
-    nodes; inner levels are the A100 NVSwitch when `gpus` (processors are GPUs),
-    shared memory otherwise. A one-level machine is a single node (its level
-    gets NVSwitch or shared memory).
+    Machine level i becomes level `l{i}` with the grid's shape (its size is
+    the cardinality) and processor kind. Default links: level 0 is the NIC
+    between nodes; inner levels are the A100 NVSwitch when `gpus` (processors
+    are GPUs), shared memory otherwise. A one-level machine is a single node
+    (its level gets NVSwitch or shared memory).
 
     >>> from distal.machine.grid import Grid, Machine
     >>> print(system_from_machine(Machine(Grid(2, 2), Grid(4))).describe())
@@ -248,15 +217,12 @@ def system_from_machine(
         raise ReductionError(f"expected a distal Machine, but found {machine!r}")
     n = machine.levels
     if interconnects is None:
-        if n == 1:
-            ics: tuple[Interconnect, ...] = (NVSWITCH_A100 if gpus else SHARED_MEMORY,)
-        else:
-            inner = NVSWITCH_A100 if gpus else SHARED_MEMORY
-            ics = (NIC,) + (inner,) * (n - 1)
+        inner = NVSWITCH_A100 if gpus else SHARED_MEMORY
+        links: tuple[Link, ...] = (inner,) if n == 1 else (NIC,) + (inner,) * (n - 1)
     else:
-        ics = tuple(interconnects)
-        if len(ics) != n:
+        links = tuple(interconnects)
+        if len(links) != n:
             raise ReductionError(
-                f"expected {n} interconnects (one per machine level), but found {len(ics)}", machine
+                f"expected {n} interconnects (one per machine level), but found {len(links)}", machine
             )
-    return System(tuple(Level(f"l{i}", g.size, ic) for i, (g, ic) in enumerate(zip(machine.grids, ics))))
+    return System(machine_levels(machine, links))

@@ -124,9 +124,9 @@ def step_time(system: System, step: LoweredStep, chunk_bytes: float, algorithm: 
             j = _lca(ca, cb)
             load[("out", j, ca[: j + 1])] += x
             load[("in", j, cb[: j + 1])] += x
-            worst = max(worst, system.levels[j].interconnect.latency)
+            worst = max(worst, system.levels[j].link.latency)
         latency = max(latency, hops * worst)
-    bw = max((x / system.levels[key[1]].interconnect.bandwidth for key, x in load.items()), default=0.0)
+    bw = max((x / system.levels[key[1]].link.bandwidth for key, x in load.items()), default=0.0)
     return bw + latency
 
 

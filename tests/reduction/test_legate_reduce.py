@@ -14,7 +14,7 @@ from distal.errors import ReductionError
 from distal.reduction import (
     NIC,
     SHARED_MEMORY,
-    Interconnect,
+    Link,
     ReductionPlan,
     execute_lowered,
     plan_reduction,
@@ -130,7 +130,7 @@ def test_regular_groups_use_index_launches(shape: tuple[int, ...], launches: lis
     ([("node", 2, NIC), ("cpu", 2, SHARED_MEMORY)], [[0, 1, 2, 3]]),
 ], ids=["2x4-two-groups", "2x2"])
 @pytest.mark.parametrize("rows", [6, 8], ids=["uneven-chunks", "even-chunks"])
-def test_every_program_matches_oracle(levels: list[tuple[str, int, Interconnect]],
+def test_every_program_matches_oracle(levels: list[tuple[str, int, Link]],
                                       groups: list[list[int]], rows: int) -> None:
     plan = plan_reduction(levels, groups, nbytes=64.0)
     system = plan.layout.system

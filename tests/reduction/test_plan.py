@@ -52,7 +52,7 @@ def test_single_device_needs_no_step() -> None:
 def test_errors() -> None:
     with pytest.raises(ReductionError) as info:
         plan_reduction([("node", 2)], [0])  # type: ignore[list-item]
-    assert info.value.message == "expected levels as (name, cardinality, Interconnect), but found ('node', 2)"
+    assert info.value.message == "expected levels as (name, cardinality, Link), but found ('node', 2)"
     with pytest.raises(ReductionError) as info:
         plan_reduction(a100_system(2), [0, [1, 2]])  # type: ignore[list-item]
     assert info.value.message == "expected one group of device ids or a list of groups, but found [0, [1, 2]]"
