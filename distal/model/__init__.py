@@ -11,6 +11,8 @@
 
 from distal.machine import links
 from distal.machine.links import LINKS, Link, LinkError
+from distal.model import calibrate
+from distal.model.calibrate import preset
 from distal.model.hardware import (
     BROADCASTS,
     FOLDS,
@@ -22,16 +24,13 @@ from distal.model.hardware import (
     dgx_a100,
     lassen_cpu,
     lassen_gpu,
-    preset,
 )
 from distal.model.predict import Prediction, predict
 
 
 def this_machine(recalibrate: bool = False) -> MachineModel:
     """This machine's model, calibrated once and cached (see `distal.model.calibrate`)."""
-    from distal.model.calibrate import this_machine as calibrated
-
-    return calibrated(recalibrate)
+    return calibrate.this_machine(recalibrate)
 
 
 __all__ = [
