@@ -471,9 +471,10 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.0f}x" if b else "far more than"
 
 
-def analyse(plan: PlanBase) -> PlanAnalysis:
+def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
     """The plan under the execution-space cost model (cached by `distal.lower.executable.analysis_of`; see the
-    module docstring)."""
+    module docstring), its task counts for `processors` real processors (default: the Legate processors of the
+    plan's kind configured)."""
     owners = Owners(plan)
     sim = _Simulation(plan, owners)
     procs = [tuple(c) for c in plan.machine.coords()] if plan.machine is not None else [(0,)]
@@ -549,7 +550,7 @@ def analyse(plan: PlanBase) -> PlanAnalysis:
             warnings.append(warning)
         figures.append(_LaunchFigures(step_recv, per_point, written_bytes, warning))
     kind = plan.machine.kind if plan.machine is not None else "cpu"
-    real = configured_processors(kind)
+    real = configured_processors(kind) if processors is None else processors
     launches = tuple(
         _launch(plan, group, launch, fig, tasks.tasks, tasks.why)
         for (group, launch), fig, tasks in zip(plan.launches(), figures, plan_tasks(plan, real), strict=True))

@@ -260,7 +260,7 @@ def _seconds(s: float) -> str:
     return f"{s:.2f} s"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class PlanBase:
     """A lowered schedule as data: tensors, launch groups, and how the output starts.
 
