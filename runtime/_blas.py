@@ -71,9 +71,9 @@ def blas_info() -> list[dict[str, Any]]:
 def prepare() -> None:
     """Load distal's own OpenBLAS for tiles where it is chosen (`distal.tile_blas`), then find every BLAS
     library loaded so far (when Legate starts, on the main thread, before any task runs)."""
-    from distal import tile_blas
+    from distal.tile_blas import library
 
-    tile_blas.library()
+    library()
     _blas_libraries(refresh=True)
 
 

@@ -32,27 +32,27 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from distal.errors import DistalError
-from distal.lower.grouping import grouping_enabled
-from distal.lower.in_place import placement_layout
-from distal.lower.memory import check_plan_memory
-from distal.lower.plan import Group, Launch, Plan, Reduction, TensorInfo
+from distal.lower.executable import Executable, TaskGrouping, finalize
+from distal.lower.plan import Group, Launch, PlanBase, TensorInfo
 from distal.machine.grid import processor_kind
 from distal.notation.storage import HostStorage
 
 from ._fresh_output import first_launch_writes, fresh_blocks, output_position, reusable, zero_first_key
-from ._group_tasks import Constant, Grouped, grouping_of
-from ._launch import Arg, Privilege, Recorded, index_launch, point_launch, recording, replay
+from ._group_tasks import Grouped
+from ._launch import Arg, Privilege, Recorded, index_launch, point_launch, replay
 from ._launch_args import launch_arg, pinned_arg
 from ._make import fill, from_numpy, unwritten, zeros
 from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
-from ._reduce import ReduceRecord, into_partials, partials_key, partials_store, reduce_into_output
+from ._recording import recording
+from ._reduce import ReduceRecord, partials_key, partials_store, reduce_into_output
 from ._registry import kernel as kernel_of
 from ._registry import register_kernel
 from ._start import ensure_started, processor_count
@@ -67,7 +67,7 @@ def _store_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if shape else (1,)
 
 
-def placed_of(plan: Plan, info: TensorInfo) -> FormatStore | None:
+def placed_of(plan: PlanBase, info: TensorInfo) -> FormatStore | None:
     """The device blocks of a tensor with a format, placed now if it was not yet (None without a format).
 
     A tensor made by `Tensor.from_array` before Legate ran, or given a
@@ -86,7 +86,7 @@ def placed_of(plan: Plan, info: TensorInfo) -> FormatStore | None:
     return held
 
 
-def store_of(plan: Plan, info: TensorInfo) -> Store:
+def store_of(plan: PlanBase, info: TensorInfo) -> Store:
     """The Legate store holding `info.tensor`'s whole data, made from its NumPy data if needed.
 
     A tensor with a format gives its blocks' global store (`FormatStore.store`,
@@ -111,7 +111,7 @@ def store_of(plan: Plan, info: TensorInfo) -> Store:
     return store
 
 
-def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[int, ...] | None]]) -> Store:
+def _output_store(plan: PlanBase, info: TensorInfo, fresh: list[tuple[Store, tuple[int, ...] | None]]) -> Store:
     """The store the plan writes its output into; for `=` plans a new one, appended to `fresh` unwritten.
 
     `run_plan` either lets the first launch write it (`first_launch_writes`)
@@ -139,14 +139,14 @@ def _output_store(plan: Plan, info: TensorInfo, fresh: list[tuple[Store, tuple[i
     return store
 
 
-def _key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand]) -> int:
+def _key(plan: PlanBase, group_index: int, placed: dict[int, PlacedOperand]) -> int:
     # Transient: released at the next fence so that the task body (and the
     # tensors it holds) can be freed; running the plan again registers it again.
     kernel = plan.groups[group_index].body
     return register_kernel(block_tiles(plan, plan.groups[group_index], kernel, placed), kernel.name, transient=True)
 
 
-def _own_stores(plan: Plan) -> list[Store]:
+def _own_stores(plan: PlanBase) -> list[Store]:
     """The stores the plan's tensors hold now (their storage's `Store` fields; no gather is made)."""
     out: list[Store] = []
     for info in plan.tensors:
@@ -157,80 +157,91 @@ def _own_stores(plan: Plan) -> list[Store]:
     return out
 
 
-def _check_memory(plan: Plan) -> None:
-    """`check_plan_memory` against Legate's memory less what other live tensors hold; before refusing,
-    one fence frees the stores nothing references any more, and the plan is checked again."""
+def _check_memory(plan: PlanBase, exe: Executable) -> None:
+    """The executable's memory check (`Executable.check_memory`) against Legate's memory less what other live
+    tensors hold; before refusing, one fence frees the stores nothing references any more, and the plan is
+    checked again."""
     machine = ensure_started()
     staging = max((i.size * i.itemsize for i in plan.tensors
                    if not i.output and not plan.tensor(i).on_legate), default=0)
     try:
-        check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
+        exe.check_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
     except DistalError:
         fence()
-        check_plan_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
-
-
-_REPLAY = "replay"  # the key of a plan's `_Replay` in `Plan.memo`
+        exe.check_memory(plan, machine, live_bytes(_own_stores(plan)), staging)
 
 
 @dataclass(eq=False)
 class _Replay:
     """A plan's launches as one run submitted them, to submit again while nothing they depend on changed.
 
-    Valid while every tensor of the plan holds the storage it held after that run (the output the one the
-    run bound) and task grouping is as it was; the run made no store (a run that makes one, such as a
-    first run placing its inputs or a `+=` plan gathering its placed output, is not kept).
+    Kept per `Executable` (so per plan, processors and configuration: `_REPLAYS`), valid while every tensor
+    of the plan holds the storage it held after that run (the output the one the run bound); the run made no
+    store (a run that makes one, such as a first run placing its inputs or a `+=` plan gathering its placed
+    output, is not kept).
     """
 
-    grouping: bool
     storages: tuple[Any, ...]
     launches: tuple[Recorded, ...]
     live: int  # live_bytes() after the run: the memory check is repeated only when more is held
 
-    def matches(self, plan: Plan) -> bool:
-        if grouping_enabled() != self.grouping:
-            return False
+    def matches(self, plan: PlanBase) -> bool:
         for info, held in zip(plan.tensors, self.storages):
             if plan.tensor(info).storage is not held:
                 return False
         return True
 
 
-def run_plan(plan: Plan, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:
+# The runtime's own per-run data: a run's launches, kept per finished plan (dropped with it).
+_REPLAYS: weakref.WeakKeyDictionary[Executable, _Replay] = weakref.WeakKeyDictionary()
+
+
+def replay_of(exe: Executable) -> _Replay | None:
+    """The launches kept from a run of ``exe`` (None: none are kept)."""
+    return _REPLAYS.get(exe)
+
+
+def executable_of(plan: PlanBase) -> Executable:
+    """The plan finished for the processors its launches run on (`distal.lower.executable.finalize`)."""
+    return finalize(plan, processor_count(plan_target(plan)))
+
+
+def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:
     """Run every launch of `plan` on Legate; the output tensor's storage then holds the result.
 
-    Launches are asynchronous; reading the output (`tensor.to_numpy()`)
-    waits for them, as does `wait=True`. A synthesized reduction waits for
+    The plan is finished first (`executable_of`: `distal.lower.executable.finalize`, worked out once per
+    plan, processors and configuration), then interpreted. Launches are asynchronous; reading the output
+    (`tensor.to_numpy()`) waits for them, as does `wait=True`. A synthesized reduction waits for
     its program (see the module docstring); `trace` (if given) receives one
     `ReduceRecord` per step of its program.
 
-    A run that made no store keeps its launches (`_Replay`, in `plan.memo`):
+    A run that made no store keeps its launches (`_Replay`, per `Executable`):
     the next runs submit them again as they were, without working anything
     out again, for as long as the plan's tensors hold the same storage
     (`DISTAL_REPLAY=0` turns this off).
     """
-    kept: _Replay | None = plan.memo.get(_REPLAY)
+    exe = executable_of(plan)
+    kept = _REPLAYS.get(exe)
     if kept is not None:
         if kept.matches(plan) and _replay_enabled():
             if live_bytes() > kept.live:
-                _check_memory(plan)
+                _check_memory(plan, exe)
             for recorded in kept.launches:
                 replay(recorded)
                 keep_until_fence(recorded)
             if wait:
                 fence()
             return
-        del plan.memo[_REPLAY]
+        del _REPLAYS[exe]
         keep_until_fence(kept)  # its partitions go at the next fence, when nothing queued uses them
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
-    if red is not None or trace is not None or not _replay_enabled():
-        _run(plan, trace)
+    if exe.reduction is not None or trace is not None or not _replay_enabled():
+        _run(plan, exe, trace)
     else:
-        with recording() as made:
-            _run(plan, trace)
+        with recording(stores_made()) as made:
+            _run(plan, exe, trace)
         if made.launches is not None and stores_made() == made.made:
-            plan.memo[_REPLAY] = _Replay(grouping_enabled(), tuple(plan.tensor(i).storage for i in plan.tensors),
-                                         tuple(made.launches), live_bytes())
+            _REPLAYS[exe] = _Replay(tuple(plan.tensor(i).storage for i in plan.tensors), tuple(made.launches),
+                                    live_bytes())
     if wait:
         fence()
 
@@ -239,30 +250,29 @@ def _replay_enabled() -> bool:
     return os.environ.get("DISTAL_REPLAY", "1") != "0"
 
 
-def _run(plan: Plan, trace: list[ReduceRecord] | None) -> None:
+def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> None:
     """One run of the plan, working out every launch (see `run_plan`)."""
-    _check_memory(plan)  # OutOfMemory before anything is queued (distal.lower.memory)
+    _check_memory(plan, exe)  # OutOfMemory before anything is queued (distal.lower.memory)
     target = plan_target(plan)
     if processor_kind(target).device_arrays:
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    red = exe.reduction
     fresh: list[tuple[Store, tuple[int, ...] | None]] = []  # the `=` output's new store: zeros, or first launch
-    placed = _placed_operands(plan, red, fresh)
+    placed = _placed_operands(plan, exe, fresh)
     stores = []
     for n, info in enumerate(plan.tensors):
         if n in placed:
             stores.append(placed[n].held.blocks)  # read and written in place, block by block
         else:
             stores.append(_output_store(plan, info, fresh) if info.output else store_of(plan, info))
-    binding: dict[tuple[int, ...], int] | None = None
     launch_stores = stores
     if red is not None:
         # every launch reduces into the output (distal.lower.reductions checks it)
         launch_stores = list(stores)
         launch_stores[red.tensor] = partials_store(plan, red)
     first = first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
-    # group the points of a processor into one task (distal.lower.grouping); a symbolic machine is not bound
-    grouping = grouping_enabled() and plan.machine is not None and not plan.machine.params
+    # the points of a processor run as one task where the executable grouped them (distal.lower.grouping)
+    binding = exe.binding
     if first is None:
         for store, tile in fresh:
             fill(store, 0, tile)
@@ -273,60 +283,52 @@ def _run(plan: Plan, trace: list[ReduceRecord] | None) -> None:
             key = _key(plan, g, placed)
         else:  # the task body adds into its processor's block of the partials (`_reduce`)
             key = partials_key(plan, group, red, block_tiles(plan, group, group.body, placed))
-        for launch in group.launches:
-            if red is not None:
-                launch = into_partials(plan, red, launch)
-            if binding is None and (grouping or launch.pinned or not group.covers_domain(launch)):
-                binding = _binding(plan, target)  # {} without a machine
+        for k, launch in enumerate(group.launches):
+            launch = exe.launch(g, k, launch)
             if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
                 assert launch is first
                 first = None
                 position = output_position(plan, launch)
                 args = [launch_arg(launch_stores, placed, launch, op) for op in launch.operands]
                 args[position] = replace(args[position], privilege=Privilege.WRITE)  # written in full
-                _run_whole(plan, group, zero_first_key(plan, g, placed, position), launch, args,
-                           binding if grouping else None, target)
+                _run_whole(group, zero_first_key(plan, g, placed, position), launch, args, exe.whole.get((g, k)),
+                           target)
                 continue
             if launch.pinned:
-                assert binding is not None
                 _run_pinned(plan, group, key, launch, launch_stores, placed, binding, target)
             elif group.covers_domain(launch) or plan.machine is None:
                 args = [launch_arg(launch_stores, placed, launch, op) for op in launch.operands]
-                _run_whole(plan, group, key, launch, args, binding if grouping else None, target)
+                _run_whole(group, key, launch, args, exe.whole.get((g, k)), target)
             else:
-                assert binding is not None
-                _run_part(plan, group, key, launch, launch_stores, placed, binding, target, grouping)
+                _run_part(plan, exe, (g, k), group, key, launch, launch_stores, placed, target)
     if red is not None:
-        reduce_into_output(plan, red, launch_stores[red.tensor], stores[red.tensor], trace, target,
-                           _binding(plan, target))
+        reduce_into_output(plan, red, exe, launch_stores[red.tensor], stores[red.tensor], trace, target)
     _keep_output(plan, stores, placed)
 
 
-def _placed_operands(plan: Plan, red: Reduction | None,
+def _placed_operands(plan: PlanBase, exe: Executable,
                      fresh: list[tuple[Store, tuple[int, ...] | None]]) -> dict[int, PlacedOperand]:
-    """The tensors whose tiles in every launch are their format's device blocks: used in place.
-
-    The output of a synthesized reduction is not (its launches write
-    per-processor partials instead). A new output's blocks (`=`) are
-    appended to `fresh` unwritten.
+    """The tensors whose tiles in every launch are their format's device blocks: used in place
+    (`Executable.views`; the output of a synthesized reduction is not, its launches write per-processor
+    partials instead). A new output's blocks (`=`) are appended to `fresh` unwritten.
     """
     out: dict[int, PlacedOperand] = {}
+    red = exe.reduction
     for n, info in enumerate(plan.tensors):
         if red is not None and n == red.tensor:
             continue
+        views = exe.views[n]
         if info.output and plan.zero_output:
-            lay = placement_layout(info)
-            if lay is None:
+            lay = exe.layouts[n]
+            if lay is None or views is None:
                 continue
             previous = plan.tensor(info).storage
-            view = placed_operand(plan, n, lay, functools.partial(fresh_blocks, lay, info.dtype, fresh, previous))
+            out[n] = placed_operand(views, functools.partial(fresh_blocks, lay, info.dtype, fresh, previous))
         else:
-            held = placed_of(plan, info)
-            if held is None:
+            held = placed_of(plan, info)  # placed now if it was not yet, whether read in place or gathered
+            if held is None or views is None:
                 continue
-            view = placed_operand(plan, n, held.layout, functools.partial(_identity, held))
-        if view is not None:
-            out[n] = view
+            out[n] = placed_operand(views, functools.partial(_identity, held))
     return out
 
 
@@ -334,7 +336,7 @@ def _identity(held: FormatStore) -> FormatStore:
     return held
 
 
-def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> None:
+def _keep_output(plan: PlanBase, stores: list[Store], placed: dict[int, PlacedOperand]) -> None:
     """Give the output tensor its data: its blocks (copies along broadcast dimensions made), laid
     out by its format from the written store, or the written store itself without a format."""
     out = plan.output
@@ -351,16 +353,17 @@ def _keep_output(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperan
         held_by.bind(TensorStore(stores[n], out.shape))
 
 
-def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-              placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str,
-              grouping: bool = False) -> None:
+def _run_part(plan: PlanBase, exe: Executable, where: tuple[int, int], group: Group, key: int, launch: Launch,
+              stores: list[Store], placed: dict[int, PlacedOperand], target: str) -> None:
     """A launch over part of the domain: one launch per real processor, pinned to it.
 
     Legate would spread the points of a partial launch over all processors;
     each point must run where `Machine.bind` puts its abstract processor.
-    With `grouping`, a processor's points that form a box whose tiles are
-    boxes of every operand run as one task (`distal.lower.grouping`).
+    A processor's points that form a box whose tiles are boxes of every
+    operand run as one task where the executable grouped them
+    (`Executable.parts`, `distal.lower.grouping`).
     """
+    binding = exe.binding
     by_proc: dict[int, list[tuple[int, ...]]] = {}
     for p in launch.points():
         by_proc.setdefault(binding.get(plan.processor_of(group, p), 0), []).append(p)
@@ -369,8 +372,9 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         is_box = math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points)
-        if is_box and grouping and _submit_groups(plan, group, key, lower, upper, args, Constant(proc), target,
-                                                  ("part", proc)):
+        found = exe.parts.get((*where, proc))
+        if is_box and found is not None:
+            _submit_groups(group, key, args, found, target)
             continue
         if is_box:
             with target_scope(target, slice(proc, proc + 1)):
@@ -382,61 +386,42 @@ def _run_part(plan: Plan, group: Group, key: int, launch: Launch, stores: list[S
                              target)
 
 
-def _run_whole(plan: Plan, group: Group, key: int, launch: Launch, args: list[Arg],
-               binding: dict[tuple[int, ...], int] | None, target: str) -> None:
-    """A launch over the whole domain (or a plan without a machine): one index launch; with a `binding`
-    (grouping on), the points bound to one real processor run as one task where that is safe."""
-    if binding is not None and plan.machine is not None and _submit_groups(
-            plan, group, key, launch.lower, launch.upper, args,
-            lambda p: binding.get(plan.processor_of(group, p), 0), target,
-            (group.distributed, target, processor_count(target))):
+def _run_whole(group: Group, key: int, launch: Launch, args: list[Arg], grouping: TaskGrouping | None,
+               target: str) -> None:
+    """A launch over the whole domain (or a plan without a machine): one index launch; where the executable
+    grouped its points (`Executable.whole`), one task per group of points bound to one real processor."""
+    if grouping is not None:
+        _submit_groups(group, key, args, grouping, target)
         return
     # Legate maps the points of a launch over the whole domain block-wise in
     # row-major order, as Machine.bind does (measured), so no pinning is needed.
     index_launch(key, launch.shape, args, lower=launch.lower, target=target)
 
 
-def _submit_groups(plan: Plan, group: Group, key: int, lower: tuple[int, ...], upper: tuple[int, ...],
-                   args: list[Arg], owner: Callable[[tuple[int, ...]], int], target: str,
-                   memo: tuple[Any, ...]) -> bool:
-    """Run the launch box [lower, upper) as one task per processor group (`distal.lower.grouping.task_groups`);
-    False (nothing submitted) where it must run one task per point. ``memo``: what ``owner`` depends on."""
-    found = grouping_of(plan, tuple(lower), tuple(upper), args, owner, memo)
-    if found is None:
-        return False
-    groups, cut_args, members = found
-    grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, cut_args)]
-    wrapper = register_kernel(Grouped(kernel_of(key)[1], members), f"{group.body.name}_grouped", transient=True)
+def _submit_groups(group: Group, key: int, args: list[Arg], found: TaskGrouping, target: str) -> None:
+    """Run a launch box as one task per processor group (`distal.lower.grouping.task_groups`, worked out by
+    `distal.lower.executable.finalize`)."""
+    groups = found.groups
+    grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, found.cuts)]
+    wrapper = register_kernel(Grouped(kernel_of(key)[1], found.members), f"{group.body.name}_grouped",
+                              transient=True)
     if groups.processors == tuple(range(groups.tasks)):
         # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
         index_launch(wrapper, groups.count, grouped, target=target)
-        return True
+        return
     for q, proc in zip(groups.groups(), groups.processors):
         with target_scope(target, slice(proc, proc + 1)):
             index_launch(wrapper, (1,) * len(q), grouped, lower=q, target=target)
-    return True
 
 
-def plan_target(plan: Plan) -> str:
+def plan_target(plan: PlanBase) -> str:
     """The processor kind `plan`'s launches run on (its machine's, or the CPUs; see `_target`)."""
     return resolve_target(plan.machine.kind if plan.machine is not None else "cpu")
 
 
-def _binding(plan: Plan, target: str) -> dict[tuple[int, ...], int]:
-    """`Machine.bind` of the plan's machine to the `target` processors, worked out once per plan (`Plan.memo`)."""
-    if plan.machine is None:
-        return {}
-    key = ("binding", target, processor_count(target))
-    found: dict[tuple[int, ...], int] | None = plan.memo.get(key)
-    if found is None:
-        found = plan.memo[key] = plan.machine.bind(key[2])
-    return found
-
-
-def _run_pinned(plan: Plan, group: Group, key: int, launch: Launch, stores: list[Store],
-                placed: dict[int, PlacedOperand], binding: dict[tuple[int, ...], int], target: str) -> None:
+def _run_pinned(plan: PlanBase, group: Group, key: int, launch: Launch, stores: list[Store],
+                placed: dict[int, PlacedOperand], binding: Mapping[tuple[int, ...], int], target: str) -> None:
     point = launch.lower
     proc = binding.get(plan.processor_of(group, point), 0)
     args = [pinned_arg(stores, placed, launch, op, point) for op in launch.operands]
     point_launch(key, args, point, proc, target)
-

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from distal.errors import DistalError
-from distal.lower import task_body
-from distal.lower.plan import Launch, Plan, Privilege
-from distal.redist.formats import Layout
+from distal.lower.plan import Launch, PlanBase, Privilege
 
 from ._holders import block_grid
 from ._launch import _COVERAGE_LIMIT, _coverage
@@ -31,6 +29,9 @@ from ._placed import PlacedOperand, block_tiles
 from ._registry import register_kernel
 from ._store import Store
 from ._tensor_storage import FormatStore
+
+if TYPE_CHECKING:
+    from distal.format.layout import Layout
 
 __all__ = ["ZeroFirst", "first_launch_writes", "fresh_blocks", "output_position", "reusable", "zero_first_key"]
 
@@ -70,7 +71,7 @@ def fresh_blocks(lay: Layout, dtype: np.dtype[Any], fresh: list[tuple[Store, tup
     return FormatStore(store, lay, dtype)
 
 
-def first_launch_writes(plan: Plan, stores: list[Store], placed: dict[int, PlacedOperand]) -> Launch | None:
+def first_launch_writes(plan: PlanBase, stores: list[Store], placed: dict[int, PlacedOperand]) -> Launch | None:
     """The plan's first launch, when it can zero the output itself and write it with `WRITE`.
 
     That is when it is an index launch over the whole domain (not pinned,
@@ -110,12 +111,12 @@ def first_launch_writes(plan: Plan, stores: list[Store], placed: dict[int, Place
     return launch
 
 
-def output_position(plan: Plan, launch: Launch) -> int:
+def output_position(plan: PlanBase, launch: Launch) -> int:
     n = plan.tensors.index(plan.output)
     return next(p for p, op in enumerate(launch.operands) if op.tensor == n)
 
 
-def zero_first_key(plan: Plan, group_index: int, placed: dict[int, PlacedOperand], position: int) -> int:
+def zero_first_key(plan: PlanBase, group_index: int, placed: dict[int, PlacedOperand], position: int) -> int:
     """The group's kernel, preceded in each task by zeroing the output's tile (transient, as `_execute._key`)."""
     group = plan.groups[group_index]
     inner = block_tiles(plan, group, group.body, placed)
@@ -132,7 +133,7 @@ class ZeroFirst:
     def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
         fresh = getattr(self.kernel, "run_fresh", None)  # a task body, or BlockTiles around one
         if fresh is None:
-            task_body.zero_fill(tiles[self.position])
+            tiles[self.position][...] = 0  # a kernel that is no task body: zero its tile here
             self.kernel(point, *tiles)
         else:  # it zero-fills the tile only where its first step does not write it whole (TaskBody.run_fresh)
             fresh(point, self.position, *tiles)

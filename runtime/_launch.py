@@ -13,10 +13,9 @@ store is upgraded to `READ_WRITE`, so the tiles it does not write survive.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,14 +24,15 @@ from distal.lower.plan import Privilege, Proj  # one enum and one projection cla
 from distal.machine.grid import processor_kind
 
 from ._observe import observers
+from ._recording import abandon_recording, current_recording
 from ._registry import is_transient, kernel, register_kernel
 from ._start import legate_runtime, processor_count, work_queued
 from ._store import Store, stores_made
 from ._target import require_device_arrays, target_scope
 from ._tasks import generic_task
 
-__all__ = ["Affine", "Arg", "Privilege", "Recorded", "Recording", "Submission", "abandon_recording", "index_launch",
-           "point_launch", "recording", "replay", "tile_colors"]
+__all__ = ["Affine", "Arg", "Privilege", "Recorded", "Submission", "index_launch", "point_launch", "replay",
+           "tile_colors"]
 
 # Largest launch domain whose tile coverage is checked point by point; a
 # larger WRITE launch is treated as READ_WRITE (safe, maybe slower), and is
@@ -219,12 +219,13 @@ def _submit(key: int, args: Sequence[Arg], lower: Sequence[int], upper: Sequence
     made = Submission(generic_task(len(ins), len(outs), len(reds)), tuple(upper), tuple(lower), tuple(ins),
                       tuple(outs), tuple(reds), text)
     made.launch(key)
-    if _recording is not None and _recording.launches is not None:
-        if stores_made() != _recording.made:
+    rec = current_recording()
+    if rec is not None and rec.launches is not None:
+        if stores_made() != rec.made:
             abandon_recording()  # a run that makes stores is not replayed; its launches are not held
         else:
             name, fn = kernel(key)
-            _recording.launches.append((made, fn, name, is_transient(key), legate_runtime().get_machine()))
+            rec.launches.append((made, fn, name, is_transient(key), legate_runtime().get_machine()))
 
 
 _legate: list[Any] = []  # (the int64 type, the string type, ReductionOpKind.ADD), looked up once
@@ -276,36 +277,6 @@ class Submission:
 Recorded = tuple[Submission, Any, str, bool, Any]
 """A submission as `recording` keeps it: the launch, its kernel (the callable, its name, whether it was
 registered transient) and the Legate machine scope it was submitted in."""
-
-@dataclass(eq=False)
-class Recording:
-    """The launches submitted inside a `recording` block, for `replay`; None once abandoned (a store was made
-    or a fence waited inside the block: such a run is not replayed, and its launches' partitions must not keep
-    stores alive that a fence would free)."""
-
-    made: int  # stores_made() when recording began
-    launches: list[Recorded] | None
-
-
-_recording: Recording | None = None
-
-
-@contextlib.contextmanager
-def recording() -> Iterator[Recording]:
-    """Record every launch submitted inside the block (see `Recording`)."""
-    global _recording
-    before, _recording = _recording, Recording(stores_made(), [])
-    try:
-        yield _recording
-    finally:
-        _recording = before
-
-
-def abandon_recording() -> None:
-    """Stop the current recording, if any, and drop what it holds (at a fence, or when a store is made)."""
-    if _recording is not None:
-        _recording.launches = None
-
 
 def replay(recorded: Recorded) -> None:
     """Submit a recorded launch again, as it was: the same partitions and projections in the same machine

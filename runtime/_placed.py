@@ -20,21 +20,21 @@ tensor into one store (`gathered`). `replicate` fills the copies of an
 output along its format's broadcast dimensions.
 
 The decision itself (`block_projection`, `gathered`) is plain plan and
-layout data in `distal.lower.in_place`, which `explain()` prints too; this
-module launches from it (its `Proj` projections as `Affine`).
+layout data in `distal.lower.in_place`, which `explain()` prints too; the
+finished plan carries it (`distal.lower.executable.Executable.views`) and
+this module launches from it (its `Proj` projections as `Affine`).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from distal.lower import task_body
-from distal.lower.in_place import BlockView, ViewKey, block_projection, gathered, launch_views, view_key
-from distal.lower.plan import Box, Group, Launch, Operand, Plan, Proj
-from distal.redist.formats import Layout
+from distal.lower.executable import InPlaceViews
+from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Proj
 
 from ._holders import bound_cpus, holder_index
 from ._launch import Affine, Arg, Privilege, point_launch
@@ -42,8 +42,11 @@ from ._make import copy_kernel
 from ._store import Store, tile_of
 from ._tensor_storage import FormatStore
 
-__all__ = ["BlockTiles", "PlacedOperand", "block_projection", "block_tiles", "gathered", "placed_operand",
-           "replicate"]
+if TYPE_CHECKING:
+    from distal.format.layout import Layout
+    from distal.lower.in_place import BlockView
+
+__all__ = ["BlockTiles", "PlacedOperand", "block_tiles", "placed_operand", "replicate"]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -57,13 +60,13 @@ class PlacedOperand:
     """A plan's operand read or written in place in a tensor's device blocks.
 
     ``views`` gives, per operand of every launch, the projection onto the
-    block store and each point's box in its block (`block_projection`). A
+    block store and each point's box in its block (`Executable.views`). A
     written block is read and written (the kernel writes the point's box;
     the rest of the block, padding included, keeps what it holds).
     """
 
     held: FormatStore
-    views: dict[ViewKey, BlockView]  # by `view_key(launch, operand)`
+    views: InPlaceViews  # of the executable (`InPlaceViews.of(launch, operand)`)
 
     @property
     def block(self) -> tuple[int, ...]:
@@ -74,7 +77,7 @@ class PlacedOperand:
         """The launch argument: the block store, one block per point."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE  # the kernel writes the box, the rest of the block stays
-        view = self.views[view_key(launch, op)]
+        view = self.views.of(launch, op)
         return Arg(self.held.blocks, privilege, self._tile(view), _affines(view.projection))
 
     def _tile(self, view: BlockView) -> tuple[int, ...]:
@@ -86,27 +89,23 @@ class PlacedOperand:
         """The block of one launch point, as a store of its own (pinned launches)."""
         if privilege is Privilege.WRITE:
             privilege = Privilege.READ_WRITE
-        view = self.views[view_key(launch, op)]
+        view = self.views.of(launch, op)
         color = tuple(a.at(point) for a in view.projection)
         return tile_of(self.held.blocks, self._tile(view), color), privilege
 
     def spans(self, launch: Launch, op: Operand) -> bool:
         """Whether ``op``'s tiles in ``launch`` span several blocks (the kernel assembles them)."""
-        return self.views[view_key(launch, op)].span is not None
+        return self.views.of(launch, op).span is not None
 
     def local(self, launch: Launch, op: Operand, point: tuple[int, ...]) -> Box:
         """The box of ``point``'s tile in its block."""
-        return self.views[view_key(launch, op)].local(point)
+        return self.views.of(launch, op).local(point)
 
 
-def placed_operand(plan: Plan, n: int, lay: Layout, held: Callable[[], FormatStore]) -> PlacedOperand | None:
-    """Tensor ``n`` of ``plan``, laid out by ``lay``, as an operand read in its device blocks.
-
-    None where some launch's tile does not lie in one block (`block_projection`);
-    otherwise ``held()`` gives the blocks.
-    """
-    views = launch_views(plan, n, lay)
-    return PlacedOperand(held(), views) if views else None
+def placed_operand(views: InPlaceViews, held: Callable[[], FormatStore]) -> PlacedOperand:
+    """A tensor read and written in its device blocks as the executable's ``views`` say (`Executable.views`);
+    ``held()`` gives the blocks."""
+    return PlacedOperand(held(), views)
 
 
 @dataclass(eq=False)
@@ -151,10 +150,18 @@ class BlockTiles:
         view = next((v for v in self._views[tuple(point)] if v[0] == position), None)
         if view is not None and (view[3] is not None or view[2] is None
                                  or tuple(s.stop - s.start for s in view[2]) != view[1]):
-            task_body.zero_fill(arrays[position])
+            self.kernel.zero_fill(arrays[position])  # the task body's zero fill (`TaskBody.zero_fill`)
             self._run(point, arrays, None)
             return
         self._run(point, arrays, position)
+
+    def zero_fill(self, tile: Any) -> None:
+        """Zero a fresh output tile as the wrapped task body does (`TaskBody.zero_fill`)."""
+        zero = getattr(self.kernel, "zero_fill", None)
+        if zero is None:
+            tile[...] = 0
+        else:
+            zero(tile)
 
     def _run(self, point: tuple[int, ...], arrays: tuple[Any, ...], fresh: int | None) -> None:
         args = list(arrays)
@@ -177,7 +184,7 @@ class BlockTiles:
         elif hasattr(self.kernel, "run_fresh"):
             self.kernel.run_fresh(point, fresh, *args)
         else:
-            task_body.zero_fill(args[fresh])
+            self.zero_fill(args[fresh])
             self.kernel(point, *args)
         for pos, blocks, pieces in back:
             for lead, in_block, in_tile in pieces:
@@ -204,8 +211,6 @@ def _pieces(lay: Layout, box: Box) -> list[_Piece]:
     (relative to the box's first block along every machine dimension; 0 along one that partitions
     nothing), the piece's slices in the block and in the tile. Within a block a dimension's elements
     are consecutive, so each piece is one box."""
-    import itertools
-
     per_dim: list[list[tuple[dict[str, int], slice, slice]]] = []
     for d, (lo, hi) in enumerate(box):
         runs: list[tuple[dict[str, int], slice, slice]] = []
@@ -232,12 +237,12 @@ def _pieces(lay: Layout, box: Box) -> list[_Piece]:
         block: dict[str, int] = {}
         for r, _, _ in combo:
             block.update(r)
-        lead = tuple(block.get(name, 0) for name, _ in lay.mesh.axes)
+        lead = tuple(block.get(name, 0) for name, _ in lay.axes)
         out.append((lead, tuple(c[1] for c in combo), tuple(c[2] for c in combo)))
     return out
 
 
-def block_tiles(plan: Plan, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:
+def block_tiles(plan: PlanBase, group: Group, kernel: Any, placed: dict[int, PlacedOperand]) -> Any:
     """``kernel`` wrapped as `BlockTiles` for the placed operands of ``group`` (``kernel`` itself if none)."""
     tiles: dict[int, tuple[int, ...]] = {}
     boxes: dict[tuple[int, ...], dict[int, Box]] = {}
@@ -266,10 +271,9 @@ def replicate(held: FormatStore) -> None:
     partition no tensor dimension and are not fixed.
     """
     lay = held.layout
-    mesh = lay.mesh
     fixed = {a for a, _ in lay.fixed}
     parted = {axis for d in lay.dims for axis, _, _ in d.parts}
-    spread = [k for k, (name, size) in enumerate(mesh.axes)
+    spread = [k for k, (name, size) in enumerate(lay.axes)
               if name not in fixed and size > 1 and name not in parted]
     if not spread:
         return

@@ -56,19 +56,16 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
-from distal.lower.grouping import partials_operand
-from distal.lower.plan import Box, Group, Launch, Plan, Reduction
+from distal.lower.executable import CollectiveStep, Executable, ReductionRun, reduction_plan, reduction_run
+from distal.lower.plan import Box, Group, PlanBase, Reduction
 from distal.machine.grid import Machine
-from distal.reduction.language import Collective
-from distal.reduction.lowering import LoweredStep
-from distal.reduction.ranking import ReductionPlan
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import copy_kernel, from_numpy, zeros
@@ -76,10 +73,13 @@ from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, fence, legate_type, tile_of, to_numpy, wrap
 
-__all__ = ["ReduceRecord", "into_partials", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
+if TYPE_CHECKING:
+    from distal.reduction.ranking import ReductionPlan
+
+__all__ = ["ReduceRecord", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
            "reduce_on_machine", "reduce_partials"]
 
-_SUMS = (Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE)
+_SUMS = ("AllReduce", "ReduceScatter", "Reduce")  # the collectives that sum (`CollectiveStep.collective`)
 
 _lock = threading.Lock()
 _keys: dict[tuple[str, tuple[int, ...]], int] = {}
@@ -191,7 +191,7 @@ def _family(tasks: Sequence[_Task]) -> tuple[int, int, int] | None:
     return stride, row_stride, rows
 
 
-def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]],
+def _run_step(step: CollectiveStep, state: Store, bounds: Sequence[tuple[int, int]],
               processors: Sequence[int], row_size: int) -> tuple[Store, ReduceRecord]:
     new = _copy_of(state)
     before = dict(step.chunks_before)
@@ -278,13 +278,13 @@ def _run_step(step: LoweredStep, state: Store, bounds: Sequence[tuple[int, int]]
         if step.collective in _SUMS:
             for device in group:
                 planned += [("sum", group, device, lo, hi) for lo, hi in _runs(after[device], bounds)]
-        elif step.collective is Collective.BROADCAST:
+        elif step.collective == "Broadcast":
             root = group[0]
             for device in group[1:]:
                 planned += [("copy", (root,), device, lo, hi) for lo, hi in _runs(after[device], bounds)]
-        elif step.collective is Collective.ALL_GATHER and regular_gather(group):
+        elif step.collective == "AllGather" and regular_gather(group):
             continue
-        elif step.collective is Collective.ALL_GATHER:
+        elif step.collective == "AllGather":
             holder = {r: member for member in group for r in before[member]}
             for device in group:
                 gained = [r for r in after[device] if r not in before[device]]
@@ -322,11 +322,13 @@ def _processors(ndevices: int, processors: Sequence[int] | None) -> list[int]:
     return procs
 
 
-def reduce_partials(plan: ReductionPlan, partials: Store, processors: Sequence[int] | None = None,
+def reduce_partials(plan: ReductionRun | ReductionPlan, partials: Store, processors: Sequence[int] | None = None,
                     trace: list[ReduceRecord] | None = None) -> Store:
     """Run `plan`'s program on Legate over per-device partial results; returns the new state.
 
-    `partials` has shape ``(plan.layout.system.size, *value_shape)``: row ``d``
+    `plan` is a program lowered to plain steps (`distal.lower.executable.ReductionRun`) or a
+    `distal.reduction` plan (its chosen program, `reduction_run`). `partials` has shape
+    ``(plan.layout.system.size, *value_shape)``: row ``d``
     is device ``d``'s partial. In the returned store (of the same shape) every
     device of every reduction group holds its group's sum; rows of devices
     outside the groups are copied unchanged. `partials` itself is not
@@ -342,23 +344,22 @@ def reduce_partials(plan: ReductionPlan, partials: Store, processors: Sequence[i
     >>> to_numpy(out)[0].tolist()
     [18, 22, 26]
     """
-    system = plan.layout.system
-    if partials.ndim < 1 or partials.shape[0] != system.size:
+    program = plan if isinstance(plan, ReductionRun) else reduction_run(plan)
+    if partials.ndim < 1 or partials.shape[0] != program.devices:
         raise ReductionError(
-            f"expected partials of shape ({system.size}, ...) (one row per device of {system}), "
+            f"expected partials of shape ({program.devices}, ...) (one row per device of {program.system}), "
             f"but found shape {partials.shape}"
         )
-    procs = _processors(system.size, processors)
+    procs = _processors(program.devices, processors)
     value_shape = partials.shape[1:]
     if math.prod(value_shape) == 0:
         return _copy_of(partials)
     rows = value_shape[0] if value_shape else 1
     row_size = math.prod(value_shape[1:])
-    lowered = plan.best.lowered
-    bounds = _chunk_bounds(rows, lowered.chunks)
+    bounds = _chunk_bounds(rows, program.chunks)
     state = partials
     states: list[Store] = []
-    for step in lowered.steps:
+    for step in program.steps:
         state, record = _run_step(step, state, bounds, procs, row_size)
         states.append(state)
         if trace is not None:
@@ -379,7 +380,7 @@ def _machine_processors(machine: Machine) -> list[int]:
 
 def reduce_on_machine(machine: Machine, partials: Store,
                       groups: Sequence[Sequence[int]] | None = None,
-                      plan: ReductionPlan | None = None,
+                      plan: ReductionRun | ReductionPlan | None = None,
                       trace: list[ReduceRecord] | None = None) -> Store:
     """Sum per-processor partial results of a distributed reduction on a `dt.Machine`.
 
@@ -403,7 +404,9 @@ def reduce_on_machine(machine: Machine, partials: Store,
        means all processors form one group. Plan with
        ``distal.reduction.machines.machine_plan(machine, groups, nbytes)``
        at compile time (it is pure; `describe_plan` renders it for
-       ``explain()``) and pass that plan here, or let this function plan.
+       ``explain()``) and pass that plan (or its `ReductionRun`, as a
+       finished plan's `Executable.program` holds it) here, or let this
+       function plan (`distal.lower.executable.reduction_plan`).
     4. Call ``result = reduce_on_machine(machine, partials, groups, plan)``.
        Every device of a group holds the group's full sum in its row of
        ``result``; copy row ``groups[g][0]`` (cropped to the real tile) into
@@ -416,17 +419,16 @@ def reduce_on_machine(machine: Machine, partials: Store,
     if not isinstance(machine, Machine):
         raise ReductionError(f"expected a distal Machine, but found {machine!r}")
     if plan is None:
-        from distal.reduction.machines import machine_plan
-
         itemsize = partials.dtype.itemsize
         nbytes = float(itemsize * max(math.prod(partials.shape[1:]), 1))
-        plan = machine_plan(machine, groups, nbytes)
-    if plan.layout.system.size != machine.size:
+        plan = reduction_plan(machine, groups, nbytes)
+    program = plan if isinstance(plan, ReductionRun) else reduction_run(plan)
+    if program.devices != machine.size:
         raise ReductionError(
             f"expected a plan for the {machine.size} processors of {machine!r}, "
-            f"but found one for {plan.layout.system}"
+            f"but found one for {program.system}"
         )
-    return reduce_partials(plan, partials, _machine_processors(machine), trace)
+    return reduce_partials(program, partials, _machine_processors(machine), trace)
 
 
 def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
@@ -449,9 +451,6 @@ def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
     >>> out[3].tolist(), plan.program.shape
     ([6, 6, 6, 6], 'ReduceScatter-AllReduce-AllGather')
     """
-    from distal.reduction.machines import machine_plan
-    from distal.reduction.ranking import plan_reduction
-
     arrays = {int(d): np.asarray(v) for d, v in values.items()}
     if not arrays:
         raise ReductionError("expected values for at least one device, but found none")
@@ -465,39 +464,28 @@ def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
     shape, dtype = shapes.pop(), dtypes.pop()
     grps = [list(g) for g in groups] if groups is not None else [sorted(arrays)]
     size = float(nbytes) if nbytes is not None else float(dtype.itemsize * max(math.prod(shape), 1))
-    if isinstance(machine_or_levels, Machine):
-        plan = machine_plan(machine_or_levels, grps, size, algorithm)
-        procs: list[int] | None = _machine_processors(machine_or_levels)
-    else:
-        plan = plan_reduction(machine_or_levels, grps, nbytes=size, algorithm=algorithm)
-        procs = None
-    system = plan.layout.system
-    outside = sorted(d for d in arrays if not 0 <= d < system.size)
+    plan = reduction_plan(machine_or_levels, grps, size, algorithm)
+    procs = _machine_processors(machine_or_levels) if isinstance(machine_or_levels, Machine) else None
+    program = reduction_run(plan)
+    outside = sorted(d for d in arrays if not 0 <= d < program.devices)
     if outside:
-        raise ReductionError(f"expected device ids in [0, {system.size}), but found {outside}")
-    data = np.zeros((system.size, *shape), dtype=dtype)
+        raise ReductionError(f"expected device ids in [0, {program.devices}), but found {outside}")
+    data = np.zeros((program.devices, *shape), dtype=dtype)
     for d, a in arrays.items():
         data[d] = a
-    result = to_numpy(reduce_partials(plan, from_numpy(data), procs, trace))
-    return {d: result[d].copy() for d in plan.layout.devices}, plan
+    result = to_numpy(reduce_partials(program, from_numpy(data), procs, trace))
+    return {d: result[d].copy() for d in program.grouped}, plan
 
 
 # -- a plan's synthesized reduction (see the module docstring) -------------------------------------
 
 
-def partials_store(plan: Plan, red: Reduction) -> Store:
+def partials_store(plan: PlanBase, red: Reduction) -> Store:
     """Zeros of shape (*machine.full_shape, prod(row)): one flat `row` block per abstract processor."""
     assert plan.machine is not None
     lead = plan.machine.full_shape
     size = math.prod(red.row)
     return zeros((*lead, size), plan.tensors[red.tensor].dtype, tile=(*(1 for _ in lead), size))
-
-
-def into_partials(plan: Plan, red: Reduction, launch: Launch) -> Launch:
-    """`launch` with the output's operand replaced by the points' processor blocks of the partials."""
-    operand = partials_operand(plan, red)
-    operands = tuple(operand if op.tensor == red.tensor else op for op in launch.operands)
-    return replace(launch, operands=operands)
 
 
 @dataclass(eq=False)
@@ -515,11 +503,13 @@ class _IntoPartials:
     boxes: dict[tuple[int, ...], Box]
 
     def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
-        from distal.lower.numpy_exec import partial_view
-
         args = list(tiles)
         block = args[self.index][(0,) * self.lead]
-        real = partial_view(self.reduction, block, self.boxes[tuple(int(x) for x in point)])
+        box = self.boxes[tuple(int(x) for x in point)]
+        # the part of the processor's partial (`row`, stored flat) that holds the point's output box
+        real = block.reshape(self.reduction.row)[tuple(slice(lo, hi) for lo, hi in self.reduction.local(box))]
+        if not box:
+            real = real.reshape(())
         buffer = real.copy()
         buffer[...] = 0
         args[self.index] = buffer
@@ -527,7 +517,7 @@ class _IntoPartials:
         real += buffer
 
 
-def partials_key(plan: Plan, group: Group, red: Reduction, kernel: Any) -> int:
+def partials_key(plan: PlanBase, group: Group, red: Reduction, kernel: Any) -> int:
     """The key of ``kernel`` (``group``'s task body, as the plan runs it) adding into the partials instead.
 
     Transient, like the plan's own kernel: the wrapper holds the task body.
@@ -563,17 +553,18 @@ def _add_key(add: _AddBox) -> int:
         return key
 
 
-def reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Store,
-                       trace: list[ReduceRecord] | None, target: str, binding: Mapping[tuple[int, ...], int]) -> None:
+def reduce_into_output(plan: PlanBase, red: Reduction, exe: Executable, partials: Store, output: Store,
+                       trace: list[ReduceRecord] | None, target: str) -> None:
     """Flatten the grouped processors' blocks, run the program, add each group's sum into its tile.
 
     The copies and the final additions run on the plan's processors
-    (``target``, each on the processor ``binding`` gives its abstract
-    processor); the reduction program's own steps run on the CPUs
+    (``target``, each on the processor the executable's ``binding`` gives its abstract
+    processor); the reduction program's own steps (`Executable.program`) run on the CPUs
     (`reduce_on_machine`).
     """
     machine = plan.machine
-    assert machine is not None and red.plan is not None
+    binding = exe.binding
+    assert machine is not None and exe.program is not None
     coords = list(machine.coords())
     lead = len(machine.full_shape)
     size = math.prod(red.row)
@@ -584,7 +575,7 @@ def reduce_into_output(plan: Plan, red: Reduction, partials: Store, output: Stor
         row = wrap(flat.handle.slice(0, slice(device, device + 1)), flat.dtype)
         point_launch(copy, [(block, Privilege.READ), (row, Privilege.WRITE)], (device,),
                      binding.get(coords[device], 0), target)
-    result = reduce_on_machine(machine, flat, red.groups, red.plan, trace)
+    result = reduce_on_machine(machine, flat, red.groups, exe.program, trace)
     for devices, box in zip(red.groups, red.boxes):
         root = devices[0]
         add = _add_key(_AddBox(red.row, red.local(box)))

@@ -28,9 +28,11 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DistalError, NotSupportedYet
+from distal.lower.executable import check_store_memory
 
+from ._recording import abandon_recording
 from ._registry import check_failures, release_transient
-from ._start import legate_runtime, work_done, work_pending
+from ._start import ensure_started, legate_runtime, work_done, work_pending
 
 __all__ = ["Store", "dropped_bytes", "ensure_room", "fence", "keep_until_fence", "legate_type", "live_bytes",
            "stores_made", "tile_of", "to_numpy", "wrap"]
@@ -202,10 +204,6 @@ def dropped_bytes() -> int:
 def ensure_room(what: str, nbytes: int) -> None:
     """Raise `OutOfMemory` before a store of `nbytes` is made that cannot fit next to the live stores
     (`distal.lower.memory.check_store_memory`); one fence first frees what nothing references."""
-    from distal.lower.memory import check_store_memory
-
-    from ._start import ensure_started
-
     machine = ensure_started()
     try:
         check_store_memory(what, nbytes, machine, live_bytes())
@@ -250,8 +248,6 @@ def fence() -> None:
     Stores nothing references any more are freed here, when no launch is queued.
     """
     global _kept_bytes, _dropped
-    from ._launch import abandon_recording
-
     abandon_recording()  # a run that waits inside is not replayed, and must not keep what this fence frees
     legate_runtime().issue_execution_fence(block=True)
     _KEEP_ALIVE.clear()

@@ -48,15 +48,15 @@ _lock = threading.Lock()
 _tasks: dict[tuple[int, int, int], Any] = {}
 
 
-Layout = tuple[tuple[tuple[int, int], ...], tuple[int, ...] | None, bool]
-"""A parsed layout: the kernel's argument slots as (0 input, 1 output, 2 reduction; index), a pinned launch's
-point (or None), whether only point 0 runs."""
+ArgSlots = tuple[tuple[tuple[int, int], ...], tuple[int, ...] | None, bool]
+"""A task's argument layout string, parsed: the kernel's argument slots as (0 input, 1 output, 2 reduction;
+index), a pinned launch's point (or None), whether only point 0 runs."""
 _KINDS = {"i": 0, "o": 1, "r": 2}
 
-_layouts: dict[str, Layout] = {}
+_layouts: dict[str, ArgSlots] = {}
 
 
-def _layout(text: str) -> Layout:
+def _layout(text: str) -> ArgSlots:
     """`text` parsed (once per distinct layout string; launches of a plan repeat theirs)."""
     found = _layouts.get(text)
     if found is None:

@@ -2,33 +2,55 @@
 
 `finalize(plan, processors)` works out, once, everything that running a plan
 on ``processors`` real processors needs beyond the plan itself, and returns
-it as a frozen `Executable`. The runtime (`distal.runtime`) only interprets
-an `Executable`; it imports nothing else from the compiler's lowering.
+it as a frozen `Executable`: the binding of the plan's abstract machine to
+the processors (`Machine.bind`), which launch points run as one task
+(`TaskGrouping`, from `distal.lower.grouping`), which tensors are read and
+written in place in their format's device blocks (`distal.lower.in_place`),
+a synthesized reduction's operand into per-processor partials and its
+program as plain steps (`ReductionRun`, from `distal.reduction`), and the
+plan's memory check (`distal.lower.memory`). The runtime (`distal.runtime`)
+interprets an `Executable`: of lowering it imports only this module and
+`distal.lower.plan` (JAX's `Lowered` -> `Compiled`; opt_einsum's
+`contract_path` -> `ContractExpression`).
 
 Results are cached per plan (by identity), processor count and
 configuration (the Legate processors configured and whether launch points
 are grouped into tasks, both read from the environment). The cache holds a
-plan only weakly where the plan allows it, and at most `CACHE_PLANS` plans
-in all (least recently used first out), so a plan that is dropped is freed.
-`analysis_of(plan)` is the plan's analysis (`distal.lower.analysis.analyse`)
-from the same cache.
+plan weakly where the plan allows it, and at most `CACHE_PLANS` plans in
+all (least recently used first out, never their data), so a plan that is
+dropped is freed. `analysis_of(plan)` is the plan's analysis
+(`distal.lower.analysis.analyse`) from the same cache.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, analyse
-from distal.lower.grouping import grouping_enabled
-from distal.lower.plan import Plan
+from distal.lower.grouping import Cut, TaskGroups, check_cuts, grouping_enabled, partials_operand, processor_groups
+from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
+from distal.lower.memory import check_plan_memory, check_store_memory
+from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
+from distal.machine.grid import Machine
 
-__all__ = ["CACHE_PLANS", "Configuration", "analysis_of", "configuration"]
+if TYPE_CHECKING:
+    from distal.format.layout import Layout
+    from distal.reduction.ranking import ReductionPlan
+
+__all__ = ["CACHE_PLANS", "CollectiveStep", "Configuration", "Executable", "InPlaceViews", "ReductionRun",
+           "TaskGrouping", "analysis_of", "check_store_memory", "configuration", "finalize", "reduction_plan",
+           "reduction_run"]
+
+Point = tuple[int, ...]
 
 CACHE_PLANS = 64  # plans whose finished values are kept at most (least recently used dropped first)
 
@@ -46,7 +68,7 @@ class Configuration:
     grouping: bool
 
 
-def configuration(plan: Plan, processors: int | None = None) -> Configuration:
+def configuration(plan: PlanBase, processors: int | None = None) -> Configuration:
     """The configuration `plan` is finished for now: ``processors`` real processors (default: the Legate
     processors of the plan's kind configured) and the environment's settings."""
     kind = plan.machine.kind if plan.machine is not None else "cpu"
@@ -54,7 +76,7 @@ def configuration(plan: Plan, processors: int | None = None) -> Configuration:
     return Configuration(configured if processors is None else processors, configured, grouping_enabled())
 
 
-def _fields(plan: Plan) -> tuple[Any, ...]:
+def _fields(plan: PlanBase) -> tuple[Any, ...]:
     """The plan's fields a finished value is worked out from (not its data: ``bindings``)."""
     return (plan.statement, plan.tensors, plan.groups, plan.zero_output, plan.machine, plan.processor_slots,
             plan.reduction, plan.notes, plan.symbolic, plan.lints)
@@ -68,7 +90,7 @@ class _Slot:
     anchor: Any
     values: dict[Hashable, Any] = field(default_factory=dict)
 
-    def holds(self, plan: Plan) -> bool:
+    def holds(self, plan: PlanBase) -> bool:
         if isinstance(self.anchor, weakref.ref):
             return self.anchor() is plan
         return len(self.anchor) == len(made := _fields(plan)) and all(a is b for a, b in zip(self.anchor, made))
@@ -82,7 +104,7 @@ class _Cache:
         self._slots: OrderedDict[int, _Slot] = OrderedDict()
         self._lock = threading.RLock()
 
-    def get(self, plan: Plan, key: Hashable, make: Callable[[], T]) -> T:
+    def get(self, plan: PlanBase, key: Hashable, make: Callable[[], T]) -> T:
         with self._lock:
             slot = self._slot(plan)
             if key in slot.values:
@@ -91,14 +113,14 @@ class _Cache:
         with self._lock:
             return self._slot(plan).values.setdefault(key, found)  # type: ignore[no-any-return]
 
-    def _slot(self, plan: Plan) -> _Slot:
+    def _slot(self, plan: PlanBase) -> _Slot:
         ident = id(plan)
         slot = self._slots.get(ident)
         if slot is not None and slot.holds(plan):
             self._slots.move_to_end(ident)
             return slot
         try:
-            anchor: Any = weakref.ref(plan, lambda _ref, ident=ident: self._dropped(ident, _ref))
+            anchor: Any = weakref.ref(plan, functools.partial(self._dropped, ident))
         except TypeError:  # a slotted plan without a weak reference slot
             anchor = _fields(plan)
         slot = self._slots[ident] = _Slot(anchor)
@@ -106,7 +128,7 @@ class _Cache:
             self._slots.popitem(last=False)
         return slot
 
-    def _dropped(self, ident: int, ref: weakref.ref[Plan]) -> None:
+    def _dropped(self, ident: int, ref: weakref.ref[PlanBase]) -> None:
         with self._lock:
             slot = self._slots.get(ident)
             if slot is not None and slot.anchor is ref:
@@ -123,8 +145,269 @@ class _Cache:
 _CACHE = _Cache(CACHE_PLANS)
 
 
-def analysis_of(plan: Plan, processors: int | None = None) -> PlanAnalysis:
+def analysis_of(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
     """The plan under the execution-space cost model (`distal.lower.analysis.analyse`), worked out once per
     plan and configuration (its task counts read the Legate processors configured and the grouping switch)."""
     config = configuration(plan, processors)
-    return _CACHE.get(plan, ("analysis", config), lambda: analyse(plan))
+    return _CACHE.get(plan, ("analysis", config), lambda: analyse(plan, processors))
+
+
+# -- the finished plan ------------------------------------------------------------------------------------
+
+
+# Per argument of a grouped launch: the group's tile, projection and colors (None: the argument as it was).
+GroupCut = tuple[tuple[int, ...], tuple[Proj, ...], tuple[int, ...]] | None
+# Per point of a group, in the order it runs: the point and, per argument, its slices in the group's tile.
+Members = tuple[tuple[Point, tuple[tuple[slice, ...] | None, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGrouping:
+    """A launch box submitted as one task per processor group (`distal.lower.grouping.task_groups`): the
+    groups, each argument's cut for the launch over groups (`cuts`), and per group its points with their
+    views of the group's tiles (`members`)."""
+
+    groups: TaskGroups
+    cuts: tuple[GroupCut, ...]
+    members: Mapping[Point, Members]
+
+
+@dataclass(frozen=True, slots=True)
+class InPlaceViews:
+    """How every launch reads and writes one tensor in its format's device blocks (`launch_views`)."""
+
+    views: Mapping[ViewKey, BlockView]
+
+    def of(self, launch: Launch, op: Operand) -> BlockView:
+        """The view of operand ``op`` of ``launch`` (a launch as it runs: `Executable.launch`)."""
+        return self.views[view_key(launch, op)]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveStep:
+    """One step of a reduction program as the runtime runs it: ``collective`` (its name: "AllReduce",
+    "ReduceScatter", "AllGather", "Reduce" or "Broadcast") over disjoint groups of device ids, and the
+    chunks each participating device holds before and after it (`distal.reduction.lowering.LoweredStep`)."""
+
+    collective: str
+    groups: tuple[tuple[int, ...], ...]
+    chunks_before: tuple[tuple[int, tuple[int, ...]], ...]
+    chunks_after: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def __str__(self) -> str:
+        return f"{self.collective} over {[list(g) for g in self.groups]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionRun:
+    """A reduction program lowered to devices, as plain steps: ``devices`` (the system's size: rows of the
+    partials), the chunks each device's value is cut into, the steps in order, the devices of its groups
+    (``grouped``) and the system it was planned for, in words (``system``)."""
+
+    devices: int
+    chunks: int
+    steps: tuple[CollectiveStep, ...]
+    grouped: tuple[int, ...]
+    system: str
+
+
+def reduction_run(plan: ReductionPlan) -> ReductionRun:
+    """The chosen program of a reduction plan (`distal.reduction`) as the runtime's plain steps."""
+    lowered = plan.best.lowered
+    steps = tuple(CollectiveStep(str(s.collective), s.groups, s.chunks_before, s.chunks_after) for s in lowered.steps)
+    return ReductionRun(plan.layout.system.size, lowered.chunks, steps, tuple(plan.layout.devices),
+                        str(plan.layout.system))
+
+
+def reduction_plan(machine_or_levels: Any, groups: Sequence[Sequence[int]] | None, nbytes: float,
+                   algorithm: str = "ring") -> ReductionPlan:
+    """The simulated-best program summing ``groups`` on a `dt.Machine` (`machine_plan`) or on a system or
+    list of levels (`plan_reduction`; ``groups`` None: every device of a machine, one group). The synthesizer
+    (a layer below, loaded here when first needed: `import distal` does not load it) ranks the programs."""
+    from distal.reduction.machines import machine_plan
+    from distal.reduction.ranking import plan_reduction
+
+    if isinstance(machine_or_levels, Machine):
+        return machine_plan(machine_or_levels, groups, nbytes, algorithm)
+    assert groups is not None
+    return plan_reduction(machine_or_levels, [list(g) for g in groups], nbytes=nbytes, algorithm=algorithm)
+
+
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class Executable:
+    """A plan finished for ``configuration``: what the runtime needs beyond the plan to run it.
+
+    ``binding``: `Machine.bind` of the plan's machine to the processors ({} without a machine);
+    ``grouping``: whether points bound to one processor may run as one task (on, and a bound machine).
+    Per tensor (by index in `PlanBase.tensors`): ``layouts``, the layout its format places it in on
+    Legate (`placement_layout`), and ``views``, how every launch reads and writes it in its device blocks
+    (`launch_views`; None: it is gathered into one store, or has no format, or is the output of a
+    synthesized reduction). ``reduction``: the plan's synthesized reduction (None: none), with
+    ``partials``, the output's operand in the launches into per-processor partials, and ``program``, its
+    steps. ``whole``: per (group, launch) over the whole domain, its task groups; ``parts``: per (group,
+    launch, processor) of a launch over part of the domain, the task groups of that processor's box
+    (absent: one task per point). A launch is named by its group's index and its index in the group.
+    """
+
+    statement: str
+    configuration: Configuration
+    binding: Mapping[Point, int]
+    grouping: bool
+    layouts: tuple[Layout | None, ...]
+    views: tuple[InPlaceViews | None, ...]
+    reduction: Reduction | None
+    partials: Operand | None
+    program: ReductionRun | None
+    whole: Mapping[tuple[int, int], TaskGrouping]
+    parts: Mapping[tuple[int, int, int], TaskGrouping]
+
+    @property
+    def processors(self) -> int:
+        return self.configuration.processors
+
+    def launch(self, group: int, index: int, launch: Launch) -> Launch:
+        """``launch`` (launch ``index`` of group ``group``) as it runs: with a synthesized reduction, the
+        output's operand replaced by the processor blocks of the partials."""
+        return _into_partials(self.reduction, self.partials, launch)
+
+    def check_memory(self, plan: PlanBase, machine: Any, in_use: int = 0, staging: int = 0) -> None:
+        """Raise `OutOfMemory` when the plan cannot fit in the system memory of the started runtime
+        ``machine`` next to ``in_use`` bytes of other live stores (`distal.lower.memory.check_plan_memory`)."""
+        check_plan_memory(plan, machine, in_use, staging)
+
+    def __repr__(self) -> str:
+        grouped = len(self.whole) + len(self.parts)
+        return (f"<Executable {self.statement.splitlines()[0] if self.statement else ''}: on "
+                f"{self.processors} processor(s), {grouped} grouped launch box(es)>")
+
+
+def _into_partials(red: Reduction | None, partials: Operand | None, launch: Launch) -> Launch:
+    if red is None or partials is None:
+        return launch
+    operands = tuple(partials if op.tensor == red.tensor else op for op in launch.operands)
+    return replace(launch, operands=operands)
+
+
+def finalize(plan: PlanBase, processors: int | None = None) -> Executable:
+    """The plan finished for ``processors`` real processors of its kind (default: those configured) and the
+    configuration the environment sets now; worked out once per plan, processors and configuration."""
+    config = configuration(plan, processors)
+    return _CACHE.get(plan, ("executable", config), lambda: _finalize(plan, config))
+
+
+def _finalize(plan: PlanBase, config: Configuration) -> Executable:
+    machine = plan.machine
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    partials = partials_operand(plan, red) if red is not None else None
+    binding: dict[Point, int] = machine.bind(config.processors) if machine is not None and not machine.params else {}
+    grouping = config.grouping and machine is not None and not machine.params
+    layouts = tuple(placement_layout(info) for info in plan.tensors)
+    views: list[InPlaceViews | None] = []
+    for n, lay in enumerate(layouts):
+        viewed = launch_views(plan, n, lay) if lay is not None and (red is None or n != red.tensor) else None
+        views.append(InPlaceViews(MappingProxyType(viewed)) if viewed else None)
+    whole: dict[tuple[int, int], TaskGrouping] = {}
+    parts: dict[tuple[int, int, int], TaskGrouping] = {}
+    if grouping:
+        boxes: dict[tuple[Any, ...], TaskGrouping | None] = {}
+        for g, group in enumerate(plan.groups):
+            for k, launch in enumerate(group.launches):
+                if launch.pinned:
+                    continue
+                launch = _into_partials(red, partials, launch)
+                cuts = [_cut(plan, launch, op, layouts, views) for op in launch.operands]
+                if group.covers_domain(launch):
+                    def owner(p: Point, group: Group = group) -> int:
+                        return binding.get(plan.processor_of(group, p), 0)
+
+                    found = _grouping(boxes, ("whole", group.distributed), launch.lower, launch.upper, owner, cuts)
+                    if found is not None:
+                        whole[(g, k)] = found
+                    continue
+                for proc, (lower, upper) in _part_boxes(plan, group, launch, binding).items():
+                    found = _grouping(boxes, ("part", proc), lower, upper, _Constant(proc), cuts)
+                    if found is not None:
+                        parts[(g, k, proc)] = found
+    return Executable(plan.statement, config, MappingProxyType(binding), grouping, layouts, tuple(views), red,
+                      partials, reduction_run(red.plan) if red is not None and red.plan is not None else None,
+                      MappingProxyType(whole), MappingProxyType(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Constant:
+    """The owner of every point of a box bound to one processor."""
+
+    proc: int
+
+    def __call__(self, point: Point) -> int:
+        return self.proc
+
+
+def _part_boxes(plan: PlanBase, group: Group, launch: Launch, binding: Mapping[Point, int]
+                ) -> dict[int, tuple[Point, Point]]:
+    """Per real processor, the box [lower, upper) of a launch over part of the domain its points form (only
+    where they form one: a processor whose points are not a box runs them one task each)."""
+    by_proc: dict[int, list[Point]] = {}
+    for p in launch.points():
+        by_proc.setdefault(binding.get(plan.processor_of(group, p), 0), []).append(p)
+    out: dict[int, tuple[Point, Point]] = {}
+    for proc, points in by_proc.items():
+        lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
+        upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
+        if math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points):
+            out[proc] = (lower, upper)
+    return out
+
+
+def _colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
+    """Tiles per dimension when ``shape`` is cut into ``tile``-sized blocks (as `distal.runtime.tile_colors`)."""
+    return tuple(-(-n // max(t, 1)) if n > 0 else 0 for n, t in zip(shape, tile, strict=True))
+
+
+def _cut(plan: PlanBase, launch: Launch, op: Operand, layouts: Sequence[Layout | None],
+         views: Sequence[InPlaceViews | None]) -> Cut:
+    """``op`` of ``launch`` as the runtime's launch argument cuts its store (`distal.lower.grouping.Cut`):
+    a tensor read in place is its format's block store (one padded block per holding device, or the box of
+    blocks a tile spans), any other its tensor's store (shape (1,) for a 0-d tensor) or the partials."""
+    written = op.privilege is not Privilege.READ
+    placed = views[op.tensor]
+    lay = layouts[op.tensor]
+    if placed is not None and lay is not None:  # (never the output of a synthesized reduction: see `_finalize`)
+        view = placed.of(launch, op)
+        fixed = {a for a, _ in lay.fixed}
+        blocks = (*(1 if name in fixed else size for name, size in lay.axes), max(math.prod(lay.tile), 1))
+        lead = len(blocks) - 1
+        tile = (*([1] * lead), blocks[-1]) if view.span is None else (*view.span, blocks[-1])
+        return Cut(tile, view.projection, _colors(blocks, tile), written)
+    if op.tile is None or op.projection is None:
+        return Cut(None, None, None, written)
+    projection = tuple(p if p.dim is not None else Proj(None, 0, p.offset) for p in op.projection)
+    shape = plan.tensors[op.tensor].shape or (1,)
+    return Cut(op.tile, projection, op.colors if op.colors is not None else _colors(shape, op.tile), written)
+
+
+def _grouping(boxes: dict[tuple[Any, ...], TaskGrouping | None], owner_key: tuple[Any, ...], lower: Sequence[int],
+              upper: Sequence[int], owner: Callable[[Point], int], cuts: Sequence[Cut]) -> TaskGrouping | None:
+    """`task_groups` of the box as a `TaskGrouping`; None where the box runs one task per point. The
+    groups of a box are worked out once per owner (``owner_key``: what ``owner`` depends on) and box."""
+    lo, hi = tuple(lower), tuple(upper)
+    key = (owner_key, lo, hi)
+    if key not in boxes:
+        found_box = processor_groups(lo, hi, owner)
+        boxes[key] = None if isinstance(found_box, str) else TaskGrouping(found_box, (), MappingProxyType({}))
+    skeleton = boxes[key]
+    if skeleton is None:
+        return None
+    groups = check_cuts(skeleton.groups, cuts)
+    if isinstance(groups, str):
+        return None
+    grouped: list[GroupCut] = []
+    for cut in cuts:
+        gc = groups.cut(cut)
+        if gc.tile is None or gc.projection is None or gc.colors is None:
+            grouped.append(None)
+        else:
+            grouped.append((gc.tile, gc.projection, gc.colors))
+    members = {q: tuple((p, tuple(groups.slices(c, p) for c in cuts)) for p in groups.points(q))
+               for q in groups.groups()}
+    return TaskGrouping(groups, tuple(grouped), MappingProxyType(members))

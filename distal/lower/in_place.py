@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from distal.format.layout import Layout, layout
 from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, TensorInfo
-from distal.redist.formats import Layout, layout
 
 __all__ = ["BlockView", "block_projection", "element_block", "gathered", "gathered_tensors", "launch_views",
            "placement_layout"]
@@ -91,7 +91,6 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
     shape = lay.shape
     if not shape or 0 in shape or launch.volume == 0 or any(d.spread for d in lay.dims):
         return None
-    mesh = lay.mesh
     fixed = {a for a, _ in lay.fixed}
     fitted: dict[str, Proj] = {}
     intervals: list[tuple[int | None, dict[int, tuple[int, int]]]] = []
@@ -139,7 +138,7 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
         spans.append((ld, span))
     block: list[int] = []
     projection: list[Proj] = []
-    for k, (name, size) in enumerate(mesh.axes):
+    for k, (name, size) in enumerate(lay.axes):
         e = extent.get(name, 1)
         block.append(e)
         if name in fixed or size == 1:

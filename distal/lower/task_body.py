@@ -193,6 +193,11 @@ class TaskBody:
                                  f"but found {position}")
         self._call(point, tiles, position)
 
+    def zero_fill(self, tile: Any) -> None:
+        """Zero a fresh output tile of this body (`zero_fill`): what a runtime wrapping the body calls
+        where it fills the tile itself (a padded block the tile fills only in part)."""
+        zero_fill(tile)
+
     def _call(self, point: Sequence[int], tiles: Sequence[Any], fresh: int | None) -> None:
         start = time.perf_counter()
         if len(tiles) != len(self.tensors):

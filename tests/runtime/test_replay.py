@@ -1,4 +1,4 @@
-"""A plan run again submits the launches its last run worked out (`runtime._execute._Replay`).
+"""A plan run again submits the launches its last run worked out (`runtime._execute._Replay`, kept per `Executable`).
 
 A run that made no store keeps its launches; the next runs submit them as they were (no `_submit`), for as
 long as the plan's tensors hold the same storage and task grouping is unchanged. Counted by spying on the
@@ -41,6 +41,11 @@ def calls(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> dict[str,
     return seen
 
 
+def _kept(plan: Any) -> Any:
+    """The launches kept for the plan's next run (`_execute.replay_of` its executable), or None."""
+    return _execute.replay_of(_execute.executable_of(plan))
+
+
 def _copy(source: dt.Tensor, n: int, points: int = 4) -> tuple[Any, dt.Tensor]:
     """out(i) = source(i) on Grid(points), both laid out x -> x."""
     i, io, ii = dt.index_vars("i io ii")
@@ -55,10 +60,10 @@ def test_runs_after_one_that_made_no_store_replay_its_launches(calls: dict[str, 
     B = dt.Tensor.from_array("B", data, dt.Format("x -> x", dt.Machine(dt.Grid(4))))
     plan, out = _copy(B, 10)
     plan.run()  # places B and makes the output: not kept
-    assert _execute._REPLAY not in plan.memo
+    assert _kept(plan) is None
     plan.run()  # writes into the previous output's store: kept
     np.testing.assert_array_equal(out.to_numpy(), data)
-    kept = plan.memo[_execute._REPLAY]
+    kept = _kept(plan)
     worked_out = calls["worked_out"]
     launched = calls["launched"]
     storage = out.storage
@@ -78,7 +83,7 @@ def test_a_tensor_given_other_storage_makes_the_next_run_work_its_launches_out(c
     for _ in range(3):
         plan.run()
     np.testing.assert_array_equal(out.to_numpy(), first)
-    assert _execute._REPLAY in plan.memo
+    assert _kept(plan) is not None
     C = dt.Tensor.from_array("C", second, fmt)
     i, io, ii = dt.index_vars("i io ii")
     A[i] = C[i]  # another plan writes A: A holds new storage after it
@@ -112,4 +117,4 @@ def test_replay_off_keeps_nothing(calls: dict[str, int], monkeypatch: pytest.Mon
     for _ in range(3):
         plan.run()
     np.testing.assert_array_equal(out.to_numpy(), data)
-    assert _execute._REPLAY not in plan.memo
+    assert _kept(plan) is None
