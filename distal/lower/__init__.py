@@ -1,6 +1,6 @@
 """Lowering: scheduled concrete index notation to a task graph of Legate launches (plain data).
 
-`lower(schedule, bindings)` (what `Schedule.compile()` calls) is a list of
+`lower(schedule, bindings)` (what `compile_schedule`, and so `Schedule.compile()`, calls) is a list of
 passes, each in its own module; with `DISTAL_DEBUG=1` the IR after each pass
 is logged to stderr (logger `distal.lower`):
 
@@ -38,6 +38,7 @@ from distal.cin.relations import Communicate, Substitute
 from distal.errors import DistalError
 from distal.lower.bounds import Bounds, accesses
 from distal.lower.describe import describe
+from distal.lower.lints import plan_lints, warn
 from distal.lower.nest import Nest, find_nest, root_chain
 from distal.lower.parallel import plan_parallel, warn_fallbacks
 from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction, TensorInfo
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
     from distal.schedule.schedule import Schedule
 
-__all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo", "lower"]
+__all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo", "compile_schedule",
+           "lower"]
 
 log = logging.getLogger("distal.lower")
 
@@ -168,6 +170,28 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
                           + (f"\n{strategy.description}" if strategy.description else ""))
     if log.isEnabledFor(logging.DEBUG):
         _log("plan", describe(plan))
+    return plan
+
+
+def compile_schedule(sched: Schedule, *, rotation: str | None = None, reduction: str | None = None,
+                     **bindings: int) -> PlanBase:
+    """`Schedule.compile()`'s work, on any schedule: the bindings checked, the schedule lowered with its
+    tensors' current formats bound (`lower`), its performance traps (`distal.lower.lints`, a
+    `DistalPerformanceWarning` each, from the caller of the caller: the user's `compile`), and the schedule's
+    notes and eager choice carried into the plan."""
+    sched._check_bindings(bindings)
+    bound = sched.refreshed().formats_bound(bindings)
+    plan = lower(bound, bindings, rotation=rotation, reduction=reduction)
+    lints = plan_lints(bound, plan)
+    if lints:  # performance traps: kept for explain(), and a DistalPerformanceWarning each
+        plan = replace(plan, lints=lints)
+        warn(lints, stacklevel=4)
+    if sched.notes:
+        # what happened before scheduling (operands placed or redistributed,
+        # the auto choice) is part of what explain() reports
+        plan = replace(plan, notes=(*sched.notes, *plan.notes))
+    if sched.eager:
+        plan = replace(plan, eager=sched.eager)
     return plan
 
 
