@@ -20,9 +20,6 @@ from distal.redist.program import CollectiveProgram
 from distal.redist.synth import synthesize
 from distal.redist.types import Dim, DistType
 
-# `Program` is the old name, kept: "Program" named both the redistribution and the reduction programs.
-Program = CollectiveProgram
-
 __all__ = [
     "AllGather",
     "AllPermute",
@@ -35,7 +32,6 @@ __all__ = [
     "DynSlice",
     "FactorAxis",
     "Mesh",
-    "Program",
     "Relabel",
     "synthesize",
 ]

@@ -24,7 +24,7 @@ from typing import Any
 from distal.redist.mesh import Mesh
 from distal.redist.search import WeakOp
 
-__all__ = ["ConcreteOp", "FTypes", "lower", "lower_relabelled"]
+__all__ = ["ConcreteOp", "FTypes", "lower_relabelled", "lower_weak_path"]
 
 FType = tuple[tuple[int, ...], ...]
 FTypes = list[FType]
@@ -196,7 +196,7 @@ def _reorder_for(lowering: _Lowering, t: FType, op: WeakOp) -> FType:
     return tuple(lists)
 
 
-def lower(
+def lower_weak_path(
     mesh: Mesh, src: FType, dst: FType, ops: Sequence[WeakOp], rounds: int = 2
 ) -> tuple[FTypes, list[ConcreteOp]]:
     """Concrete types (one more than ops) and concrete ops for a weak path."""
@@ -231,7 +231,7 @@ def lower(
     # rare (mixed primes in one dimension): reorder where the forward pass got stuck
     k = len(fwd_types) - 1
     fixed = _reorder_for(low, fwd_types[k], ops[k])
-    rest_types, rest_ops = lower(mesh, fixed, dst, ops[k:], rounds)
+    rest_types, rest_ops = lower_weak_path(mesh, fixed, dst, ops[k:], rounds)
     return fwd_types + rest_types, [*fwd_ops, ("permute",), *rest_ops]
 
 

@@ -22,6 +22,7 @@ from distal.errors import TypeNotationError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
 from distal.redist.frames import Frame, identity, offsets_at, relabel
 from distal.redist.mesh import Mesh
+from distal.redist.simulate import simulate
 from distal.redist.types import DistType, factors_to_refs, ref_factors
 
 if TYPE_CHECKING:
@@ -296,8 +297,6 @@ class CollectiveProgram:
         >>> p.simulate(np.arange(4))[(1,)]
         array([0, 1, 2, 3])
         """
-        from distal.redist.simulate import simulate
-
         return simulate(self, global_array)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,8 +22,10 @@ from distal.errors import RuntimeFailure, ShapeError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
 from distal.redist.frames import Frame, offsets_at, point_coords, point_index
 from distal.redist.mesh import Mesh
-from distal.redist.program import CollectiveProgram
 from distal.redist.types import DistType, ref_factors
+
+if TYPE_CHECKING:
+    from distal.redist.program import CollectiveProgram
 
 __all__ = ["offsets", "simulate"]
 

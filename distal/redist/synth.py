@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from distal.errors import SynthesisError, TypeNotationError
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collective, DynSlice, Relabel
-from distal.redist.lower import ConcreteOp, FTypes, lower, lower_relabelled
+from distal.redist.lower import ConcreteOp, FTypes, lower_relabelled, lower_weak_path
 from distal.redist.mesh import Mesh
 from distal.redist.program import CollectiveProgram
 from distal.redist.search import WeakOp, WeakProblem, paths_below, shortest_paths
@@ -92,7 +92,7 @@ def _synthesize(src: DistType, dst: DistType, mesh: Mesh, method: str, relabel: 
 
     def consider(path: list[WeakOp]) -> Key:
         nonlocal best
-        lowered = [_merge(*lower(mesh, s_lists, d_lists, path))]
+        lowered = [_merge(*lower_weak_path(mesh, s_lists, d_lists, path))]
         if relabel:
             lowered.append(_merge(*lower_relabelled(mesh, s_lists, d_lists, path)))
         keys = []
