@@ -10,11 +10,8 @@ factor grid of redistribution (`_factor_grid`) all read these.
 
 from __future__ import annotations
 
-import functools
-
-from distal.format.format import Format
-from distal.lower.plan import Box
-from distal.redist.formats import Layout
+from distal.format.format import Bounds
+from distal.format.layout import Layout
 
 from ._start import processor_count
 
@@ -25,32 +22,24 @@ def block_grid(lay: Layout) -> tuple[int, ...]:
     """The leading dimensions of a `FormatStore`'s blocks: one per machine dimension (all levels),
     of its size, or 1 where the format fixes it (only the face holds blocks)."""
     fixed = {a for a, _ in lay.fixed}
-    return tuple(1 if name in fixed else size for name, size in lay.mesh.axes)
+    return tuple(1 if name in fixed else size for name, size in lay.axes)
 
 
 def holder_index(lay: Layout, device: tuple[int, ...]) -> tuple[int, ...]:
     """The index in a `FormatStore`'s leading dimensions of the block of ``device`` (a machine coordinate)."""
     fixed = {a for a, _ in lay.fixed}
-    return tuple(0 if name in fixed else c for name, c in zip(lay.mesh.names, device, strict=True))
+    return tuple(0 if name in fixed else c for name, c in zip(lay.names, device, strict=True))
 
 
-def holder_box(lay: Layout, device: tuple[int, ...]) -> Box:
+def holder_box(lay: Layout, device: tuple[int, ...]) -> Bounds:
     """The box of the tensor (global coordinates) that ``device``'s block holds, at the block's origin.
 
-    The box `Format.boxes` gives the device (one per device: its tile, level
-    by level); a device holding nothing (off a fixed face, or past a
-    non-dividing edge, where its block is all padding) gets an empty box.
-    tests/format/test_ownership.py checks that the padded layout of the
-    block puts exactly this box at its start.
+    The box `Format.boxes` gives the device (`Layout.box`); a device holding
+    nothing (off a fixed face, or past a non-dividing edge, where its block
+    is all padding) gets an empty box. tests/format/test_ownership.py checks
+    that the padded layout of the block puts exactly this box at its start.
     """
-    held = _boxes(lay.format, lay.shape).get(tuple(device), ())
-    assert len(held) <= 1, (lay, device, held)
-    return held[0] if held else tuple((0, 0) for _ in lay.shape)
-
-
-@functools.lru_cache(maxsize=64)
-def _boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], tuple[Box, ...]]:
-    return fmt.boxes(shape)
+    return lay.box(device)
 
 
 def bound_cpus(lay: Layout) -> dict[tuple[int, ...], int]:

@@ -1,45 +1,22 @@
-"""Running redistribution plans on Legate, one launch per collective.
+"""Running finished redistributions on Legate, one launch per step.
 
-A distributed array of type τ on a mesh is a store of shape ``(*grid, L)``:
-one leading dimension per prime factor axis of the mesh (`device_grid`; a
-tensor's `FormatStore` keeps one per machine dimension, and
-`as_factor_grid` / `from_factor_grid` convert: a view, or one copy per
-device where a machine dimension has a composite size),
-and one device's block of ``localtype(τ)`` flattened (L = localsize(τ)).
-Every step is an index launch over the device grid that writes each
-device's block of a new store from blocks of the previous one, as the
-step's per-device meaning says (`distal.redist.program`):
-
-* dynslice: a device reads its own block and keeps a part of it;
-* allgather, alltoall: a device reads the blocks of its group (the devices
-  that differ from it only along the gathered or moved factor axes; one
-  launch argument per member, each an affine projection of the launch
-  point) and assembles its new block;
-* allpermute: a device reads the one block it needs; when the source holder
-  is an affine function of the device (factor axes matched size by size)
-  one index launch does it, otherwise one pinned launch per device;
-* relabel moves no data and launches nothing: it changes the program's
-  frame (`CollectiveProgram.frames`, `distal.redist.frames`), the device that plays
-  each point of the mesh. Until the final allpermute, a step runs at every
-  point ``h`` and reads and writes the blocks of the devices playing the
-  points it names (``frame[h]`` for its own): one pinned launch per point,
-  since these are no affine maps of the launch point in general; the
-  allpermute then reads each block from a device holding it in the frame and
-  writes it where the mesh's own map wants it;
-* repad (distal's own local step for formats that pad a dimension
-  differently) moves the elements of a gathered dimension to new padded
-  positions.
-
-Before the programs, ``enter`` turns the source format's blocks into blocks
-of the program's first type (a device off a fixed face copies its face
-partner's block; unpartitioned dimensions are padded); after them, ``exit``
-keeps the target format's blocks (only the face, cropped). No store made
-along the way has blocks larger than the plan's height (checked).
+A distributed array on the machine is a store of shape ``(*grid, L)``: one
+leading dimension per prime factor of the machine's dimensions (the factor
+grid, `distal.redist.moves.FactorGrid`; a tensor's `FormatStore` keeps one
+per machine dimension, and `as_factor_grid` / `from_factor_grid` convert: a
+view, or one copy per device where a machine dimension has a composite
+size), and one device's block, flattened. A redistribution arrives finished
+(`distal.redist.moves.Moves`, made by `distal.redist.finish.finish` from
+the synthesizer's plan, where each step's meaning is explained): every
+step is an index launch over the factor grid, or one pinned launch per
+point, that writes each device's block of a new store from blocks of the
+previous one as the step lists them. This module only interprets the
+steps: it imports nothing of the synthesizer. No store made along the way
+has blocks larger than the plan's height (checked).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -49,15 +26,20 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DistalError, FormatError
-from distal.format.format import Format
-from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
-from distal.redist.formats import FormatProgram, Layout, Repad, plan_redistribution
-from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
-from distal.redist.mesh import Mesh
-from distal.redist.program import CollectiveProgram
-from distal.redist.types import DistType, ref_factors
+from distal.format.layout import Layout
+from distal.redist.moves import (
+    Exchange,
+    FactorGrid,
+    Lead,
+    Moves,
+    Permute,
+    Pinned,
+    ProgramMoves,
+    Reframe,
+    Reposition,
+)
 
-from ._factor_grid import as_factor_grid, device_grid, from_factor_grid
+from ._factor_grid import as_factor_grid, from_factor_grid
 from ._holders import block_grid
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import zeros
@@ -66,7 +48,7 @@ from ._start import legate_runtime, processor_count
 from ._store import Store, ensure_room, legate_type, tile_of, wrap
 from ._tensor_storage import FormatStore
 
-__all__ = ["StepRecord", "check_room", "made_bytes", "redistribute", "run_plan_steps", "run_program"]
+__all__ = ["StepRecord", "check_room", "made_bytes", "run_plan_steps", "run_program"]
 
 _lock = threading.Lock()
 _kernels: dict[tuple[Any, ...], int] = {}
@@ -106,6 +88,10 @@ def _own(n: int) -> list[Affine]:
     return [Affine(f) for f in range(n)]
 
 
+def _affine(lead: Lead) -> list[Affine]:
+    return [Affine(None, 0, c) if k is None else Affine(k) for k, c in lead]
+
+
 def _mixed(run: Sequence[int], coords: Sequence[int], sizes: Sequence[int]) -> int:
     """Index of a device along a run of factor axes (minor first)."""
     idx, stride = 0, 1
@@ -113,10 +99,6 @@ def _mixed(run: Sequence[int], coords: Sequence[int], sizes: Sequence[int]) -> i
         idx += coords[f] * stride
         stride *= sizes[f]
     return idx
-
-
-def _refs(mesh: Mesh, axes: tuple[str, ...]) -> tuple[int, ...]:
-    return tuple(f for a in axes for f in ref_factors(mesh, a))
 
 
 # -- kernels ------------------------------------------------------------------------------
@@ -190,227 +172,125 @@ def _make_move(before: tuple[int, ...], after: tuple[int, ...],
     return move
 
 
-def _moves(dims: Sequence[int], old: Layout, new: Layout) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
-    return tuple((d, old.dims[d].positions(), new.dims[d].positions()) for d in dims)
-
-
-def _move_kernel(before: tuple[int, ...], after: tuple[int, ...],
-                 moves: tuple[tuple[int, np.ndarray, np.ndarray], ...]) -> int:
-    key = ("move", before, after, tuple((d, a.tobytes(), b.tobytes()) for d, a, b in moves))
-    return _kernel(key, lambda: _make_move(before, after, moves))
+def _move_kernel(step: Reposition) -> int:
+    moves = tuple((d, np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)) for d, a, b in step.moves)
+    key = ("move", step.before, step.after, tuple((d, a.tobytes(), b.tobytes()) for d, a, b in moves))
+    return _kernel(key, lambda: _make_move(step.before, step.after, moves))
 
 
 # -- steps ----------------------------------------------------------------------------------
 
 
-def _exchange_step(mesh: Mesh, store: Store, src: DistType, dst: DistType,
-                   gathers: list[tuple[int, tuple[int, ...]]],
-                   slices: list[tuple[int, tuple[int, ...]]], frame: Frame) -> tuple[Store, int]:
-    """One exchange; groups and indices are over points of ``frame`` (the device map of ``src``)."""
-    grid = device_grid(mesh)
-    sizes = tuple(f.size for f in mesh.factors)
-    group = tuple(sorted({f for _, run in gathers for f in run}))
-    members = tuple(itertools.product(*(range(sizes[f]) for f in group)))
-    key = ("exchange", members, group, tuple(gathers), tuple(slices), src.local_type, dst.local_type, sizes)
-    kernel = _kernel(key, lambda: _make_exchange(members, group, tuple(gathers), tuple(slices),
-                                                 src.local_type, dst.local_type, sizes))
-    if frame == identity(mesh):
-        out = _new_store(grid, dst.local_size, store.dtype)
+def _pinned(kernel: int, launches: tuple[Pinned, ...], store: Store, out: Store, count: int) -> None:
+    """One launch per entry, reading its blocks of ``store`` and writing its block of ``out``."""
+    src_block = (*([1] * (store.ndim - 1)), store.shape[-1])
+    dst_block = (*([1] * (out.ndim - 1)), out.shape[-1])
+    n_real = processor_count("cpu")
+    for p in launches:
+        reads: list[Store | tuple[Store, Privilege]] = [(tile_of(store, src_block, (*r, 0)), Privilege.READ)
+                                                        for r in p.reads]
+        reads.append((tile_of(out, dst_block, (*p.write, 0)), Privilege.WRITE))
+        point_launch(kernel, reads, p.point, p.slot * n_real // count)
+
+
+def _exchange_step(grid: FactorGrid, store: Store, step: Exchange) -> tuple[Store, int]:
+    shape = grid.shape()
+    sizes = tuple(s for _, s, _ in grid.factors)
+    key = ("exchange", step.members, step.group, step.gathers, step.slices, step.before, step.after, sizes)
+    kernel = _kernel(key, lambda: _make_exchange(step.members, step.group, step.gathers, step.slices,
+                                                 step.before, step.after, sizes))
+    if step.pinned is None:
+        out = _new_store(shape, step.block, store.dtype)
         args = []
-        for values in members:
-            lead = _own(len(grid))
-            for f, v in zip(group, values):
+        for values in step.members:
+            lead = _own(len(shape))
+            for f, v in zip(step.group, values):
                 lead[f] = Affine(None, 0, v)
             args.append(_block_arg(store, Privilege.READ, lead))
-        args.append(_block_arg(out, Privilege.WRITE, _own(len(grid))))
-        index_launch(kernel, grid, args)
+        args.append(_block_arg(out, Privilege.WRITE, _own(len(shape))))
+        index_launch(kernel, shape, args)
         return out, 1
-    # relabelled: device frame[h] plays point h and holds its tile; a group member is the device
-    # playing a point that differs only along the group's factors (no affine map of the device in
-    # general), so one pinned launch per point, run at the point's coordinates
-    pts = point_coords(mesh)
-    src_block = (*([1] * len(grid)), store.shape[-1])
-    dst_block = (*([1] * len(grid)), max(dst.local_size, 1))
-    out = zeros((*grid, dst_block[-1]), store.dtype, tile=dst_block)
-    n_real = processor_count("cpu")
-    for h, (c, dev) in enumerate(zip(pts, frame, strict=True)):
-        reads: list[Store | tuple[Store, Privilege]] = []
-        for values in members:
-            mc = list(c)
-            for f, v in zip(group, values):
-                mc[f] = v
-            holder = frame[point_index(mesh, mc)]
-            reads.append((tile_of(store, src_block, (*pts[holder], 0)), Privilege.READ))
-        reads.append((tile_of(out, dst_block, (*pts[dev], 0)), Privilege.WRITE))
-        point_launch(kernel, reads, c, h * n_real // mesh.size)
-    return out, mesh.size
+    size = max(step.block, 1)
+    out = zeros((*shape, size), store.dtype, tile=(*([1] * len(shape)), size))
+    _pinned(kernel, step.pinned, store, out, grid.size)
+    return out, grid.size
 
 
-def _permute_map(mesh: Mesh, src: DistType, dst: DistType) -> list[Affine] | None:
-    """The source holder's factor coordinates as affine maps of the device's, or None."""
-    sizes = [f.size for f in mesh.factors]
-    s_lists, d_lists = src.factor_lists(mesh), dst.factor_lists(mesh)
-    lead = _own(len(sizes))
-    for s, d in zip(s_lists, d_lists, strict=True):
-        if [sizes[f] for f in s] != [sizes[f] for f in d]:
-            return None
-        for fs, fd in zip(s, d):
-            lead[fs] = Affine(fd)
-    return lead
-
-
-def _permute_step(mesh: Mesh, store: Store, src: DistType, dst: DistType, frame: Frame) -> tuple[Store, int]:
-    """Every device receives the tile ``dst`` gives it (mesh's own map) from a holder in ``frame``."""
-    grid = device_grid(mesh)
-    kernel = _kernel(("permute", src.local_size), lambda: _make_copy(src.local_size))
-    lead = _permute_map(mesh, src, dst) if frame == identity(mesh) else None
-    if lead is not None:
-        out = _new_store(grid, dst.local_size, store.dtype)
-        index_launch(kernel, grid, [_block_arg(store, Privilege.READ, lead),
-                                    _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+def _permute_step(grid: FactorGrid, store: Store, step: Permute) -> tuple[Store, int]:
+    shape = grid.shape()
+    kernel = _kernel(("permute", step.size), lambda: _make_copy(step.size))
+    if step.lead is not None:
+        out = _new_store(shape, step.block, store.dtype)
+        index_launch(kernel, shape, [_block_arg(store, Privilege.READ, [Affine(k) for k in step.lead]),
+                                     _block_arg(out, Privilege.WRITE, _own(len(shape)))])
         return out, 1
-    # one pinned launch per device, reading a holder of the tile it needs
-    pts = point_coords(mesh)
-    block = (*([1] * len(grid)), max(src.local_size, 1))
-    out = zeros((*grid, block[-1]), store.dtype, tile=block)
-    holders: dict[tuple[int, ...], list[int]] = {}
-    for h, off in enumerate(offsets_at(src, mesh)):
-        holders.setdefault(off, []).append(frame[h])
-    n_real = processor_count("cpu")
-    for d, want in enumerate(offsets_at(dst, mesh)):
-        pool = holders[want]
-        h = d if d in pool else pool[0]
-        here = pts[d] or (0,)
-        there = pts[h] or (0,)
-        point_launch(kernel, [(tile_of(store, block, (*there, 0)), Privilege.READ),
-                              (tile_of(out, block, (*here, 0)), Privilege.WRITE)],
-                     here, d * n_real // mesh.size)
-    return out, mesh.size
+    size = max(step.size, 1)
+    out = zeros((*shape, size), store.dtype, tile=(*([1] * len(shape)), size))
+    _pinned(kernel, step.pinned, store, out, grid.size)
+    return out, grid.size
 
 
-def run_program(program: CollectiveProgram, store: Store, trace: list[StepRecord] | None = None) -> Store:
-    """Run ``program`` on a store of blocks of its source type; the store of its target type.
+def run_program(program: ProgramMoves, store: Store, trace: list[StepRecord] | None = None) -> Store:
+    """Run ``program`` (finished, `distal.redist.finish.finish_program`) on a store of blocks of its source
+    type; the store of its target type.
 
     ``trace`` (if given) receives one `StepRecord` per step.
     """
-    mesh = program.mesh
-    for step, src, dst, frame in zip(program.steps, program.types, program.types[1:], program.frames):
-        launches = 1
-        if isinstance(step, Relabel):
+    for step in program.steps:
+        if isinstance(step, Reframe):
             launches = 0  # no data moves: later steps read the blocks through the new frame
-        elif isinstance(step, AllPermute):
-            store, launches = _permute_step(mesh, store, src, dst, frame)
-        elif isinstance(step, AllGather):
-            store, launches = _exchange_step(mesh, store, src, dst,
-                                             [(i, _refs(mesh, r)) for i, r in step.axes], [], frame)
-        elif isinstance(step, DynSlice):
-            store, launches = _exchange_step(mesh, store, src, dst,
-                                             [], [(i, _refs(mesh, r)) for i, r in step.axes], frame)
-        elif isinstance(step, AllToAll):
-            runs = [(i, j, _refs(mesh, r)) for i, j, r in step.moves]
-            store, launches = _exchange_step(mesh, store, src, dst, [(i, r) for i, _, r in runs],
-                                             [(j, r) for _, j, r in runs], frame)
-        else:  # pragma: no cover - a new collective must be taught here
-            raise DistalError(f"expected a collective distal can run, but found {step!r}")
+        elif isinstance(step, Permute):
+            store, launches = _permute_step(program.factors, store, step)
+        elif isinstance(step, Exchange):
+            store, launches = _exchange_step(program.factors, store, step)
+        else:  # pragma: no cover - a new step must be taught here
+            raise DistalError(f"expected a redistribution step distal can run, but found {step!r}")
         if trace is not None:
-            trace.append(StepRecord(str(step), dst.local_size, launches))
+            trace.append(StepRecord(step.label, step.block, launches))
     return store
 
 
-def _unpartitioned(lay: Layout) -> list[int]:
-    return [d for d, dim in enumerate(lay.dims) if not dim.parts]
-
-
-def _same(a: Layout, b: Layout, dims: Sequence[int]) -> bool:
-    return a.tile == b.tile and all(a.dims[d].same_positions(b.dims[d]) for d in dims)
-
-
-def _enter(plan: FormatProgram, held: FormatStore) -> Store:
-    """Blocks of the first program's source type from the source format's blocks."""
-    own, src = held.layout, plan.source
-    mesh = plan.mesh
-    grid = device_grid(mesh)
-    free = _unpartitioned(own)
-    blocks = as_factor_grid(held)
-    if not src.fixed and _same(own, src, free):
-        return blocks
-    fixed = {a for a, _ in src.fixed}
-    lead = [Affine(None, 0, 0) if f.axis in fixed else Affine(k) for k, f in enumerate(mesh.factors)]
-    lead = lead or [Affine(0)]
-    kernel = _move_kernel(own.tile, src.tile, _moves(free, own, src))
-    out = _new_store(grid, math.prod(src.tile), held.dtype)
-    index_launch(kernel, grid, [_block_arg(blocks, Privilege.READ, lead),
-                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
+def _reposition(step: Reposition, store: Store) -> Store:
+    """One launch over ``step.grid``: each block read at ``step.lead`` moved to its new positions."""
+    out = _new_store(step.grid, step.block, store.dtype)
+    index_launch(_move_kernel(step), step.grid, [_block_arg(store, Privilege.READ, _affine(step.lead)),
+                                                 _block_arg(out, Privilege.WRITE, _own(len(step.grid)))])
     return out
 
 
-def _exit(plan: FormatProgram, store: Store, target: Layout) -> Store:
-    """The target format's blocks (face only, cropped) from blocks of the last program's type."""
-    last = plan.target
-    mesh = plan.mesh
-    free = _unpartitioned(target)
-    if not target.fixed and _same(last, target, free):
-        return store
-    grid = device_grid(mesh, target)
-    faces = dict(target.fixed)
-    lead = []
-    for k, f in enumerate(mesh.factors):
-        if f.axis in faces:
-            lead.append(Affine(None, 0, (faces[f.axis] // f.stride) % f.size))
-        else:
-            lead.append(Affine(k))
-    lead = lead or [Affine(0)]
-    kernel = _move_kernel(last.tile, target.tile, _moves(free, last, target))
-    out = _new_store(grid, math.prod(target.tile), store.dtype)
-    index_launch(kernel, grid, [_block_arg(store, Privilege.READ, lead),
-                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
-    return out
-
-
-def _repad(plan: FormatProgram, stage: Repad, store: Store) -> Store:
-    kernel = _move_kernel(stage.before.local_type, stage.after.local_type,
-                          _moves(stage.dims, plan.source, plan.target))
-    grid = device_grid(plan.mesh)
-    out = _new_store(grid, stage.after.local_size, store.dtype)
-    index_launch(kernel, grid, [_block_arg(store, Privilege.READ, _own(len(grid))),
-                                _block_arg(out, Privilege.WRITE, _own(len(grid)))])
-    return out
-
-
-def _regrid_bytes(lay: Layout, size: int, to_factors: bool, itemsize: int) -> int:
+def _regrid_bytes(lay: Layout, grid: FactorGrid, size: int, to_factors: bool, itemsize: int) -> int:
     """Bytes of the store `as_factor_grid` / `from_factor_grid` makes for blocks of ``size`` elements (0: a view)."""
-    factors, machine = device_grid(lay.mesh, lay), block_grid(lay)
+    factors, machine = grid.shape({a for a, _ in lay.fixed}), block_grid(lay)
     if factors == machine:
         return 0
     return math.prod(factors if to_factors else machine) * size * itemsize
 
 
-def made_bytes(plan: FormatProgram, held: FormatStore) -> list[tuple[str, int]]:
+def made_bytes(moves: Moves, held: FormatStore) -> list[tuple[str, int]]:
     """The stores `run_plan_steps` makes on ``held``, in order: (what, bytes) each.
 
     None is freed before the next fence (`_store._KEEP_ALIVE`), so the run
     needs them all next to the tensor's blocks.
     """
-    own, src, mesh, item = held.layout, plan.source, plan.mesh, held.dtype.itemsize
-    grid = math.prod(device_grid(mesh))
+    item = held.dtype.itemsize
+    grid = math.prod(moves.factors.shape())
     out: list[tuple[str, int]] = []
-    if (regrid := _regrid_bytes(own, held.blocks.shape[-1], True, item)):
+    if (regrid := _regrid_bytes(held.layout, moves.factors, held.blocks.shape[-1], True, item)):
         out.append(("the blocks on the factor grid", regrid))
-    if src.fixed or not _same(own, src, _unpartitioned(own)):
-        out.append(("expand" if src.fixed else "pad", grid * math.prod(src.tile) * item))
-    for stage in plan.stages:
-        if isinstance(stage, CollectiveProgram):
-            for step, dst in zip(stage.steps, stage.types[1:]):
-                if not isinstance(step, Relabel):
-                    out.append((str(step), grid * max(dst.local_size, 1) * item))
+    if moves.enter is not None:
+        out.append((moves.enter.label, math.prod(moves.enter.grid) * max(moves.enter.block, 1) * item))
+    for stage in moves.stages:
+        if isinstance(stage, ProgramMoves):
+            for step in stage.steps:
+                if not isinstance(step, Reframe):
+                    out.append((step.label, grid * max(step.block, 1) * item))
         else:
-            out.append((str(stage), grid * max(stage.after.local_size, 1) * item))
-    target = _target_layout(plan)
-    size = max(math.prod(plan.target.tile), 1)
-    if target.fixed or not _same(plan.target, target, _unpartitioned(target)):
-        size = math.prod(target.tile)
-        out.append(("restrict" if target.fixed else "crop", math.prod(device_grid(mesh, target)) * size * item))
-    if (regrid := _regrid_bytes(target, size, False, item)):
+            out.append((stage.label, math.prod(stage.grid) * max(stage.block, 1) * item))
+    size = max(math.prod(moves.target.tile), 1)
+    if moves.exit is not None:
+        size = moves.exit.block
+        out.append((moves.exit.label, math.prod(moves.exit.grid) * size * item))
+    if (regrid := _regrid_bytes(moves.target, moves.factors, size, False, item)):
         out.append(("the blocks on the machine grid", regrid))
     return out
 
@@ -419,67 +299,51 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-def check_room(plan: FormatProgram, held: FormatStore, name: str | None = None) -> None:
+def check_room(moves: Moves, held: FormatStore, name: str | None = None) -> None:
     """Raise `OutOfMemory` before anything is queued when the stores `run_plan_steps` makes on ``held``
     (`made_bytes`) cannot fit in Legate's memory next to the live stores (one fence first frees
     what nothing references)."""
-    made = made_bytes(plan, held)
+    made = made_bytes(moves, held)
     total = sum(b for _, b in made)
     if not total:
         return
     steps = ", ".join(f"{what} {_mib(b)}" for what, b in made)
     tensor = f"{name}{list(held.shape)}" if name else f"a tensor of shape {list(held.shape)}"
-    ensure_room(f"redistributing {tensor} {held.dtype} from {plan.source.format} to {plan.target.format} "
+    ensure_room(f"redistributing {tensor} {held.dtype} from {moves.source.format} to {moves.target.format} "
                 f"(its new stores {_mib(total)}: {steps})", total)
 
 
-def run_plan_steps(plan: FormatProgram, held: FormatStore,
+def run_plan_steps(moves: Moves, held: FormatStore,
                    trace: list[StepRecord] | None = None, name: str | None = None) -> FormatStore:
-    """Run ``plan`` on data held in its source format; the data in its target format.
+    """Run the finished redistribution ``moves`` on data held in its source format; the data in its target format.
 
-    Checks that no store along the way has blocks larger than ``plan.height``,
+    Checks that no store along the way has blocks larger than ``moves.height``,
     and, before anything is queued, that the stores it makes fit in Legate's
     memory (`check_room`; ``name`` names the tensor in its `OutOfMemory`).
     """
-    if held.format != plan.source.format or held.shape != plan.source.shape:
+    source = moves.source
+    if held.format != source.format or held.shape != source.shape:
         raise FormatError(
-            f"expected data in format {plan.source.format} of shape {plan.source.shape}, "
+            f"expected data in format {source.format} of shape {source.shape}, "
             f"but found {held.format} of shape {held.shape}"
         )
-    check_room(plan, held, name)
+    check_room(moves, held, name)
     record = trace if trace is not None else []
-    store = _enter(plan, held)
-    if plan.source.fixed or not _same(held.layout, plan.source, _unpartitioned(held.layout)):  # _enter launched
-        record.append(StepRecord("expand" if plan.source.fixed else "pad", math.prod(plan.source.tile), 1))
-    for stage in plan.stages:
-        if isinstance(stage, CollectiveProgram):
+    store = as_factor_grid(held, moves.factors)
+    if moves.enter is not None:
+        store = _reposition(moves.enter, store)
+        record.append(StepRecord(moves.enter.label, moves.enter.block, 1))
+    for stage in moves.stages:
+        if isinstance(stage, ProgramMoves):
             store = run_program(stage, store, record)
         else:
-            store = _repad(plan, stage, store)
-            record.append(StepRecord(str(stage), stage.after.local_size, 1))
-    target = _target_layout(plan)
-    before = store
-    store = _exit(plan, store, target)
-    if store is not before:
-        record.append(StepRecord("restrict" if target.fixed else "crop", math.prod(target.tile), 1))
+            store = _reposition(stage, store)
+            record.append(StepRecord(stage.label, stage.block, 1))
+    if moves.exit is not None:
+        store = _reposition(moves.exit, store)
+        record.append(StepRecord(moves.exit.label, moves.exit.block, 1))
     for r in record:
-        if r.block > plan.height:
+        if r.block > moves.height:
             raise DistalError(f"redistribution step {r.label} holds {r.block} elements per device, "
-                              f"above the plan's height {plan.height}")
-    return FormatStore(from_factor_grid(store, target), target, held.dtype)
-
-
-def _target_layout(plan: FormatProgram) -> Layout:
-    from distal.redist.formats import layout
-
-    return layout(plan.target.format, plan.target.shape)
-
-
-def redistribute(held: FormatStore, fmt: Format, method: str = "search",
-                 trace: list[StepRecord] | None = None) -> tuple[FormatStore, FormatProgram]:
-    """Move data held in one format to format ``fmt`` (same machine) on Legate.
-
-    Returns the data in the new format and the plan that moved it.
-    """
-    plan = plan_redistribution(held.format, fmt, held.shape, method)
-    return run_plan_steps(plan, held, trace), plan
+                              f"above the plan's height {moves.height}")
+    return FormatStore(from_factor_grid(store, moves.target, moves.factors), moves.target, held.dtype)

@@ -1,6 +1,6 @@
 """A tensor's data life cycle on Legate: the one entry point of the user's `dt.Tensor` into the runtime.
 
-`dt.Tensor` (distal/notation/tensor.py) sits below the runtime and holds
+`dt.Tensor` (distal/api/tensor.py, a `TensorBase` of distal/notation/tensor_base.py) holds
 its data as one `Storage` (distal/notation/storage.py). Everything it asks
 of Legate goes through `tensor_data`, a `TensorData`:
 
@@ -11,7 +11,8 @@ of Legate goes through `tensor_data`, a `TensorData`:
   store without one;
 * reading back: no call here, the storage protocol does it
   (`Storage.to_numpy` of a `TensorStore` or `FormatStore`);
-* moving: `redistribute` runs a redistribution plan on the tensor's blocks;
+* moving: `redistribute` runs a finished redistribution (`distal.redist.moves.Moves`) on the tensor's
+  blocks; the caller plans and finishes it (the runtime imports no synthesizer);
 * handing out: `interface` (the Legate data interface of a copy, made on
   Legate) and `to_cupynumeric`;
 * freeing: no call here either. A storage the tensor lets go of (replaced
@@ -36,8 +37,8 @@ from ._start import ensure_started, is_started
 
 if TYPE_CHECKING:
     from distal.notation.storage import Storage
-    from distal.notation.tensor import Tensor
-    from distal.redist.formats import FormatProgram
+    from distal.notation.tensor_base import TensorBase
+    from distal.redist.moves import Moves
 
     from ._store import Store
     from ._tensor_storage import FormatStore, TensorStore
@@ -83,7 +84,7 @@ class TensorData:
         store, shape = found
         return LegateCopy(store, shape)
 
-    def place(self, tensor: Tensor) -> None:
+    def place(self, tensor: TensorBase) -> None:
         """Put ``tensor``'s data on Legate now, laid out by its format (starts Legate); nothing when it is there.
 
         A tensor without a format, or whose format's machine is symbolic,
@@ -101,18 +102,19 @@ class TensorData:
         else:
             tensor.bind(adopt(held, tensor.to_numpy, fmt, tensor.dtype, tensor.concrete_shape()))
 
-    def redistribute(self, tensor: Tensor, plan: FormatProgram) -> None:
-        """Run ``plan`` on ``tensor``'s data, laid out by its format now (placed first if it is not); the tensor
-        then holds the data in the plan's target format (it takes that format itself afterwards)."""
+    def redistribute(self, tensor: TensorBase, moves: Moves) -> None:
+        """Run the finished redistribution ``moves`` (`distal.redist.finish.finish` of the plan) on ``tensor``'s
+        data, laid out by its format now (placed first if it is not); the tensor then holds the data in the
+        target format (it takes that format itself afterwards)."""
         from ._redistribute import run_plan_steps
         from ._tensor_storage import adopt
 
         fmt = tensor.format
         assert fmt is not None, tensor
         held = adopt(tensor.storage, tensor.to_numpy, fmt, tensor.dtype, tensor.concrete_shape())
-        tensor.bind(run_plan_steps(plan, held, name=tensor.name))
+        tensor.bind(run_plan_steps(moves, held, name=tensor.name))
 
-    def interface(self, tensor: Tensor) -> tuple[Storage, dict[str, Any]]:
+    def interface(self, tensor: TensorBase) -> tuple[Storage, dict[str, Any]]:
         """``tensor``'s storage on Legate (placed first) and the Legate data interface of a copy of it."""
         from ._tensor_storage import FormatStore, TensorStore
 
@@ -121,7 +123,7 @@ class TensorData:
         assert isinstance(held, TensorStore | FormatStore), held
         return held, data_interface(held, tensor.concrete_shape())
 
-    def to_cupynumeric(self, tensor: Tensor) -> Any:
+    def to_cupynumeric(self, tensor: TensorBase) -> Any:
         """``tensor``'s data as a cuPyNumeric array of its own, copied on Legate (``cupynumeric.asarray``)."""
         ensure_started()
         import cupynumeric

@@ -40,11 +40,9 @@ from typing import Any
 import numpy as np
 
 from distal.errors import ShapeError
-from distal.format.format import Format
-from distal.lower.plan import Box
+from distal.format.format import Bounds, Format
+from distal.format.layout import Layout, layout
 from distal.notation.storage import HostStorage, Storage
-from distal.redist.formats import Layout, layout
-from distal.redist.simulate import offsets
 
 from ._holders import block_grid, bound_cpus, holder_box, holder_index
 from ._interop import legate_input
@@ -123,11 +121,9 @@ class FormatStore:
         if not lay.shape or 0 in lay.shape or not _identity_positions(lay):
             return self._via_padded(host)
         shape, tile = lay.shape, lay.tile
-        t = lay.type
-        boxes: dict[Box, tuple[int, ...]] = {}
+        boxes: dict[Bounds, tuple[int, ...]] = {}
         for device in lay.holders():
-            off = offsets(t, lay.mesh, device)
-            box = tuple((o, min(o + n, e)) for o, n, e in zip(off, tile, shape))
+            box = holder_box(lay, device)
             if all(lo < hi for lo, hi in box):
                 boxes.setdefault(box, holder_index(lay, device))
         flat = host.reshape(-1, host.shape[-1]) if host.ndim > 1 else host.reshape(1, -1)
@@ -144,10 +140,9 @@ class FormatStore:
     def _via_padded(self, host: np.ndarray) -> np.ndarray:
         lay = self.layout
         padded = np.zeros(lay.padded, dtype=self.dtype)
-        t = lay.type
         for device in lay.holders():
             block = host[holder_index(lay, device)].reshape(lay.tile)
-            off = offsets(t, lay.mesh, device)
+            off = lay.offset(device)
             padded[tuple(slice(o, o + n) for o, n in zip(off, lay.tile))] = block
         return lay.crop(padded)
 
@@ -168,7 +163,7 @@ def _identity_positions(lay: Layout) -> bool:
     return all(bool(np.array_equal(p, np.arange(n))) for p, n in zip(lay.positions(), lay.shape))
 
 
-def _rows_in_order(boxes: dict[Box, tuple[int, ...]], grid: tuple[int, ...], shape: tuple[int, ...],
+def _rows_in_order(boxes: dict[Bounds, tuple[int, ...]], grid: tuple[int, ...], shape: tuple[int, ...],
                    tile: tuple[int, ...]) -> bool:
     """Whether the flat blocks, in order, are the tensor's rows: block k holds rows [k*tile0, (k+1)*tile0),
     whole along every other dimension, one block per device and no copies."""
@@ -181,7 +176,7 @@ def _rows_in_order(boxes: dict[Box, tuple[int, ...]], grid: tuple[int, ...], sha
     return True
 
 
-def _global_view(store: Store, box: Box) -> Store:
+def _global_view(store: Store, box: Bounds) -> Store:
     """The part ``box`` of a global store (a 0-d tensor's store has shape (1,))."""
     handle = store.handle
     for d, (lo, hi) in enumerate(box):
@@ -201,7 +196,7 @@ def _shared_boxes(lay: Layout, itemsize: int) -> int:
     copy onto Legate splits it among the processors), so it is made, next to the store and the
     blocks (measured: placing 64 MB by ``xyz -> *`` on 2 processors made a third 64 MB instance).
     """
-    seen: dict[Box, int] = {}
+    seen: dict[Bounds, int] = {}
     for device in lay.holders():
         box = holder_box(lay, device)
         if all(lo < hi for lo, hi in box):
@@ -321,7 +316,7 @@ def gather(held: FormatStore) -> Store:
     key = _kernel("gather", _kernel_tile(lay))
     binding = bound_cpus(lay)
     block = (*([1] * (held.blocks.ndim - 1)), held.blocks.shape[-1])
-    done: set[Box] = set()
+    done: set[Bounds] = set()
     for device in lay.holders():
         box = holder_box(lay, device) or ((0, 1),)
         if box in done or any(hi <= lo for lo, hi in box):

@@ -3,7 +3,8 @@
 The runtime places a formatted tensor as padded device blocks, each holding
 the box `Format.boxes` names for its device (`holder_box`); redistribution
 reasons about the same blocks through their padded layout
-(`distal.redist.formats.layout`). Both must agree, for every format the
+(`distal.format.layout.layout`, read as distributed types by
+`distal.redist.formats.dist_type`). All must agree, for every format the
 random suites draw: fixed and broadcast dimensions, prime machines,
 hierarchies, extents that do not divide.
 """
@@ -19,7 +20,8 @@ import pytest
 import distal as dt
 from distal.errors import FormatError
 from distal.format.format import Format
-from distal.redist.formats import layout
+from distal.format.layout import layout
+from distal.redist.formats import dist_type, mesh_of
 from distal.redist.simulate import offsets
 from distal.runtime._holders import holder_box
 from tests._strategies.legate_cases import draw_format
@@ -30,12 +32,14 @@ def _layout_boxes(fmt: Format, shape: tuple[int, ...]) -> dict[tuple[int, ...], 
     """Per device, the non-empty box the padded layout (redistribution's distributed type) puts at the start
     of its block: the elements whose padded position falls in the block, worked out from positions alone."""
     lay = layout(fmt, shape)
+    t, mesh = dist_type(lay), mesh_of(fmt.machine)
     out = {}
-    for dev in lay.mesh.devices():
+    for dev in fmt.machine.coords():
         if not lay.holds(dev):
             out[tuple(dev)] = ()
             continue
-        off = offsets(lay.type, lay.mesh, dev)
+        off = offsets(t, mesh, dev)
+        assert off == lay.offset(dev)  # the layout's blocks are the distributed type's tiles
         box = []
         for d, positions in enumerate(lay.positions()):
             lo = int(np.searchsorted(positions, off[d]))
@@ -62,6 +66,7 @@ def test_the_padded_blocks_hold_what_format_boxes_says(seed: int) -> None:
         lay = layout(fmt, shape)
         for dev in lay.holders():
             box = holder_box(lay, tuple(dev))
+            assert box == lay.box(dev)
             assert (box,) == boxes[tuple(dev)] or (not boxes[tuple(dev)] and any(hi <= lo for lo, hi in box))
 
 

@@ -9,8 +9,10 @@ import pytest
 
 import distal as dt
 from distal.errors import FormatError
+from distal.format.layout import DimLayout, axis_names, layout
 from distal.redist import AllGather, CollectiveProgram
-from distal.redist.formats import DimLayout, Repad, axis_names, layout, mesh_of, plan_redistribution
+from distal.redist.formats import Repad, dist_type, mesh_of, plan_redistribution
+from distal.redist.simulate import offsets
 
 M22 = dt.Machine(dt.Grid(2, 2))
 M222 = dt.Machine(dt.Grid(2, 2, 2))
@@ -39,9 +41,10 @@ FORMATS_22 = ["xy -> xy", "xy -> yx", "xy -> x*", "xy -> *x", "xy -> y*", "xy ->
 )
 def test_format_types(spec: object, machine: dt.Machine, shape: tuple[int, ...], text: str, fixed: object) -> None:
     lay = layout(dt.Format(spec, machine), shape)  # type: ignore[arg-type]
-    assert str(lay.type) == text
+    assert str(dist_type(lay)) == text
     assert lay.fixed == fixed
-    lay.type.check(lay.mesh)
+    assert lay.axes == mesh_of(machine).axes
+    dist_type(lay).check(mesh_of(machine))
 
 
 def test_mesh_names_follow_the_machine() -> None:
@@ -58,14 +61,13 @@ def test_positions_match_the_format_tiles(n: int) -> None:
         fmt = dt.Format(spec, machine)  # type: ignore[arg-type]
         lay = layout(fmt, (n, 3))
         pos = lay.positions()
-        t = lay.type
+        t, mesh = dist_type(lay), mesh_of(machine)
         for color, bounds in fmt.tiles((n, 3)):
             owners = fmt.owners(color)
             for i, j in itertools.product(range(*bounds[0]), range(*bounds[1])):
                 for device in owners:
-                    from distal.redist.simulate import offsets
-
-                    off = offsets(t, lay.mesh, device)
+                    off = offsets(t, mesh, device)
+                    assert off == lay.offset(device)
                     assert off[0] <= pos[0][i] < off[0] + lay.tile[0]
                     assert off[1] <= pos[1][j] < off[1] + lay.tile[1]
 
@@ -90,8 +92,8 @@ def _check_plan(src: dt.Format, dst: dt.Format, shape: tuple[int, ...], method: 
             stage.simulate(global_array)
         else:
             assert isinstance(stage, Repad)
-    assert plan.programs[0].source == plan.source.type
-    assert plan.programs[-1].target == plan.target.type
+    assert plan.programs[0].source == dist_type(plan.source)
+    assert plan.programs[-1].target == dist_type(plan.target)
     if len(plan.stages) == 1 and method == "search":
         assert plan.programs[0].height <= plan.bound
         assert plan.cost <= plan.naive_cost

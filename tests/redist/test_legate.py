@@ -12,11 +12,12 @@ import distal as dt
 from distal import runtime as rt
 from distal.errors import FormatError
 from distal.redist import Mesh, synthesize
-from distal.redist.formats import plan_redistribution
+from distal.redist.finish import factor_grid, finish, finish_program
+from distal.redist.formats import mesh_of, plan_redistribution
 from distal.redist.simulate import offsets
-from distal.runtime._factor_grid import device_grid
-from distal.runtime._redistribute import StepRecord, redistribute, run_plan_steps, run_program
+from distal.runtime._redistribute import StepRecord, run_plan_steps, run_program
 from distal.runtime._tensor_storage import FormatStore, place
+from tests.redist.moving import redistribute
 
 pytestmark = pytest.mark.legate
 
@@ -117,13 +118,13 @@ def test_permutation_without_an_affine_holder_uses_pinned_launches() -> None:
     prog = synthesize(src, dst, mesh)
     assert [str(s) for s in prog.steps] == ["allpermute"]
     a = np.arange(24.0).reshape(6, 4)
-    grid = device_grid(mesh)
+    grid = factor_grid(mesh).shape()
     blocks = np.zeros((*grid, 4))
     for d in mesh.devices():
         o = offsets(prog.source, mesh, d)
         blocks[mesh.factor_coords(d)] = a[o[0] : o[0] + 1].reshape(-1)
     trace: list[StepRecord] = []
-    out = rt.to_numpy(run_program(prog, rt.from_numpy(blocks), trace))
+    out = rt.to_numpy(run_program(finish_program(prog), rt.from_numpy(blocks), trace))
     assert trace[0].launches == mesh.size
     for d in mesh.devices():
         o = offsets(prog.target, mesh, d)
@@ -177,12 +178,12 @@ def test_run_refuses_data_in_another_format() -> None:
     held = place(np.ones((4, 4)), dt.Format("xy -> xy", M22))
     plan = plan_redistribution(dt.Format("xy -> yx", M22), dt.Format("xy -> **", M22), (4, 4))
     with pytest.raises(FormatError, match="expected data in format xy -> yx of shape"):
-        run_plan_steps(plan, held)
+        run_plan_steps(finish(plan), held)
 
 
 def test_block_sizes_match_the_types() -> None:
     held = place(np.ones((5, 7)), dt.Format("xy -> x*", M22))
-    assert held.blocks.shape == (*device_grid(held.layout.mesh), math.prod(held.layout.tile))
+    assert held.blocks.shape == (*factor_grid(mesh_of(M22)).shape(), math.prod(held.layout.tile))
     for src, dst in itertools.product(["xy -> xy"], ["xy -> **"]):
         moved, _ = redistribute(place(np.ones((5, 7)), dt.Format(src, M22)), dt.Format(dst, M22))
         assert moved.blocks.shape == (2, 2, 35)

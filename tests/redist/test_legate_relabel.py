@@ -19,11 +19,12 @@ import pytest
 import distal as dt
 from distal import runtime as rt
 from distal.redist import AllPermute, CollectiveProgram, DistType, Mesh, Relabel, synthesize
+from distal.redist.finish import factor_grid, finish_program
 from distal.redist.formats import plan_redistribution
 from distal.redist.simulate import offsets
-from distal.runtime._factor_grid import device_grid
-from distal.runtime._redistribute import StepRecord, redistribute, run_program
+from distal.runtime._redistribute import StepRecord, run_program
 from distal.runtime._tensor_storage import FormatStore, place
+from tests.redist.moving import redistribute
 from tests.redist.test_bound import weak_optimum
 
 pytestmark = pytest.mark.legate
@@ -146,7 +147,7 @@ def test_every_pair_on_a_mesh_mixing_primes(shape: tuple[int, int]) -> None:
 
 def _blocks(t: DistType, mesh: Mesh, a: np.ndarray) -> np.ndarray:
     """Every device's tile of ``a`` under ``t`` (mesh's own map), as a store's blocks."""
-    blocks = np.zeros((*device_grid(mesh), t.local_size))
+    blocks = np.zeros((*factor_grid(mesh).shape(), t.local_size))
     for d in mesh.devices():
         o = offsets(t, mesh, d)
         blocks[mesh.factor_coords(d)] = a[tuple(slice(x, x + n) for x, n in zip(o, t.local_type))].reshape(-1)
@@ -168,7 +169,7 @@ def test_relabelled_programs_run_step_by_step_like_the_simulator(src: str, dst: 
     assert prog.relabels > 0, prog
     a = np.arange(float(s.global_size)).reshape(s.global_type)
     trace: list[StepRecord] = []
-    out = rt.to_numpy(run_program(prog, rt.from_numpy(_blocks(s, m, a)), trace))
+    out = rt.to_numpy(run_program(finish_program(prog), rt.from_numpy(_blocks(s, m, a)), trace))
     assert [r.launches for r, st in zip(trace, prog.steps) if isinstance(st, Relabel)] == [0] * prog.relabels
     tiles = prog.simulate(a)
     for dev in m.devices():

@@ -9,7 +9,7 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
-from distal.redist.formats import Layout
+from distal.format.layout import Layout
 from distal.runtime import _tensor_storage as ts
 
 CASES = [

@@ -10,8 +10,9 @@ import pytest
 import distal as dt
 from distal import runtime as rt
 from distal.errors import ShapeError
+from distal.redist.finish import factor_grid
+from distal.redist.formats import dist_type, mesh_of
 from distal.redist.simulate import offsets
-from distal.runtime._factor_grid import device_grid
 from distal.runtime._holders import holder_index
 from distal.runtime._tensor_storage import FormatStore, adopt, from_store, native, place
 
@@ -79,7 +80,8 @@ def test_blocks_are_the_tiles_of_their_processors(name: str, spec: object, machi
         for p in fmt.owners(color):
             assert p in blocks
             held_by[p] = held_by.get(p, 0) + tile.size
-            off = offsets(lay.type, lay.mesh, p)
+            off = offsets(dist_type(lay), mesh_of(machine), p)
+            assert off == lay.offset(p)
             pos = [lay.positions()[d][lo:hi] - off[d] for d, (lo, hi) in enumerate(bounds)]
             assert np.array_equal(blocks[p][np.ix_(*pos)], tile)
     sizes = fmt.local_size(shape)
@@ -100,7 +102,7 @@ def test_fixed_dimensions_live_only_on_their_face() -> None:
     held = place(_data((4, 4), np.float64), dt.Format("xy -> xy1", M222))
     assert sorted(held.device_blocks()) == [(0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, 1)]
     assert held.blocks.shape == (2, 2, 1, 4)
-    assert device_grid(held.layout.mesh, held.layout) == (2, 2, 1)
+    assert factor_grid(mesh_of(M222)).shape({"z"}) == (2, 2, 1)
     assert holder_index(held.layout, (1, 0, 1)) == (1, 0, 0)
 
 

@@ -18,6 +18,7 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
+from distal.redist.finish import finish
 from distal.redist.formats import plan_redistribution
 from distal.runtime import _redistribute, _store
 from tests._strategies.plans import STILL_USABLE
@@ -83,9 +84,9 @@ def test_made_bytes_are_the_stores_a_redistribution_makes(machine: rt.MachineInf
     B = dt.Tensor.from_array("B", data, dt.Format(source, m))
     held = B.storage
     assert isinstance(held, rt.FormatStore)
-    plan = plan_redistribution(held.format, dt.Format(target, m), shape)
+    moves = finish(plan_redistribution(held.format, dt.Format(target, m), shape))
     _store.fence()
     before = _store.live_bytes()
-    moved = _redistribute.run_plan_steps(plan, held)
-    assert _store.live_bytes() - before == sum(b for _, b in _redistribute.made_bytes(plan, held))
+    moved = _redistribute.run_plan_steps(moves, held)
+    assert _store.live_bytes() - before == sum(b for _, b in _redistribute.made_bytes(moves, held))
     np.testing.assert_array_equal(moved.to_numpy(), data)

@@ -94,13 +94,14 @@ def test_placing_through_the_entry_point(machine: Any) -> None:
 
 @pytest.mark.legate
 def test_redistributing_through_the_entry_point(machine: Any) -> None:
+    from distal.redist.finish import finish
     from distal.redist.formats import plan_redistribution
     from distal.runtime import tensor_data
 
     data = np.arange(16.0).reshape(4, 4)
     A = dt.Tensor.from_array("A", data, dt.Format("xy -> xy", M22))
     target = dt.Format("xy -> yx", M22)
-    tensor_data.redistribute(A, plan_redistribution(A.format, target, A.concrete_shape(), "search"))
+    tensor_data.redistribute(A, finish(plan_redistribution(A.format, target, A.concrete_shape(), "search")))
     assert A.storage is not None and A.storage.format == target
     assert A.format == dt.Format("xy -> xy", M22)  # the tensor takes the format itself (Tensor.redistribute)
     np.testing.assert_array_equal(A.to_numpy(), data)
