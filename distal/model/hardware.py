@@ -3,11 +3,14 @@
 A `MachineModel` describes the real machine a plan runs on, as the paper's
 section 7 runs DISTAL: one processor per GPU or per CPU socket, each with its
 own memory (`ProcessorModel`), grouped into nodes of `per_node` processors.
-Inside a node processors may form groups with their own link (`levels`,
-innermost first: the two V100s of one POWER9 socket share NVLink); `intra`
-joins the outermost groups of a node (the X-bus between its sockets), and
-`inter` is the node's port to the network (InfiniBand), shared by its
-processors. A copy between two processors uses the link of the innermost
+The levels inside a node are `distal.machine` levels (`levels`, outermost
+first: a Lassen node's two POWER9 sockets joined by the X-bus, each socket's
+two V100s joined by NVLink); the outermost one's link is `intra` (with no
+levels, `intra` joins the node's processors), and `inter` is the node's port
+to the network (InfiniBand), shared by its processors. `hierarchy(nodes)`
+is the whole machine as `distal.machine` describes it (the nodes, then the
+levels of a node), which the reduction synthesizer reads as it is
+(`distal.reduction.System(model.hierarchy(2))`). A copy between two processors uses the link of the innermost
 level that holds both, through one port of the sender and one of the
 receiver (`distance`, `link_at`, `port`); `distal.model.transfers` times the
 copies of a launch on those ports.
@@ -61,6 +64,7 @@ from types import MappingProxyType
 
 from distal.errors import DistalError
 from distal.machine.grid import KINDS
+from distal.machine.level import Level
 from distal.machine.links import (
     EDR_LASSEN,
     HDR_DGX_A100,
@@ -76,12 +80,10 @@ __all__ = [
     "LEAF_KINDS",
     "MachineModel",
     "ModelError",
-    "NodeLevel",
     "ProcessorModel",
     "dgx_a100",
     "lassen_cpu",
     "lassen_gpu",
-    "preset",
 ]
 
 #: The leaf kinds a processor has a rate for (`distal.leaf` names).
@@ -181,37 +183,20 @@ class ProcessorModel:
         return max(flops / self.rate(leaf, flops), nbytes / self.streaming.get(leaf, self.bandwidth))
 
 
-@dataclass(frozen=True, slots=True)
-class NodeLevel:
-    """Groups of `size` units of the level below (processors for the innermost) inside a node, joined by `link`.
-
-    >>> str(NodeLevel("socket", 2, NVLINK2_LASSEN))
-    'socket of 2: nvlink2(75 GB/s, 2 us)'
-    """
-
-    name: str
-    size: int
-    link: Link
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ModelError(f"expected an identifier as the name of a level, but found {self.name!r}")
-        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
-            raise ModelError(f"expected a positive group size for level {self.name}, but found {self.size!r}")
-        if not isinstance(self.link, Link):
-            raise ModelError(f"expected a Link for level {self.name}, but found {self.link!r}")
-
-    def __str__(self) -> str:
-        return f"{self.name} of {self.size}: {self.link}"
+# TRANSITIONAL (H-machine): distal/model/__init__.py still imports NodeLevel; deleted once it no longer does.
+NodeLevel = Level
 
 
 @dataclass(frozen=True)
 class MachineModel:
     """A real machine: nodes of `per_node` processors, the levels of links between them, the runtime's costs.
 
-    `levels` (innermost first) group a node's processors; `intra` joins the
-    outermost groups of a node (its processors when there are no levels);
-    `inter` is a node's port to the network, shared by its processors (the
+    `levels` are the levels inside a node, outermost first (`distal.machine.Level`:
+    `Level("socket", 2, XBUS_POWER9)`, then `Level("gpu", 2, NVLINK2_LASSEN)`):
+    their sizes multiply to `per_node`, the outermost one's link is `intra`, and
+    a copy between two processors crosses the link of the innermost level
+    whose unit holds both. With no levels, `intra` joins the node's
+    processors (`node_levels`). `inter` is a node's port to the network, shared by its processors (the
     network beyond the ports is taken as non-blocking). `broadcast` and
     `fold` say how the runtime delivers a tile read by several processors and
     sums contributions to one tile (module docstring), `radix` the fan-out of
@@ -251,7 +236,7 @@ class MachineModel:
     notes: tuple[str, ...] = field(default=())
     plan_seconds: float = 0.0
     serial_tasks: bool = False
-    levels: tuple[NodeLevel, ...] = ()
+    levels: tuple[Level, ...] = ()
     broadcast: str = "nearest"
     fold: str = "fold"
     radix: int = 8
@@ -270,10 +255,17 @@ class MachineModel:
                              f"per point {self.launch_point_seconds!r}, per point and doubling "
                              f"{self.launch_log_seconds!r}, task {self.task_seconds!r}, plan {self.plan_seconds!r}")
         object.__setattr__(self, "levels", tuple(self.levels))
-        group = math.prod(lv.size for lv in self.levels)
-        if any(not isinstance(lv, NodeLevel) for lv in self.levels) or self.per_node % group:
-            raise ModelError(f"expected node levels whose groups divide the {self.per_node} processors of a node, "
-                             f"but found {', '.join(map(str, self.levels))}")
+        if any(not isinstance(lv, Level) for lv in self.levels):
+            raise ModelError(f"expected distal.machine levels inside a node, but found {self.levels!r}")
+        if self.levels and (math.prod(lv.size for lv in self.levels) != self.per_node
+                            or self.levels[0].link != self.intra):
+            raise ModelError(f"expected node levels whose sizes multiply to the {self.per_node} processors of a "
+                             f"node, the outermost joined by {self.intra}, but found "
+                             f"{', '.join(map(str, self.levels))}")
+        kinds = {lv.kind for lv in self.levels} - {None, self.processor.kind}
+        if kinds:
+            raise ModelError(f"expected node levels of {self.processor.kind} processors, but found "
+                             f"{', '.join(sorted(str(k) for k in kinds))} in {', '.join(map(str, self.levels))}")
         if self.broadcast not in BROADCASTS:
             raise ModelError(f"expected a broadcast delivery among {', '.join(BROADCASTS)}, "
                              f"but found {self.broadcast!r}")
@@ -297,38 +289,67 @@ class MachineModel:
         return processor // self.per_node
 
     @property
+    def node_levels(self) -> tuple[Level, ...]:
+        """The levels inside a node, outermost first: `levels`, or one level of `per_node` processors joined by
+        `intra`.
+
+        >>> [str(lv) for lv in lassen_gpu().node_levels]
+        ['socket 2 xbus(64 GB/s, 1 us)', 'gpu 2 nvlink2(75 GB/s, 2 us)']
+        >>> dgx_a100().node_levels
+        (Level('gpu', 8, NVSWITCH_A100, kind='gpu'),)
+        """
+        kind = self.processor.kind
+        return self.levels or (Level(kind, self.per_node, self.intra, kind),)
+
+    def hierarchy(self, nodes: int = 1) -> tuple[Level, ...]:
+        """The machine of `nodes` nodes as `distal.machine` describes it, outermost first: the nodes (with
+        several Legate ranks, the ranks) joined by `inter`, then `node_levels`.
+
+        >>> [str(lv) for lv in lassen_gpu().hierarchy(2)]
+        ['node 2 edr_fb(18 GB/s, 1.5 us)', 'socket 2 xbus(64 GB/s, 1 us)', 'gpu 2 nvlink2(75 GB/s, 2 us)']
+        """
+        return (Level("node", nodes, self.inter, self.processor.kind), *self.node_levels)
+
+    def _inner(self) -> tuple[Level, ...]:
+        """The levels below a node's outermost one, innermost first: the groups a copy may stay inside."""
+        return tuple(reversed(self.node_levels[1:]))
+
+    @property
     def depth(self) -> int:
         """The distance between processors of different nodes (levels inside a node, the node, the network)."""
-        return len(self.levels) + 2
+        return len(self.node_levels) + 1
 
     def distance(self, a: int, b: int) -> int:
-        """0 for one processor; k for the k-th level (innermost first) that holds both; `depth` across nodes."""
+        """0 for one processor; k for the k-th group (innermost first) that holds both; `depth` across nodes."""
         if a == b:
             return 0
         if a // self.per_node != b // self.per_node:
             return self.depth
         unit = 1
-        for k, lv in enumerate(self.levels):
+        inner = self._inner()
+        for k, lv in enumerate(inner):
             unit *= lv.size
             if a // unit == b // unit:
                 return k + 1
-        return len(self.levels) + 1
+        return len(inner) + 1
 
     def link_at(self, distance: int) -> Link:
         """The link a copy over `distance` uses (`distance` as `distance()` gives it, at least 1)."""
         if not 1 <= distance <= self.depth:
             raise ModelError(f"expected a distance in 1..{self.depth}, but found {distance!r}")
-        if distance <= len(self.levels):
-            return self.levels[distance - 1].link
-        return self.intra if distance == len(self.levels) + 1 else self.inter
+        inner = self._inner()
+        if distance <= len(inner):
+            return inner[distance - 1].link
+        return self.intra if distance == len(inner) + 1 else self.inter
 
     def level_name(self, distance: int) -> str:
-        """What a copy over `distance` crosses, in words."""
+        """What a copy over `distance` crosses, in words: the group that holds both ends, the node, the network."""
         if distance <= 0:
             return "none"
-        if distance <= len(self.levels):
-            return self.levels[distance - 1].name
-        return "node" if distance == len(self.levels) + 1 else "network"
+        levels = self.node_levels
+        if distance < len(levels):
+            return levels[len(levels) - 1 - distance].name
+        return "node" if distance == len(levels) else "network"
 
     def port(self, processor: int, distance: int) -> tuple[int, int]:
         """The port of `processor` that a copy over `distance` goes through: (distance, the unit owning it).
@@ -338,22 +359,32 @@ class MachineModel:
         """
         if distance >= self.depth:
             return (self.depth, processor // self.per_node)
-        unit = math.prod(lv.size for lv in self.levels[:distance - 1])
+        unit = math.prod(lv.size for lv in self._inner()[:distance - 1])
         return (distance, processor // unit)
 
     def with_(self, **changes: object) -> MachineModel:
-        """A copy with some fields changed (node levels that no longer divide a new `per_node` are dropped)."""
-        if "per_node" in changes and "levels" not in changes:
-            per_node = changes["per_node"]
-            group = math.prod(lv.size for lv in self.levels)
-            if isinstance(per_node, int) and per_node % group:
+        """A copy with some fields changed.
+
+        With a new `per_node` the outermost node level takes the processors its inner levels leave
+        (`lassen_gpu().with_(per_node=8)`: 4 sockets of 2 GPUs); when the inner levels no longer divide
+        `per_node`, the node levels are dropped. A new `intra` becomes the outermost node level's link.
+        """
+        if self.levels and "levels" not in changes:
+            outer, inner = self.levels[0], self.levels[1:]
+            per_node = changes.get("per_node", self.per_node)
+            intra = changes.get("intra", self.intra)
+            group = math.prod(lv.size for lv in inner)
+            if not isinstance(per_node, int) or not isinstance(intra, Link) or per_node % group:
                 changes["levels"] = ()
+            else:
+                changes["levels"] = (Level(outer.name, per_node // group, intra, outer.kind), *inner)
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def describe(self) -> str:
         p = self.processor
         rates = ", ".join(f"{k} {v / 1e9:.3g}" for k, v in p.flops.items())
-        levels = "".join(f"{lv}; " for lv in self.levels)
+        node = self.node_levels
+        levels = "".join(f"{node[j - 1].name} of {node[j].size}: {node[j].link}; " for j in range(len(node) - 1, 0, -1))
         return (f"{self.name}: {self.per_node} {p.kind} per node, GFLOP/s {rates}, memory "
                 f"{p.bandwidth / 1e9:.3g} GB/s, {p.memory / GiB:.3g} GiB each; {levels}inside a node {self.intra}, "
                 f"between nodes {self.inter}; broadcast {self.broadcast}, reductions {self.fold} (radix "
@@ -387,8 +418,9 @@ _A100 = ProcessorModel("gpu", {"GEMM": 17.5e12, "TTM": 16.0e12, "MTTKRP": 12.0e1
 #: Paper 7.1.2: Legion's DMA moves 18 of the 25 GB/s out of a Lassen node when the data is in GPU memory.
 EDR_FROM_FRAMEBUFFER = Link("edr_fb", 18e9, 1.5e-6)
 
-#: The two V100s of one POWER9 socket of an AC922 (4-GPU configuration): 3 NVLink 2.0 bricks between them.
-LASSEN_SOCKET = NodeLevel("socket", 2, NVLINK2_LASSEN)
+#: A Lassen node (IBM AC922, 4-GPU configuration): two POWER9 sockets joined by the X-bus, each with two V100s joined
+#: by 3 NVLink 2.0 bricks.
+LASSEN_NODE = (Level("socket", 2, XBUS_POWER9, "gpu"), Level("gpu", 2, NVLINK2_LASSEN, "gpu"))
 
 #: Per point of a launch, paid by the runtime issuing it on GPU presets: not measured; the order of magnitude that
 #: makes TTV, whose kernels take a few milliseconds, lose a visible share at 256 GPU nodes (1024 points), as the
@@ -405,7 +437,7 @@ def lassen_gpu() -> MachineModel:
     from the nearest valid instance and reductions are folds into the holder.
     """
     return MachineModel("lassen-gpu", _V100, 4, XBUS_POWER9, EDR_FROM_FRAMEBUFFER, launch_seconds=40e-6,
-                        task_seconds=25e-6, overlap=0.5, levels=(LASSEN_SOCKET,), broadcast="nearest",
+                        task_seconds=25e-6, overlap=0.5, levels=LASSEN_NODE, broadcast="nearest",
                         fold="fold", launch_point_seconds=LAUNCH_POINT_SECONDS,
                         notes=("V100 7.8 TFLOP/s FP64, 900 GB/s, 15 GiB usable; NVLink 2.0 3 bricks x 25 GB/s between "
                                "the GPUs of a socket; X-bus 64 GB/s between sockets; EDR dual rail 25 GB/s of which "
@@ -434,16 +466,3 @@ def dgx_a100() -> MachineModel:
     return MachineModel("dgx-a100", _A100, 8, NVSWITCH_A100, HDR_DGX_A100, launch_seconds=40e-6,
                         task_seconds=20e-6, overlap=0.5, broadcast="nearest", fold="tree",
                         launch_point_seconds=LAUNCH_POINT_SECONDS)
-
-
-def preset(name: str) -> MachineModel:
-    """A model by name: lassen-gpu, lassen-cpu, dgx-a100, or this (this machine, calibrated and cached)."""
-    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else ""
-    if key in ("this", "this-machine", "local"):
-        from distal.model.calibrate import this_machine
-
-        return this_machine()
-    table = {"lassen-gpu": lassen_gpu, "lassen-cpu": lassen_cpu, "dgx-a100": dgx_a100}
-    if key not in table:
-        raise ModelError(f"expected a machine model (lassen-gpu, lassen-cpu, dgx-a100, this), but found {name!r}")
-    return table[key]()
