@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from distal.redist.mesh import Mesh
-from distal.redist.search import WeakOp
+from distal.redist.weak_paths import WeakOp
 
 __all__ = ["ConcreteOp", "FTypes", "lower_relabelled", "lower_weak_path"]
 

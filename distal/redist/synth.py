@@ -2,7 +2,7 @@
 
 1. Check both types on the mesh and that they describe the same global array.
 2. Decompose the mesh into prime factors and search the weak types for a
-   cheapest path within the height bound (`distal.redist.search`).
+   cheapest path within the height bound (`distal.redist.weak_paths`).
 3. Lower the path to concrete collectives biased towards the target's axes
    (`distal.redist.lower`), both with the mesh's own device map throughout
    and, unless ``relabel=False``, as the paper does: relabelling the device
@@ -24,8 +24,8 @@ from distal.redist.collectives import AllGather, AllPermute, AllToAll, Collectiv
 from distal.redist.lower import ConcreteOp, FTypes, lower_relabelled, lower_weak_path
 from distal.redist.mesh import Mesh
 from distal.redist.program import CollectiveProgram
-from distal.redist.search import WeakOp, WeakProblem, paths_below, shortest_paths
 from distal.redist.types import DistType, factors_to_refs
+from distal.redist.weak_paths import WeakOp, WeakProblem, paths_below, shortest_paths
 
 __all__ = ["METHODS", "synthesize"]
 

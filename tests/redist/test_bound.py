@@ -28,8 +28,8 @@ from distal.errors import TypeNotationError
 from distal.redist import AllPermute, CollectiveProgram, Dim, DistType, Mesh, synthesize
 from distal.redist.collectives import AllToAll, DynSlice, Relabel
 from distal.redist.mesh import prime_factors
-from distal.redist.search import WeakProblem, shortest_paths
 from distal.redist.simulate import offsets
+from distal.redist.weak_paths import WeakProblem, shortest_paths
 from tests.redist.shardy_check import ShardyError, check
 
 AXES = ("x", "y", "z")
