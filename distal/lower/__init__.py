@@ -74,7 +74,7 @@ def _log(name: str, ir: object) -> None:
 
 
 def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None,
-          reduction: str | None = None) -> PlanBase:
+          reduction: str | None = None, stacklevel: int = 2) -> PlanBase:
     """Lower a schedule to a `PlanBase` (the data of the user's `dt.Plan`); `bindings` bind `dt.Param` sizes.
 
     `rotation` chooses how launches whose projections are not affine (rotate)
@@ -91,6 +91,10 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     that is the single AllReduce; on a flat machine Legate's one
     reduction), "synthesized" (the synthesized program on any machine) or
     "legate". The environment variable DISTAL_REDUCTION sets the default.
+
+    A parallel loop that cannot run as asked is a `DistalFallbackWarning`
+    from the `stacklevel`-th caller of `lower` (1: its caller; by default its
+    caller's caller, as when `compile_schedule` calls it).
     """
     _debug()
     binds: dict[str, Any] = dict(bindings or {})
@@ -148,7 +152,7 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     leaves = tuple((frozenset(r.vars), r.leaf) for r in sched.relations_of(Substitute))
     parallel = plan_parallel(sched.stmt, sched.relations, launch_vars,
                              nest.machine.kind if nest.machine is not None else "cpu")
-    warn_fallbacks(parallel)
+    warn_fallbacks(parallel, stacklevel=stacklevel + 2)
     tile_notes = [*tile_notes, *(str(p) for p in parallel)]
     body = TaskBody(sched.stmt, sched.provenance, ext, launch_vars, tuple(i.tensor for i in infos),
                     tuple(i.shape for i in infos), leaves, origins,
@@ -181,7 +185,7 @@ def compile_schedule(sched: Schedule, *, rotation: str | None = None, reduction:
     notes and eager choice carried into the plan."""
     sched._check_bindings(bindings)
     bound = sched.refreshed().formats_bound(bindings)
-    plan = lower(bound, bindings, rotation=rotation, reduction=reduction)
+    plan = lower(bound, bindings, rotation=rotation, reduction=reduction, stacklevel=3)
     lints = plan_lints(bound, plan)
     if lints:  # performance traps: kept for explain(), and a DistalPerformanceWarning each
         plan = replace(plan, lints=lints)
