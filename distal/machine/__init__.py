@@ -2,7 +2,7 @@
 dimensions, processor kinds, and links."""
 
 from distal.machine.grid import KINDS, MEMORY_KINDS, PROCESSOR_KINDS, Grid, Machine, ProcessorKind, processor_kind
-from distal.machine.level import Level, default_links, machine_levels
+from distal.machine.level import Level, default_links, machine_levels, node_size
 from distal.machine.links import (
     EDR_LASSEN,
     HDR_DGX_A100,
@@ -20,4 +20,4 @@ from distal.machine.links import (
 
 __all__ = ["EDR_LASSEN", "HDR_DGX_A100", "KINDS", "LINKS", "MEMORY_KINDS", "NIC", "NVLINK2_LASSEN", "NVLINK_V100",
            "NVSWITCH_A100", "PCIE", "PROCESSOR_KINDS", "SHARED_MEMORY", "XBUS_POWER9", "Grid", "Level", "Link",
-           "LinkError", "Machine", "ProcessorKind", "default_links", "machine_levels", "processor_kind"]
+           "LinkError", "Machine", "ProcessorKind", "default_links", "machine_levels", "node_size", "processor_kind"]

@@ -17,8 +17,9 @@ The readers of this description:
   levels, outermost first, and `MachineModel.hierarchy(nodes)` puts the node
   level above them.
 
-Devices (the leaves) are numbered row-major over the levels, the outermost
-level varying slowest.
+Where a node of a format's machine ends is answered here once:
+`node_size(machine)`. Devices (the leaves) are numbered row-major over the
+levels, the outermost level varying slowest.
 
 >>> from distal.machine.grid import Grid, Machine
 >>> Level("gpu", 16, NVSWITCH_A100, "gpu")
@@ -40,7 +41,7 @@ from distal.errors import MachineError
 from distal.machine.grid import KINDS, Machine
 from distal.machine.links import NIC, NVSWITCH_A100, SHARED_MEMORY, Link
 
-__all__ = ["Level", "default_links", "link_expression", "machine_levels"]
+__all__ = ["Level", "default_links", "link_expression", "machine_levels", "node_size"]
 
 #: The module's link constants by value, so that a level's repr names them (`NIC`, not `Link('nic', ...)`).
 _LINK_NAMES = {value: name for name in _links.__all__ if isinstance(value := getattr(_links, name), Link)}
@@ -136,3 +137,19 @@ def machine_levels(machine: Machine, links: Sequence[Link] | None = None) -> tup
         raise MachineError(f"expected {machine.levels} links (one per machine level), but found {len(chosen)}",
                            machine)
     return tuple(Level(f"l{i}", g.dims, link, g.kind) for i, (g, link) in enumerate(zip(machine.grids, chosen)))
+
+
+def node_size(machine: Machine) -> int | None:
+    """The processors of one node of a (concrete) machine of several levels: a point of its outermost level is a
+    node (with several Legate ranks, a rank) holding the processors of its inner grids. `None` for a one-level
+    machine: its grid does not say where nodes end (the time model's `per_node` does).
+
+    >>> from distal.machine.grid import Grid
+    >>> node_size(Machine(Grid(2, 2), Grid(4))), node_size(Machine(Grid(2), Grid(2), Grid(3)))
+    (4, 6)
+    >>> node_size(Machine(Grid(8))) is None
+    True
+    """
+    if not isinstance(machine, Machine):
+        raise MachineError(f"expected a distal Machine, but found {machine!r}")
+    return math.prod(g.size for g in machine.grids[1:]) if machine.levels > 1 else None

@@ -17,6 +17,7 @@ from distal.machine import (
     Machine,
     default_links,
     machine_levels,
+    node_size,
 )
 
 
@@ -81,3 +82,11 @@ def test_the_levels_of_a_formats_machine() -> None:
         import distal as dt
 
         machine_levels(Machine(Grid(dt.Param("gx"))))
+
+
+def test_where_a_node_ends() -> None:
+    assert node_size(Machine(Grid(2, 2), Grid(4, kind="gpu"))) == 4
+    assert node_size(Machine(Grid(2), Grid(2), Grid(2, 3))) == 12
+    assert node_size(Machine(Grid(4))) is None
+    with pytest.raises(MachineError, match="expected a distal Machine"):
+        node_size("m")  # type: ignore[arg-type]
