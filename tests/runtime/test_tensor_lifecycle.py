@@ -1,7 +1,9 @@
 """A tensor's data life cycle goes through one runtime entry point, `distal.runtime.tensor_data`.
 
-`dt.Tensor` (notation layer) takes only `tensor_data` from the runtime and
-reads no `sys.modules`; asking it whether Legate runs imports nothing of the
+`dt.Tensor` (distal/api/tensor.py, above the runtime) takes only
+`tensor_data` from the runtime and reads no `sys.modules`; the data class below
+it (`TensorBase`, distal/notation/tensor_base.py) imports nothing of the
+runtime; asking it whether Legate runs imports nothing of the
 runtime beyond what `import distal` does; and on Legate its calls (copy in,
 place, redistribute, hand out) do what `dt.Tensor` promises.
 """
@@ -20,7 +22,8 @@ import pytest
 import distal as dt
 
 ROOT = Path(__file__).resolve().parents[2]
-TENSOR = ROOT / "distal" / "notation" / "tensor.py"
+TENSOR = ROOT / "distal" / "api" / "tensor.py"
+TENSOR_BASE = ROOT / "distal" / "notation" / "tensor_base.py"
 M22 = dt.Machine(dt.Grid(2, 2))
 
 
@@ -39,12 +42,14 @@ def test_the_tensor_takes_one_entry_point_from_the_runtime() -> None:
     tree = ast.parse(TENSOR.read_text())
     names = {(node.module, a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
              for a in node.names if node.module is not None and node.module.startswith("distal.runtime")}
-    # the TYPE_CHECKING import of its type, and the one lazy import of the object
-    assert names == {("distal.runtime", "TensorData"), ("distal.runtime", "tensor_data")}
-    lazy = [line for module, line in _runtime_imports(TENSOR)
-            if any(isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or line)
-                   for f in ast.walk(tree))]
-    assert len(lazy) == 1
+    # the entry point's object (and its type, for annotations), nothing else of the runtime
+    assert ("distal.runtime", "tensor_data") in names
+    assert names <= {("distal.runtime", "TensorData"), ("distal.runtime", "tensor_data")}
+    assert len({line for _, line in _runtime_imports(TENSOR)}) <= 2
+
+
+def test_the_tensor_data_below_the_runtime_imports_none_of_it() -> None:
+    assert _runtime_imports(TENSOR_BASE) == []
 
 
 def test_the_tensor_reads_no_sys_modules() -> None:
