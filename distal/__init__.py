@@ -10,7 +10,10 @@
 
 from typing import TYPE_CHECKING
 
+import distal.kernels as kernels
 from distal import leaf
+from distal.api import Plan, Schedule, Tensor
+from distal.api.einsum import einsum, einsum_plan
 from distal.errors import (
     DistalError,
     DistalFallbackWarning,
@@ -31,17 +34,13 @@ from distal.errors import (
 )
 from distal.format import Distribution, Format
 from distal.machine import Grid, Machine
-from distal.notation import Assignment, IndexVar, Sum, Tensor, TensorVar, index_vars, parse
+from distal.notation import Assignment, IndexVar, Sum, TensorVar, index_vars, parse
 from distal.notation.functions import abs, conj, exp, sqrt  # dt.sqrt(B[i, j]): unary functions (Call nodes)
-from distal.schedule import Schedule
 from distal.sizes import MachineDim, Param
 
 if TYPE_CHECKING:
-    import distal.kernels as kernels
-    import distal.runtime as runtime
     from distal import reduction
-    from distal.kernels import einsum, einsum_plan
-    from distal.redist import CollectiveProgram, DistType, Mesh, Program, synthesize
+    from distal.redist import CollectiveProgram, DistType, Mesh, synthesize
     from distal.reduction import System, plan_reduction
 
     __version__: str
@@ -68,7 +67,7 @@ __all__ = [
     "OutOfMemory",
     "Param",
     "ParseError",
-    "Program",
+    "Plan",
     "ReductionError",
     "RuntimeFailure",
     "Schedule",
@@ -91,7 +90,6 @@ __all__ = [
     "parse",
     "plan_reduction",
     "reduction",
-    "runtime",
     "sqrt",
     "synthesize",
 ]
@@ -99,15 +97,16 @@ __all__ = [
 
 # Where no NVIDIA driver is installed, load distal's stand-in for it and
 # configure Legate now, so that `import cupynumeric` (which starts Legate)
-# works in this process before or after distal's own start (README).
+# works in this process before or after distal's own start (README). The
+# runtime's public hooks are `distal.runtime.X` (e.g. `ensure_started`,
+# `observed`); the facade does not re-export that package.
 from distal.runtime import prepare_at_import as _prepare_at_import
 
 _prepare_at_import()
 
-# Loaded on first use, to keep `import distal` fast: distal.runtime and
-# distal.kernels import Legate (which plain compiler use never needs), the
-# synthesizers are their own worlds, and the version reads package metadata.
-# Each is a plain import in `_lazy` (seen by tests/test_layers.py).
+# Loaded on first use, to keep `import distal` fast: the synthesizers are
+# their own worlds, and the version reads package metadata. Each is a plain
+# (downward) import in `_lazy`.
 
 
 def _version() -> str:
@@ -123,23 +122,11 @@ def _lazy(name: str) -> object:
     """The lazily loaded public name `name` of the facade; AttributeError for any other."""
     if name == "__version__":
         return _version()
-    if name == "kernels":
-        import distal.kernels
-
-        return distal.kernels
-    if name in ("einsum", "einsum_plan"):
-        import distal.kernels
-
-        return getattr(distal.kernels, name)
     if name == "reduction":
         import distal.reduction
 
         return distal.reduction
-    if name == "runtime":
-        import distal.runtime
-
-        return distal.runtime
-    if name in ("CollectiveProgram", "DistType", "Mesh", "Program", "synthesize"):
+    if name in ("CollectiveProgram", "DistType", "Mesh", "synthesize"):
         import distal.redist
 
         return getattr(distal.redist, name)

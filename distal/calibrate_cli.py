@@ -71,7 +71,7 @@ def timed_rounds(runs: dict[str, Callable[[], None]], repeats: int) -> dict[str,
 def _runner(plan: Any, out: Any, grouped: bool) -> Callable[[], None]:
     """One run of `plan` and a read of its output `out` (None: a fence instead, where reading the output back
     would cost more than what is measured)."""
-    from distal import runtime as rt
+    import distal.runtime as rt
 
     def once() -> None:
         os.environ[_GROUPING] = "1" if grouped else "0"
@@ -130,7 +130,7 @@ def runtime_rows(repeats: int = 7, points: tuple[int, ...] = GROWTH_POINTS, cpus
                  ) -> list[dict[str, Any]]:
     """In a process running Legate: the tiny plans and the growth plans, each a row of
     `distal.model.runtime_costs.RuntimeRow` (as a record) with its fastest round and the median in `median`."""
-    from distal import runtime as rt
+    import distal.runtime as rt
 
     procs = cpus if cpus is not None else rt.ensure_started().cpus
     plans = {**_tiny_plans(), **growth_plans(points)}
@@ -190,7 +190,7 @@ def calibrate_main(argv: list[str] | None = None) -> int:
     (print the runtime rows, the overlap rounds and the CPU processors as one JSON line)."""
     args = sys.argv[1:] if argv is None else argv
     if args == [FIXED_COSTS_CHILD]:
-        from distal import runtime as rt
+        import distal.runtime as rt
 
         cpus = rt.ensure_started().cpus
         print(json.dumps({"runtime": runtime_rows(cpus=cpus), "overlap": overlap_rounds(), "cpus": cpus}))

@@ -12,23 +12,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import distal as dt
-from distal.format import Format
-from distal.notation.ast import Access, Accumulate, Expr, IndexVar
-from distal.notation.tensor import Tensor
+import distal.leaf as leaves
+from distal.format.format import Format
+from distal.machine.grid import Grid, Machine
+from distal.notation.ast import Access, Accumulate, Expr, IndexVar, index_vars
+from distal.notation.tensor_base import TensorBase
+from distal.schedule.schedule import ScheduleBase
 
 from ._machines import cosma_grid, cosma_steps, factor2, factor3, johnson_side, solomonik_grid, summa_steps
 
 __all__ = ["ALGORITHMS", "Algorithm"]
 
 # index variables shared by every algorithm's statement and schedule
-i, j, k, l = dt.index_vars("i j k l")
-io, jo, ko, ii, ji, ki = dt.index_vars("io jo ko ii ji ki")
-kos, kio, kii, kios = dt.index_vars("kos kio kii kios")
-iio, jio, iii, jii = dt.index_vars("iio jio iii jii")
+i, j, k, l = index_vars("i j k l")
+io, jo, ko, ii, ji, ki = index_vars("io jo ko ii ji ki")
+kos, kio, kii, kios = index_vars("kos kio kii kios")
+iio, jio, iii, jii = index_vars("iio jio iii jii")
 
-MachineFn = Callable[[int, Sequence[int] | None, dict[str, Any]], dt.Machine]
-ScheduleFn = Callable[[dt.Schedule, dt.Machine, tuple[Tensor, ...], dict[str, Any]], dt.Schedule]
+MachineFn = Callable[[int, Sequence[int] | None, dict[str, Any]], Machine]
+ScheduleFn = Callable[[ScheduleBase, Machine, tuple[TensorBase, ...], dict[str, Any]], ScheduleBase]
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Algorithm:
     def arity(self) -> int:
         return len(self.indices)
 
-    def statement(self, operands: Sequence[Tensor], accumulate: bool = False) -> None:
+    def statement(self, operands: Sequence[TensorBase], accumulate: bool = False) -> None:
         """Set the output's statement: out(...) = product of the inputs (`+=` with `accumulate`)."""
         out, *ins = operands
         rhs: Expr = Access(ins[0].var, self.indices[1])
@@ -60,7 +62,7 @@ class Algorithm:
         else:
             out[self.indices[0]] = rhs
 
-    def format_of(self, n: int, machine: dt.Machine) -> Format | None:
+    def format_of(self, n: int, machine: Machine) -> Format | None:
         """Operand n's format on `machine`: the same distribution at every level."""
         spec = self.formats[n]
         if spec is None:
@@ -68,11 +70,11 @@ class Algorithm:
         return Format(spec if machine.levels == 1 else [spec] * machine.levels, machine)
 
 
-def _grid2(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    return dt.Machine(dt.Grid(*factor2(p)))
+def _grid2(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    return Machine(Grid(*factor2(p)))
 
 
-def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> tuple[dt.Schedule, IndexVar, IndexVar, IndexVar]:
+def _matmul_2d(s: ScheduleBase, m: Machine) -> tuple[ScheduleBase, IndexVar, IndexVar, IndexVar]:
     """i and j tiled over the grid (and, on a two-level machine, over each node's processors).
 
     Returns the schedule, the local i and j loops, and the innermost distributed j loop.
@@ -83,7 +85,7 @@ def _matmul_2d(s: dt.Schedule, m: dt.Machine) -> tuple[dt.Schedule, IndexVar, In
     return s.distribute([ii, ji], [iio, jio], [iii, jii], m, level=1), iii, jii, jio
 
 
-def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _summa(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     A, B, C = ops
     mdim, kdim = B.concrete_shape()
     steps = summa_steps(m.shape, (mdim, C.concrete_shape()[1], kdim))
@@ -94,11 +96,11 @@ def _summa(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[
         .reorder([ko, li, lj, ki])
         .communicate(A, dj)
         .communicate([B, C], ko)
-        .substitute([li, lj, ki], dt.leaf.GEMM)
+        .substitute([li, lj, ki], leaves.GEMM)
     )
 
 
-def _systolic(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], by: list[IndexVar]) -> dt.Schedule:
+def _systolic(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], by: list[IndexVar]) -> ScheduleBase:
     """k in as many steps as the grid has rows, rotated by `by`: Cannon (io, jo), PUMMA (io).
 
     On a two-level machine the rotation is between nodes; inside a node the
@@ -112,36 +114,36 @@ def _systolic(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], by: list[I
         .rotate(ko, by, kos)
         .communicate(A, dj)
         .communicate([B, C], kos)
-        .substitute([li, lj, ki], dt.leaf.GEMM)
+        .substitute([li, lj, ki], leaves.GEMM)
     )
 
 
-def _cannon(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _cannon(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     return _systolic(s, m, ops, [io, jo])
 
 
-def _pumma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _pumma(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     return _systolic(s, m, ops, [io])
 
 
-def _johnson_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
+def _johnson_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
     c = int(params.get("side") or johnson_side(p))
-    return dt.Machine(dt.Grid(c, c, c))
+    return Machine(Grid(c, c, c))
 
 
-def _matmul_3d(s: dt.Schedule, m: dt.Machine) -> dt.Schedule:
+def _matmul_3d(s: ScheduleBase, m: Machine) -> ScheduleBase:
     return s.distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
 
 
-def _johnson(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
-    return _matmul_3d(s, m).communicate(list(ops), ko).substitute([ii, ji, ki], dt.leaf.GEMM)
+def _johnson(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
+    return _matmul_3d(s, m).communicate(list(ops), ko).substitute([ii, ji, ki], leaves.GEMM)
 
 
-def _solomonik_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    return dt.Machine(dt.Grid(*solomonik_grid(p, params.get("c"))))
+def _solomonik_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    return Machine(Grid(*solomonik_grid(p, params.get("c"))))
 
 
-def _solomonik(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _solomonik(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     A, B, C = ops
     return (
         _matmul_3d(s, m)
@@ -150,15 +152,15 @@ def _solomonik(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: d
         .rotate(kio, [io, jo], kios)
         .communicate(A, ko)
         .communicate([B, C], kios)
-        .substitute([ii, ji, kii], dt.leaf.GEMM)
+        .substitute([ii, ji, kii], leaves.GEMM)
     )
 
 
-def _cosma_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    return dt.Machine(dt.Grid(*cosma_grid(p, shape)))
+def _cosma_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    return Machine(Grid(*cosma_grid(p, shape)))
 
 
-def _cosma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _cosma(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     A, B, C = ops
     kdim = B.concrete_shape()[1]
     mdim, ndim_ = A.concrete_shape()
@@ -171,50 +173,50 @@ def _cosma(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[
         .reorder([kio, ii, ji, kii])
         .communicate(A, ko)
         .communicate([B, C], kio)
-        .substitute([ii, ji, kii], dt.leaf.GEMM)
+        .substitute([ii, ji, kii], leaves.GEMM)
     )
 
 
-def _ttv(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _ttv(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     return (
         s.distribute([i, j], [io, jo], [ii, ji], m)
         .communicate(list(ops), jo)
-        .substitute([ii, ji, k], dt.leaf.TTV)
+        .substitute([ii, ji, k], leaves.TTV)
     )
 
 
-def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    return dt.Machine(dt.Grid(p))
+def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    return Machine(Grid(p))
 
 
-def _innerprod(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _innerprod(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     return (
         s.distribute([i], [io], [ii], m)
         .communicate(list(ops), io)
-        .substitute([ii, j, k], dt.leaf.INNERPROD)
+        .substitute([ii, j, k], leaves.INNERPROD)
     )
 
 
-def _ttm(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _ttm(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     # Paper 7.2.2: distribute i only; each processor runs matrix products on its
     # slab of B with the replicated C, so nothing moves between processors.
     return (
         s.distribute([i], [io], [ii], m)
         .communicate(list(ops), io)
-        .substitute([ii, j, l, k], dt.leaf.TTM)
+        .substitute([ii, j, l, k], leaves.TTM)
     )
 
 
-def _mttkrp_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> dt.Machine:
-    return dt.Machine(dt.Grid(*factor3(p)))
+def _mttkrp_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    return Machine(Grid(*factor3(p)))
 
 
-def _mttkrp(s: dt.Schedule, m: dt.Machine, ops: tuple[Tensor, ...], params: dict[str, Any]) -> dt.Schedule:
+def _mttkrp(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
     return (
         s.distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
         .reorder([io, jo, ko, ii, ji, ki, l])
         .communicate(list(ops), ko)
-        .substitute([ii, ji, ki, l], dt.leaf.MTTKRP)
+        .substitute([ii, ji, ki, l], leaves.MTTKRP)
     )
 
 

@@ -15,23 +15,39 @@ plan that leaves processors idle wins only if it is predicted faster than
 every plan that uses them all. The winner is built on the real operands, and
 its notes (shown by explain()) list every candidate with its predicted time,
 bytes and peak memory.
+
+The library also hands itself to the auto search (`distal.search`, the layer
+below it) as a `Library` (`LIBRARY`): `options`, `auto_schedule` and
+`realise` here are the search's, with the library's candidates among the
+others.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from distal import model as time_model
+from distal import search
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
-from distal.machine.grid import Grid, Machine, processor_kind
-from distal.notation.tensor import Tensor
-from distal.schedule import Schedule
+from distal.lower import compile_schedule
+from distal.machine.grid import Grid, Machine
+from distal.notation.ast import Access
+from distal.notation.tensor_base import TensorBase
+from distal.notation.visit import product_factors
+from distal.schedule.schedule import ScheduleBase
+from distal.search import Option, default_model
 
 from ._algorithms import ALGORITHMS, Algorithm
+from ._library import build_named, default_schedule, same_up_to_renaming
 
-__all__ = ["Candidate", "build_auto", "candidates", "default_model", "machine_auto"]
+__all__ = ["LIBRARY", "Candidate", "auto_schedule", "build_auto", "candidates", "machine_auto", "options", "realise"]
+
+S = TypeVar("S", bound=ScheduleBase)
 
 
 @dataclass(frozen=True)
@@ -57,17 +73,8 @@ class Candidate:
 
 
 
-def _fits(alg: Algorithm, operands: tuple[Tensor, ...]) -> bool:
+def _fits(alg: Algorithm, operands: tuple[TensorBase, ...]) -> bool:
     return alg.arity == len(operands) and all(t.order == len(ix) for t, ix in zip(operands, alg.indices))
-
-
-def default_model(machine: Machine) -> Any:
-    """The model auto times plans with when none is given: this machine for CPUs, a Lassen node for GPUs."""
-    from distal import model
-
-    if processor_kind(machine.kind).device_arrays:
-        return model.lassen_gpu()
-    return model.this_machine()
 
 
 def _variants(
@@ -93,19 +100,16 @@ def _variants(
     return out
 
 
-def candidates(machine: Machine, *operands: Tensor, memory: int | None = None, model: Any = None) -> list[Candidate]:
+def candidates(machine: Machine, *operands: TensorBase, memory: int | None = None,
+               model: Any = None) -> list[Candidate]:
     """Every variant auto considers, each timed by the model on `machine.size` processors."""
-    from distal.model import MachineModel
-
-    from . import build
-
     ops = tuple(operands)
     fitting = [a for a in ALGORITHMS.values() if _fits(a, ops)]
     if not fitting:
         orders = ", ".join(str(t.order) for t in ops)
         raise DistalError(f"expected operands matching a library algorithm, but found orders ({orders})")
     mm = model if model is not None else default_model(machine)
-    if not isinstance(mm, MachineModel):
+    if not isinstance(mm, time_model.MachineModel):
         raise DistalError(f"expected a distal.model.MachineModel as model=, but found {mm!r}")
     if machine.levels > 1:
         mm = mm.with_(per_node=machine.grids[-1].size)  # a node is the inner grid
@@ -118,9 +122,9 @@ def candidates(machine: Machine, *operands: Tensor, memory: int | None = None, m
     out = []
     for alg in fitting:
         for m, params in _variants(alg, p, shape, machine):
-            shadows = [Tensor(t.name, t.shape, dtype=t.dtype) for t in ops]
-            plan = build(alg.name, m, *shadows, **params).compile()
-            pred = plan.predict(mm, p)
+            shadows = [TensorBase(t.name, t.shape, dtype=t.dtype) for t in ops]
+            plan = compile_schedule(build_named(alg.name, m, *shadows, **params))
+            pred = time_model.predict(plan, mm, p)
             comm = max((r["intra_bytes"] + r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor),
                        default=0)
             out.append(Candidate(alg.name, m, tuple(sorted(params.items())), pred.seconds, int(comm),
@@ -133,26 +137,23 @@ def _best(cands: list[Candidate]) -> Candidate:
     return min(ok, key=lambda c: (c.seconds, c.idle, c.peak_bytes))
 
 
-def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, model: Any = None,
-               **params: Any) -> Schedule:
+def build_auto(machine: Machine, *operands: TensorBase, memory: int | None = None, model: Any = None,
+               **params: Any) -> ScheduleBase:
     """The library schedule predicted fastest for the operands on `machine.size` processors.
 
     Where the output's statement is none of the library's algorithms (or the operands fit none), the
-    schedule `Schedule.auto` chooses for that statement (`distal.kernels.search`).
+    schedule `Schedule.auto` chooses for that statement (`auto_schedule`).
     """
-    from . import _same_up_to_renaming, build
-    from ._search import auto_schedule
-
     if not isinstance(machine, Machine):
         raise DistalError(f"expected a Machine for auto, but found {machine!r}")
     ops = tuple(operands)
-    stmt = ops[0].assignment if ops and isinstance(ops[0], Tensor) else None
+    stmt = ops[0].assignment if ops and isinstance(ops[0], TensorBase) else None
     library = [a for a in ALGORITHMS.values() if _fits(a, ops)]
-    if stmt is not None and not any(_same_up_to_renaming(a, ops, stmt) for a in library):
-        return auto_schedule(ops[0].schedule(), machine, memory=memory, model=model)
+    if stmt is not None and not any(same_up_to_renaming(a, ops, stmt) for a in library):
+        return auto_schedule(default_schedule(ops[0]), machine, memory=memory, model=model)
     if not library:
-        orders = ", ".join(str(t.order) for t in ops if isinstance(t, Tensor))
-        out = ops[0].name if ops and isinstance(ops[0], Tensor) else "R"
+        orders = ", ".join(str(t.order) for t in ops if isinstance(t, TensorBase))
+        out = ops[0].name if ops and isinstance(ops[0], TensorBase) else "R"
         raise DistalError(
             f"expected operands matching a library algorithm ({', '.join(ALGORITHMS)}), but found orders "
             f"({orders}); for any other statement, write it first (e.g. {out}[i, j] = ...) and call "
@@ -168,7 +169,7 @@ def build_auto(machine: Machine, *operands: Tensor, memory: int | None = None, m
     extra = dict(params)
     if memory is not None and best.algorithm == "cosma":
         extra["memory"] = memory
-    sched = build(best.algorithm, best.machine, *operands, **dict(best.params), **extra)
+    sched = build_named(best.algorithm, best.machine, *operands, **dict(best.params), **extra)
     return sched.with_notes(*notes)
 
 
@@ -179,6 +180,78 @@ def machine_auto(p: int, shape: Any = None, memory: int | None = None, model: An
         raise MachineError(f"expected shape=(m, n, k) of a matrix product for machine('auto', ...), "
                            f"but found {shape!r}")
     m_, n_, k_ = (int(x) for x in shape)
-    ops = (Tensor("A", (m_, n_)), Tensor("B", (m_, k_)), Tensor("C", (k_, n_)))
+    ops = (TensorBase("A", (m_, n_)), TensorBase("B", (m_, k_)), TensorBase("C", (k_, n_)))
     cands = candidates(Machine(Grid(p, kind=kind)), *ops, memory=memory, model=model)
     return _best(cands).machine
+
+
+# -- the library in the auto search ------------------------------------------------------------------------
+
+
+class _Library:
+    """The algorithm library as the auto search's `Library`: its candidates, and building one of them."""
+
+    def options(self, schedule: ScheduleBase, machine: Machine, memory: int | None, model: Any) -> list[Option]:
+        """The library's candidates where the statement is one of its algorithms' (inputs in some order)."""
+        source = schedule.source
+        factors = product_factors(source.rhs)
+        if not all(isinstance(f, Access) for f in factors) or len(factors) > 3 or machine.levels > 1:
+            return []
+        out: list[Option] = []
+        outv = schedule.output
+        inputs = [schedule.bindings.tensor(f.tensor) for f in factors if isinstance(f, Access)]
+        if len({t.var.uid for t in inputs}) != len(inputs) or outv.var.uid in {t.var.uid for t in inputs}:
+            return []
+        for order in itertools.permutations(range(len(inputs))):
+            ops = (outv, *(inputs[n] for n in order))
+            names = [a.name for a in ALGORITHMS.values()
+                     if a.arity == len(ops) and same_up_to_renaming(a, ops, source)]
+            if not names:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    found = candidates(machine, *ops, memory=memory, model=model)
+            except DistalError:
+                continue
+            for c in found:
+                if c.algorithm in names:
+                    extra = "".join(f", {k}={v}" for k, v in c.params)
+                    out.append(Option("library", f"library {c.algorithm} on {c.machine!r}{extra}", c.seconds,
+                                      c.comm_bytes, c.peak_bytes, c.fits, c.idle, algorithm=c.algorithm,
+                                      order=tuple(order), machine=c.machine, params=c.params))
+        return out
+
+    def realise(self, option: Option, schedule: S) -> S:
+        """The library option built on the real tensors of `schedule` (of its class: the output's own schedule)."""
+        factors = [f for f in product_factors(schedule.source.rhs) if isinstance(f, Access)]
+        inputs = [schedule.bindings.tensor(factors[n].tensor) for n in option.order]
+        assert option.machine is not None
+        built = build_named(option.algorithm, option.machine, schedule.output, *inputs, **dict(option.params))
+        return cast(S, built)
+
+
+#: The algorithm library as the auto search's `Library`
+LIBRARY = _Library()
+
+
+def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, memory: int | None = None,
+            model: Any = None, eager: bool = False, formats: bool = True) -> list[Option]:
+    """Every schedule `auto` considers for `schedule`'s statement on `machine`, the library's algorithms
+    included, each with its prediction (`distal.search.options`)."""
+    return search.options(schedule, machine, memory=memory, model=model, eager=eager, formats=formats,
+                          library=LIBRARY)
+
+
+def auto_schedule(schedule: S, machine: Machine | Grid | None = None, *, memory: int | None = None,
+                  model: Any = None, eager: bool = False, formats: bool = True) -> S:
+    """The schedule of `schedule`'s statement predicted fastest on `machine`, the library's algorithms
+    among the candidates (`distal.search.auto_schedule`); of the class of `schedule`."""
+    return search.auto_schedule(schedule, machine, memory=memory, model=model, eager=eager, formats=formats,
+                                library=LIBRARY)
+
+
+def realise(best: Option, schedule: S, machine: Machine | Grid | None = None, *, formats: bool = True) -> S:
+    """The schedule of `options(...)`'s `best` built on the real tensors of `schedule`
+    (`distal.search.realise`, library options included)."""
+    return search.realise(best, schedule, machine, formats=formats, library=LIBRARY)

@@ -98,15 +98,15 @@ OBJECTS: dict[str, Callable[[], Any]] = {
     "redistribution CollectiveProgram": _redist_program,
     "redistribution collective": lambda: _redist_program().steps[0],
     "System": lambda: red.a100_system(2),
-    "Level": lambda: red.Level("gpu", 4, red.Interconnect("ring", 5e10, 1e-6)),
+    "Level": lambda: red.Level("gpu", 4, red.Link("ring", 5e10, 1e-6)),
     "reduction ReductionProgram": lambda: _reduction_plan().program,
     "reduction ReductionProgram, empty": lambda: red.ReductionProgram(()),
     "reduction Step": lambda: _reduction_plan().program.steps[1],
-    "Collective": lambda: red.Collective.REDUCE_SCATTER,
+    "CollectiveKind": lambda: red.CollectiveKind.REDUCE_SCATTER,
     "ReductionPlan": _reduction_plan,
     "Ranked": lambda: _reduction_plan().best,
     "LoweredProgram": lambda: _reduction_plan().best.lowered,
-    "Synthesis": lambda: red.synthesize(red.SynthesisHierarchy(("gpu",), (4,), (1,))),
+    "Synthesis": lambda: red.synthesize_programs(red.SynthesisHierarchy(("gpu",), (4,), (1,))),
     "Placement": lambda: red.enumerate_placements(red.a100_system(2), [32], [0])[0],
 }
 

@@ -34,7 +34,7 @@ from distal.notation.variable import TensorVar
 
 if TYPE_CHECKING:
     from distal.format.format import Format
-    from distal.notation.tensor import Tensor
+    from distal.notation.tensor_base import TensorBase
 
 __all__ = ["FixedForall", "placement", "placement_text"]
 
@@ -74,7 +74,7 @@ class _Names:
         return IndexVar(name)
 
 
-def placement(fmt: Format, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Relation, ...]]:
+def placement(fmt: Format, tensor: TensorBase | TensorVar) -> tuple[Stmt, tuple[Relation, ...]]:
     """The placement statement of `tensor` in `fmt`: a statement and its `s.t.` relations.
 
     The statement is a loop nest of `Forall` and `FixedForall` around
@@ -138,7 +138,7 @@ def placement(fmt: Format, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Rela
     return stmt, tuple(relations)
 
 
-def placement_text(fmt: Format, tensor: Tensor | TensorVar) -> str:
+def placement_text(fmt: Format, tensor: TensorBase | TensorVar) -> str:
     """The placement statement printed as in the paper, `stmt s.t. relations`, the access shown once.
 
     >>> import distal as dt

@@ -16,7 +16,7 @@ from distal.notation.ast import (
     index_vars,
 )
 from distal.notation.parse import parse
-from distal.notation.tensor import Tensor
+from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import TensorVar
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
     "Neg",
     "Sub",
     "Sum",
-    "Tensor",
+    "TensorBase",
     "TensorVar",
     "index_vars",
     "parse",

@@ -270,9 +270,9 @@ class Call(Expr):
     (`a = sqrt(B(i))` sums `sqrt(B(i))` over i); an explicit `sum` inside it
     (`sqrt(sum(i, B(i)))`) is computed whole before the function applies.
 
-    >>> from distal.notation import Tensor
+    >>> from distal.notation import TensorBase
     >>> i, j = index_vars("i j")
-    >>> X = Tensor("X", (2, 2), dtype="complex128")
+    >>> X = TensorBase("X", (2, 2), dtype="complex128")
     >>> print(X[i, j] * Call("conj", X[i, j]))
     X(i,j) * conj(X(i,j))
     """

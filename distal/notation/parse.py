@@ -37,7 +37,7 @@ from distal.notation.ast import (
     Sum,
 )
 from distal.notation.check import check_statement
-from distal.notation.tensor import Tensor
+from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import TensorVar, live_tensor
 
 __all__ = ["parse"]
@@ -204,7 +204,7 @@ class _Parser:
         raise self.fail("a tensor, a number, '-' or '('")
 
 
-def parse(text: str, **tensors: Tensor | TensorVar) -> Assignment:
+def parse(text: str, **tensors: TensorBase | TensorVar) -> Assignment:
     """Parse the text form of a statement over the named tensors (user `Tensor`s or their `TensorVar`s).
 
     The statement is also recorded on its output tensor, as the Python form
@@ -218,18 +218,18 @@ def parse(text: str, **tensors: Tensor | TensorVar) -> Assignment:
     if not isinstance(text, str):
         raise NotationError(f"expected statement text, but found {type(text).__name__}")
     for name, t in tensors.items():
-        if not isinstance(t, Tensor | TensorVar):
+        if not isinstance(t, TensorBase | TensorVar):
             raise NotationError(f"expected a Tensor for {name}, but found {type(t).__name__}")
         if t.name != name:
             raise NotationError(f"expected tensor {t.name} to be passed as {t.name}=, but found {name}=")
     try:
-        stmt = _Parser(text, {n: t.var if isinstance(t, Tensor) else t for n, t in tensors.items()}).statement()
+        stmt = _Parser(text, {n: t.var if isinstance(t, TensorBase) else t for n, t in tensors.items()}).statement()
         check_statement(stmt)
     except DistalError:
         raise
     except RecursionError:
         raise ParseError("expression nested too deeply", text, 0) from None
-    out = next((t for t in tensors.values() if isinstance(t, Tensor) and t.var.uid == stmt.lhs.tensor.uid),
+    out = next((t for t in tensors.values() if isinstance(t, TensorBase) and t.var.uid == stmt.lhs.tensor.uid),
                None) or live_tensor(stmt.lhs.tensor.uid)
     if out is not None:
         out.record(stmt)

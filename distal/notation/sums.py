@@ -125,10 +125,10 @@ def summed_inside(e: Expr, v: IndexVar) -> Expr | None:
     """Where an explicit `sum(v, ...)` in `e` is computed whole: the innermost function call or division
     whose operand or denominator holds it, else the sum itself; None when `e` has no `sum(v, ...)`.
 
-    >>> from distal.notation import Tensor
+    >>> from distal.notation import TensorBase
     >>> from distal.notation.ast import index_vars
     >>> i, j = index_vars("i j")
-    >>> B = Tensor("B", (2, 3))
+    >>> B = TensorBase("B", (2, 3))
     >>> print(summed_inside(Call("sqrt", Sum(j, B[i, j])) + 1, j))
     sqrt(sum(j, B(i,j)))
     """

@@ -3,7 +3,7 @@
 TACO splits a tensor into the variable an expression names (`TensorVar`)
 and the object holding data (`TensorBase`); distal does the same. A
 `TensorVar` is immutable: name, shape, dtype, casting, format and `uid`,
-the identity of the user `Tensor` it stands for (a workspace made by
+the identity of the user `Tensor` (a `TensorBase`) it stands for (a workspace made by
 `precompute` gets a fresh uid and no tensor). Every IR node (an `Access`,
 a statement, a schedule's relations, a plan's `TensorInfo`) holds vars,
 never a `Tensor`. A `Tensor`'s current var is `tensor.var`; giving it
@@ -36,14 +36,14 @@ from distal.sizes import Size
 
 if TYPE_CHECKING:
     from distal.format.format import Format
-    from distal.notation.tensor import Tensor
+    from distal.notation.tensor_base import TensorBase
 
 __all__ = ["Bindings", "TensorVar", "fresh_uid", "live_tensor"]
 
 _UIDS = itertools.count(1)
 
-# uid -> the user's Tensor while it lives (a statement's output keeps its operands alive)
-_LIVE: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# uid -> the user's tensor while it lives (a statement's output keeps its operands alive)
+_LIVE: weakref.WeakValueDictionary[int, TensorBase] = weakref.WeakValueDictionary()
 
 
 def fresh_uid() -> int:
@@ -51,13 +51,13 @@ def fresh_uid() -> int:
     return next(_UIDS)
 
 
-def register(tensor: Tensor) -> None:
+def register(tensor: TensorBase) -> None:
     """Record `tensor` as the live tensor of its uid (weakly: the registry keeps nothing alive)."""
     _LIVE[tensor.var.uid] = tensor
 
 
-def live_tensor(uid: int) -> Tensor | None:
-    """The user's Tensor with this uid, if it is still alive."""
+def live_tensor(uid: int) -> TensorBase | None:
+    """The user's tensor with this uid, if it is still alive."""
     return _LIVE.get(uid)
 
 
@@ -102,7 +102,7 @@ class TensorVar:
         return f"<TensorVar {self.name}: {shape} {self.dtype.name}{fmt}>"
 
 
-class Bindings(Mapping[int, "Tensor"]):
+class Bindings(Mapping[int, "TensorBase"]):
     """From a var's uid to the user's `Tensor` holding its data (strong references).
 
     A workspace var has no tensor: `get(var)` is None for it, and the
@@ -111,8 +111,8 @@ class Bindings(Mapping[int, "Tensor"]):
 
     __slots__ = ("_by_uid",)
 
-    def __init__(self, tensors: Iterable[Tensor] = ()) -> None:
-        self._by_uid: dict[int, Tensor] = {t.var.uid: t for t in tensors}
+    def __init__(self, tensors: Iterable[TensorBase] = ()) -> None:
+        self._by_uid: dict[int, TensorBase] = {t.var.uid: t for t in tensors}
 
     @classmethod
     def of_vars(cls, vars_: Iterable[TensorVar]) -> Bindings:
@@ -129,7 +129,7 @@ class Bindings(Mapping[int, "Tensor"]):
         return cls(found)
 
     @classmethod
-    def pairs(cls, items: Iterable[tuple[TensorVar, Tensor]]) -> Bindings:
+    def pairs(cls, items: Iterable[tuple[TensorVar, TensorBase]]) -> Bindings:
         """Each var's data in the tensor paired with it, which may hold another var of the same shape, dtype
         and format (a compiled plan run on other tensors: `dt.einsum`'s cached plans)."""
         out = cls()
@@ -140,14 +140,14 @@ class Bindings(Mapping[int, "Tensor"]):
             out._by_uid[var.uid] = t
         return out
 
-    def tensor(self, var: TensorVar) -> Tensor:
+    def tensor(self, var: TensorVar) -> TensorBase:
         """The user's tensor of `var` (a `NotationError` for a var without one)."""
         t = self._by_uid.get(var.uid)
         if t is None:
             raise NotationError(f"expected a tensor bound to {var.name}, but found none (a workspace?)")
         return t
 
-    def get_tensor(self, var: TensorVar) -> Tensor | None:
+    def get_tensor(self, var: TensorVar) -> TensorBase | None:
         """The user's tensor of `var`, or None (a workspace)."""
         return self._by_uid.get(var.uid)
 
@@ -161,7 +161,7 @@ class Bindings(Mapping[int, "Tensor"]):
         out._by_uid = {**self._by_uid, **other._by_uid}
         return out
 
-    def __getitem__(self, uid: int) -> Tensor:
+    def __getitem__(self, uid: int) -> TensorBase:
         return self._by_uid[uid]
 
     def __iter__(self) -> Iterator[int]:

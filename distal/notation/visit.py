@@ -10,9 +10,9 @@ rewriter overrides only the nodes it changes.
 `product_factors` and `summed_vars` are the one flattener of products and the
 one collector of summation variables that the passes share.
 
->>> from distal.notation import IndexVar, Tensor
+>>> from distal.notation import IndexVar, TensorBase
 >>> i, k = IndexVar("i"), IndexVar("k")
->>> B, c = Tensor("B", (2, 3)), Tensor("c", (3,))
+>>> B, c = TensorBase("B", (2, 3)), TensorBase("c", (3,))
 >>> [str(f) for f in product_factors(B[i, k] * c[k] * 2)]
 ['B(i,k)', 'c(k)', '2']
 """

@@ -1,9 +1,12 @@
-"""The scheduling language: an immutable, chainable Schedule over concrete index notation.
+"""The scheduling language: an immutable, chainable `ScheduleBase` over concrete index notation.
 
 Every command checks its preconditions first and raises a `ScheduleError`
 naming the offending variable or tensor and showing the statement; only then
-does it rewrite, returning a new Schedule. Each public command is recorded in
-a trace that prints as Python and replays to an equal schedule.
+does it rewrite, returning a new schedule of the same class (commands build
+it with `dataclasses.replace`, so the user's `dt.Schedule`, which derives
+from this class in `distal.api.schedule` and adds `compile`, `evaluate` and
+`auto`, stays one). Each public command is recorded in a trace that prints
+as Python and replays to an equal schedule.
 
 >>> import distal as dt
 >>> i, j, k, io, ii = dt.index_vars("i j k io ii")
@@ -20,7 +23,7 @@ import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -44,7 +47,7 @@ from distal.errors import NotSupportedYet, ScheduleError
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Sum
 from distal.notation.check import extents
-from distal.notation.tensor import Tensor
+from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule import tree
@@ -52,10 +55,7 @@ from distal.schedule.provenance import Provenance
 from distal.schedule.trace import Command
 from distal.sizes import MachineDim, Param, Size
 
-if TYPE_CHECKING:
-    from distal.lower.plan import Plan
-
-__all__ = ["PARALLEL_UNITS", "Schedule"]
+__all__ = ["PARALLEL_UNITS", "ScheduleBase"]
 
 PARALLEL_UNITS = ("cpu_thread", "cpu_vector", "gpu_block", "gpu_warp", "gpu_thread")
 
@@ -72,13 +72,13 @@ def _vars(value: object, what: str, ctx: object) -> tuple[IndexVar, ...]:
     for n, v in enumerate(items):
         if v in items[:n]:
             message = f"{what}: expected distinct loop variables, but {v} is listed twice"
-            raise ctx._error(message) if isinstance(ctx, Schedule) else ScheduleError(message, ctx)
+            raise ctx._error(message) if isinstance(ctx, ScheduleBase) else ScheduleError(message, ctx)
     return tuple(items)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
-class Schedule:
-    """A statement in concrete index notation with its scheduling relations."""
+class ScheduleBase:
+    """A statement in concrete index notation with its scheduling relations (the commands; no compiling)."""
 
     source: Assignment
     stmt: Stmt
@@ -96,7 +96,7 @@ class Schedule:
     eager: str = ""
 
     @classmethod
-    def of(cls, assignment: Assignment, bindings: Bindings | None = None) -> Schedule:
+    def of(cls, assignment: Assignment, bindings: Bindings | None = None) -> Self:
         """The default schedule: TACO's left-to-right loop order, no relations.
 
         `bindings` gives the user tensor of each var of `assignment` (default:
@@ -123,10 +123,10 @@ class Schedule:
         commands = " · ".join(c.name for c in self.trace) or "default schedule"
         return f"<Schedule {self.source} | {commands}>"
 
-    def refreshed(self) -> Schedule:
+    def refreshed(self) -> Self:
         """The same schedule over its tensors' current vars (itself when no tensor changed format).
 
-        `compile` lowers the refreshed schedule: a format given to a tensor
+        Compiling lowers the refreshed schedule: a format given to a tensor
         after the schedule was made is the one its plan uses (the plan then
         keeps it: a later change needs another compile).
         """
@@ -136,7 +136,7 @@ class Schedule:
         return replace(self, source=_remap(self.source, new), stmt=_remap(self.stmt, new),
                        relations=_remap(self.relations, new), trace=_remap(self.trace, new))
 
-    def formats_bound(self, bindings: Mapping[str, int]) -> Schedule:
+    def formats_bound(self, bindings: Mapping[str, int]) -> Self:
         """The same schedule with every format on a symbolic machine bound by `bindings` (itself when none is).
 
         `compile(gx=2, gy=2)` lowers this: a tensor whose format is on
@@ -154,7 +154,7 @@ class Schedule:
         return replace(self, source=_remap(self.source, new), stmt=_remap(self.stmt, new),
                        relations=_remap(self.relations, new), trace=_remap(self.trace, new))
 
-    def with_notes(self, *notes: str) -> Schedule:
+    def with_notes(self, *notes: str) -> Self:
         """The same schedule with notes for explain() (e.g. operands redistributed first)."""
         return replace(self, notes=(*self.notes, *notes))
 
@@ -171,7 +171,7 @@ class Schedule:
         return out + ")"
 
     @property
-    def output(self) -> Tensor:
+    def output(self) -> TensorBase:
         """The user's tensor the schedule computes (its var is `output_var`)."""
         return self.bindings.tensor(self.source.lhs.tensor)
 
@@ -255,20 +255,20 @@ class Schedule:
             raise self._error(f"{cmd}: expected a positive size, but found {size}")
         return int(size)
 
-    def _with(self, stmt: Stmt, relation: Relation | None = None) -> Schedule:
+    def _with(self, stmt: Stmt, relation: Relation | None = None) -> Self:
         rels = self.relations if relation is None else (*self.relations, relation)
         prov = self.provenance
         if isinstance(relation, Derivation):
             prov = prov.with_derivation(relation)
         return replace(self, stmt=stmt, relations=rels, provenance=prov)
 
-    def _traced(self, name: str, *args: object, **kwargs: object) -> Schedule:
+    def _traced(self, name: str, *args: object, **kwargs: object) -> Self:
         kw = tuple((k, v) for k, v in kwargs.items() if v is not None)
         return replace(self, trace=(*self.trace, Command(name, args, kw)), eager="")
 
     def _tensor(self, t: object, cmd: str) -> TensorVar:
         """The statement's var of `t` (a user Tensor or a TensorVar, matched by uid)."""
-        uid = t.var.uid if isinstance(t, Tensor) else t.uid if isinstance(t, TensorVar) else None
+        uid = t.var.uid if isinstance(t, TensorBase) else t.uid if isinstance(t, TensorVar) else None
         found = next((v for v in self.tensors() if v.uid == uid), None)
         if found is None:
             names = ", ".join(x.name for x in self.tensors())
@@ -277,18 +277,18 @@ class Schedule:
 
     # -- divide, split, fuse, reorder -------------------------------------------
 
-    def divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Schedule:
+    def divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Self:
         """Divide loop i into `parts` blocks: io counts blocks, ii runs inside one."""
         return self._divide(i, io, ii, parts)._traced("divide", i, io, ii, parts)
 
-    def _divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Schedule:
+    def _divide(self, i: IndexVar, io: IndexVar, ii: IndexVar, parts: Size) -> Self:
         return self._strip_mine("divide", i, io, ii, parts)
 
-    def split(self, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Schedule:
+    def split(self, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Self:
         """Split loop i into chunks of `size`: io counts chunks, ii runs inside one."""
         return self._strip_mine("split", i, io, ii, size)._traced("split", i, io, ii, size)
 
-    def _strip_mine(self, cmd: str, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Schedule:
+    def _strip_mine(self, cmd: str, i: IndexVar, io: IndexVar, ii: IndexVar, size: Size) -> Self:
         """∀i S -> ∀io ∀ii S with a divide or split relation (they differ only in their bounds)."""
         path = self._loop(i, cmd)
         self._fresh([io, ii], cmd)
@@ -298,7 +298,7 @@ class Schedule:
         rel = Divide(i, io, ii, n) if cmd == "divide" else Split(i, io, ii, n)
         return self._with(tree.replace(self.stmt, path, Forall(io, Forall(ii, node.body))), rel)
 
-    def fuse(self, i: IndexVar, j: IndexVar, f: IndexVar) -> Schedule:
+    def fuse(self, i: IndexVar, j: IndexVar, f: IndexVar) -> Self:
         """Fuse loop j, directly inside loop i, with i into one loop f."""
         path = self._loop(i, "fuse")
         self._loop(j, "fuse")
@@ -311,11 +311,11 @@ class Schedule:
         out = self._with(tree.replace(self.stmt, path, new), Fuse(i, j, f))
         return out._traced("fuse", i, j, f)
 
-    def reorder(self, vars: Seq[IndexVar]) -> Schedule:
+    def reorder(self, vars: Seq[IndexVar]) -> Self:
         """Reorder loops of one perfect loop nest; they take the listed order."""
         return self._reorder(vars)._traced("reorder", list(vars))
 
-    def _reorder(self, vars: Seq[IndexVar]) -> Schedule:
+    def _reorder(self, vars: Seq[IndexVar]) -> Self:
         vs = _vars(vars, "reorder", self)
         if not vs:
             raise self._error("reorder: expected at least one loop variable, but found none")
@@ -340,7 +340,7 @@ class Schedule:
 
     # -- parallelize, precompute -----------------------------------------------
 
-    def parallelize(self, i: IndexVar, unit: str = "cpu_thread") -> Schedule:
+    def parallelize(self, i: IndexVar, unit: str = "cpu_thread") -> Self:
         """Run loop i in parallel on `unit` (one of PARALLEL_UNITS) of its processor.
 
         How it runs, and what runs instead where the processors lack the
@@ -375,7 +375,7 @@ class Schedule:
         vars: Seq[IndexVar] | IndexVar,
         workspace_vars: Seq[IndexVar] | IndexVar,
         workspace: str | None = None,
-    ) -> Schedule:
+    ) -> Self:
         """Compute `expr` into a workspace indexed by `vars` in a `where`, before its use."""
         vs = _vars(vars, "precompute", self)
         ws = _vars(workspace_vars, "precompute", self)
@@ -460,9 +460,9 @@ class Schedule:
         local: Seq[IndexVar] | None = None,
         machine: Machine | Grid | None = None,
         *,
-        onto: Tensor | TensorVar | None = None,
+        onto: TensorBase | TensorVar | None = None,
         level: int = 0,
-    ) -> Schedule:
+    ) -> Self:
         """Distribute loops over processors.
 
         Simple form `distribute(vars)` marks loops distributed. The compound
@@ -491,7 +491,7 @@ class Schedule:
         return s._traced("distribute", list(ts), list(ds), list(ls), machine, onto=onto,
                          level=level or None)
 
-    def _below_distributed(self, ds: tuple[IndexVar, ...]) -> Schedule:
+    def _below_distributed(self, ds: tuple[IndexVar, ...]) -> Self:
         """`ds` moved up to just below the loops distributed before them in their loop nest (hierarchical
         distribute, paper 3.3): the loops inside stay in their order, so the leaf's loops stay innermost.
         Unchanged when no distributed loop encloses them in that nest."""
@@ -508,7 +508,7 @@ class Schedule:
         return self._with(tree.replace(self.stmt, top, tree.wrap(new_chain, body)))
 
     def _distribution_grid(
-        self, ts: tuple[IndexVar, ...], machine: object, onto: Tensor | TensorVar | None, level: int
+        self, ts: tuple[IndexVar, ...], machine: object, onto: TensorBase | TensorVar | None, level: int
     ) -> tuple[Grid, tuple[int, ...]]:
         if onto is not None:
             if machine is not None:
@@ -551,7 +551,7 @@ class Schedule:
 
     def _distribute(
         self, vs: tuple[IndexVar, ...], grid: Grid | None, level: int, dims: tuple[int, ...] | None
-    ) -> Schedule:
+    ) -> Self:
         if not vs:
             raise self._error("distribute: expected at least one loop variable, but found none")
         done = set(self.distributed_vars())
@@ -563,7 +563,7 @@ class Schedule:
             raise self._error("distribute: expected distinct loop variables, but found a repeat")
         return self._with(self.stmt, Distribute(vs, grid, level, dims))
 
-    def communicate(self, tensors: Tensor | TensorVar | Seq[Tensor | TensorVar], var: IndexVar) -> Schedule:
+    def communicate(self, tensors: TensorBase | TensorVar | Seq[TensorBase | TensorVar], var: IndexVar) -> Self:
         """Fetch the data of `tensors` used under one iteration of loop `var` at that loop."""
         items = list(tensors) if isinstance(tensors, list | tuple) else [tensors]
         if not items:
@@ -604,7 +604,7 @@ class Schedule:
                 f"(fewer, larger transfers), communicate({t.name}, {inner}) once per iteration of {inner} "
                 "(smaller tiles, less memory)")
 
-    def rotate(self, t: IndexVar, by: Seq[IndexVar] | IndexVar, r: IndexVar) -> Schedule:
+    def rotate(self, t: IndexVar, by: Seq[IndexVar] | IndexVar, r: IndexVar) -> Self:
         """Rotate loop t by the loops `by`: t = (r + sum(by)) mod extent(t)."""
         path = self._loop(t, "rotate")
         bs = _vars(by, "rotate", self)
@@ -625,7 +625,7 @@ class Schedule:
         out = self._with(tree.replace(self.stmt, path, Forall(r, node.body)), Rotate(t, bs, r))
         return out._traced("rotate", t, list(bs), r)
 
-    def substitute(self, vars: Seq[IndexVar] | IndexVar, leaf: leaves.Leaf | str) -> Schedule:
+    def substitute(self, vars: Seq[IndexVar] | IndexVar, leaf: leaves.Leaf | str) -> Self:
         """Run the innermost loops `vars` and their body as one call of a leaf kernel."""
         vs = _vars(vars, "substitute", self)
         try:
@@ -690,50 +690,6 @@ class Schedule:
         out = self._with(self.stmt, Substitute(vs, kernel))
         return out._traced("substitute", list(vs), kernel)
 
-    # -- choosing a schedule -------------------------------------------------------
-
-    def auto(self, machine: Machine | Grid | None = None, *, memory: int | None = None,
-             model: Any = None) -> Schedule:
-        """The schedule of this statement that distal's time model predicts fastest (`distal.kernels.search`).
-
-        Called on a statement's default schedule; returns an ordinary
-        Schedule (printable, replayable, and yours to change) over `machine`
-        (default: every processor the running Legate has), giving tensors
-        without a format the formats it chose. explain() of its plan lists
-        the candidates with their predicted time, bytes moved and peak memory.
-        """
-        from distal.kernels import auto_schedule
-
-        chosen: Schedule = auto_schedule(self, machine, memory=memory, model=model)
-        return chosen
-
-    # -- running -----------------------------------------------------------------
-
-    def compile(self, *, rotation: str | None = None, reduction: str | None = None, **bindings: int) -> Plan:
-        """Lower to a plan (a task graph as plain data); `bindings` bind dt.Param sizes.
-
-        `rotation` ("boxes" or "points") says how rotated loops launch;
-        `reduction` ("auto", "synthesized" or "legate") how distributed
-        reductions run (see docs/lowering.md).
-        """
-        from distal.lower import lower
-        from distal.lower.lints import plan_lints, warn
-
-        self._check_bindings(bindings)
-        sched = self.refreshed().formats_bound(bindings)
-        plan = lower(sched, bindings, rotation=rotation, reduction=reduction)
-        lints = plan_lints(sched, plan)
-        if lints:  # performance traps: kept for explain(), and a DistalPerformanceWarning each
-            plan = replace(plan, lints=lints)
-            warn(lints)
-        if self.notes:
-            # what happened before scheduling (operands placed or redistributed,
-            # the auto choice) is part of what explain() reports
-            plan = replace(plan, notes=(*self.notes, *plan.notes))
-        if self.eager:
-            plan = replace(plan, eager=self.eager)
-        return plan
-
     def parameters(self) -> tuple[str, ...]:
         """The names of the `dt.Param` sizes the schedule uses (commands, tensor shapes, machines), sorted."""
         found: set[str] = set()
@@ -748,7 +704,7 @@ class Schedule:
             elif isinstance(value, list | tuple):
                 for v in value:
                     walk(v)
-            elif isinstance(value, Tensor | TensorVar):
+            elif isinstance(value, TensorBase | TensorVar):
                 walk(tuple(value.shape))
                 walk(getattr(value, "format", None))
             elif value is not None and hasattr(value, "__dataclass_fields__"):
@@ -764,7 +720,7 @@ class Schedule:
         walk(self.relations)
         return tuple(sorted(found))
 
-    def _check_bindings(self, bindings: Mapping[str, object]) -> None:
+    def check_bindings(self, bindings: Mapping[str, object]) -> None:
         """Refuse a binding that names no parameter of the schedule (a typo would otherwise pass silently)."""
         params = self.parameters()
         unknown = sorted(set(bindings) - set(params))
@@ -775,26 +731,8 @@ class Schedule:
                 f"but found {', '.join(f'{u}={bindings[u]!r}' for u in unknown)}"
             )
 
-    def evaluate(
-        self, backend: str = "legate", *, rotation: str | None = None, reduction: str | None = None, **bindings: int
-    ) -> Tensor:
-        """Run the schedule and return the output tensor, which now holds the result.
-
-        backend="legate" compiles and runs on Legate; backend="reference" runs
-        the NumPy reference executor in this process.
-        """
-        if backend == "reference":
-            from distal.reference import run_reference
-
-            self._check_bindings(bindings)
-            run_reference(self, bindings)
-            return self.output
-        if backend == "legate":
-            self.compile(rotation=rotation, reduction=reduction, **bindings).run()
-            return self.output
-        raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
-
-
+    # transitional, while distal/lower/__init__.py's compile_schedule still calls the old name (requested)
+    _check_bindings = check_bindings
 def _innermost_hint(chain: Seq[IndexVar], vs: Seq[IndexVar]) -> str:
     """'; add .reorder([...]) first': the reorder making `vs` the innermost loops of `chain` (when they are in it)."""
     if not set(vs) <= set(chain):

@@ -8,7 +8,7 @@ from typing import Any
 from distal.leaf import Leaf
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
-from distal.notation.tensor import Tensor
+from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import TensorVar
 from distal.notation.visit import ExprVisitor
 from distal.sizes import MachineDim, Param
@@ -31,7 +31,7 @@ def python(value: Any) -> str:
     A machine dimension prints as `m.x` (`m.dim('x', 1)` below the top level):
     the machine it belongs to is expected in scope as `m`.
     """
-    if isinstance(value, IndexVar | Tensor | TensorVar):
+    if isinstance(value, IndexVar | TensorBase | TensorVar):
         return value.name
     if isinstance(value, list | tuple):
         return "[" + ", ".join(python(v) for v in value) + "]"

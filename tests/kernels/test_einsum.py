@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import distal as dt
-from distal import kernels
+from distal.api import einsum as einsum_module
 
 RNG = np.random.default_rng(7)
 
@@ -72,25 +72,25 @@ def test_tensor_operands_and_out() -> None:
 
 
 def test_repeated_calls_reuse_the_plan_and_keep_earlier_results() -> None:
-    kernels.clear_cache()
+    einsum_module.clear_cache()
     a1, a2 = RNG.standard_normal((5, 5)), RNG.standard_normal((5, 5))
     r1 = dt.einsum("ij,jk->ik", a1, a1)
-    before = kernels.cache_info()
+    before = einsum_module.cache_info()
     r2 = dt.einsum("ij,jk->ik", a2, a2)
-    after = kernels.cache_info()
+    after = einsum_module.cache_info()
     assert after["hits"] == before["hits"] + 1 and after["plans"] == before["plans"]
     np.testing.assert_allclose(r1.to_numpy(), a1 @ a1, rtol=1e-12)  # the first result is its own
     np.testing.assert_allclose(r2.to_numpy(), a2 @ a2, rtol=1e-12)
     dt.einsum("ij,jk->ik", RNG.standard_normal((5, 6)), RNG.standard_normal((6, 5)))  # another shape
-    assert kernels.cache_info()["misses"] == after["misses"] + 1
+    assert einsum_module.cache_info()["misses"] == after["misses"] + 1
 
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("distal.kernels._einsum.CACHE_SIZE", 3)
-    kernels.clear_cache()
+    monkeypatch.setattr("distal.api.einsum.CACHE_SIZE", 3)
+    einsum_module.clear_cache()
     for n in range(2, 8):
         dt.einsum("ij,jk->ik", np.ones((n, n)), np.ones((n, n)))
-    assert kernels.cache_info()["plans"] == 3
+    assert einsum_module.cache_info()["plans"] == 3
 
 
 def test_einsum_plan_says_what_auto_chose_and_why() -> None:
@@ -107,7 +107,7 @@ def test_einsum_plan_says_what_auto_chose_and_why() -> None:
 @pytest.mark.legate
 def test_on_legate_without_eager_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISTAL_EAGER", "0")
-    kernels.clear_cache()
+    einsum_module.clear_cache()
     for subscripts, shapes in CASES:
         ops = [RNG.standard_normal(s) for s in shapes]
         plan = dt.einsum_plan(subscripts, *ops, machine=dt.Machine(dt.Grid(2)))
@@ -155,7 +155,7 @@ def test_a_dropped_result_s_store_takes_the_next_result(monkeypatch: pytest.Monk
     """A repeated einsum writes into the store of its last result when that result is gone (memory Legate
     has touched already), never into a result the caller still holds."""
     monkeypatch.setenv("DISTAL_EAGER", "0")
-    kernels.clear_cache()
+    einsum_module.clear_cache()
     a, b = RNG.standard_normal(50), RNG.standard_normal(40)
     first = dt.einsum("i,j->ij", a, b)
     held = first.storage.store.handle  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ import pytest
 
 from distal.cin.blocks import evaluate_points
 from distal.model.predict import _Ops
-from distal.notation import IndexVar, Tensor
+from distal.notation import IndexVar, TensorBase
 from distal.notation.ast import Access, Add, Assignment, BinaryOp, Call, Div, Expr, Literal, Mul, Neg, Sub, Sum
 from distal.notation.check import result_dtype
 from distal.notation.sums import _pure, place_sum, to_reduction_notation
@@ -30,13 +30,13 @@ class Max(BinaryOp):
 
 
 i, j, k = IndexVar("i"), IndexVar("j"), IndexVar("k")
-B = Tensor("B", (2, 3))
-c = Tensor("c", (3,))
-d = Tensor("d", (3,))
+B = TensorBase("B", (2, 3))
+c = TensorBase("c", (3,))
+d = TensorBase("d", (3,))
 
 
 def _lookup(arrays: dict[str, np.ndarray]) -> Any:
-    def lookup(t: Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
+    def lookup(t: TensorBase) -> tuple[np.ndarray, tuple[int, ...]]:
         return arrays[t.name], (0,) * t.order
 
     return lookup
@@ -149,7 +149,7 @@ def test_operation_count_and_trace() -> None:
 
 
 def test_reduction_notation_places_sums_unchanged() -> None:
-    a = Tensor("a", ())
+    a = TensorBase("a", ())
     stmt = Assignment(Access(a.var, ()), (c[k] + 1) * (d[k] + 1))
     assert str(to_reduction_notation(stmt).rhs) == "sum(k, (c(k) + 1) * (d(k) + 1))"
     assert str(place_sum(B[i, k] + c[k] * d[k] / c[i], k)) == "sum(k, B(i,k)) + sum(k, c(k) * d(k)) / c(i)"

@@ -31,15 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from distal import contract
+from distal import contract, kernels
+from distal.api.plan import Plan
+from distal.api.tensor import Tensor
 from distal.errors import DistalError, NotationError, NotSupportedYet
-from distal.lower.plan import Plan
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
 from distal.notation.storage import HostStorage
-from distal.notation.tensor import Tensor
 from distal.notation.variable import Bindings, TensorVar
+from distal.search import resolve_machine
 
 __all__ = ["CACHE_SIZE", "cache_info", "clear_cache", "einsum", "einsum_plan"]
 
@@ -276,21 +277,13 @@ def _result_dtype(tensors: Sequence[Tensor]) -> np.dtype[Any]:
     return np.result_type(*(t.dtype for t in tensors)) if tensors else np.dtype(np.float64)
 
 
-def _machine(machine: Machine | Grid | None) -> Machine:
-    from ._search import _machine as resolve
-
-    return resolve(machine)
-
-
 def _build(call: _Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine) -> _Entry:
     """Compile the call's plan on tensors like this call's (the output a stand-in of the result's kind), and
     keep it without their data (each call binds its own, `_bound`)."""
-    from ._search import auto_schedule
-
     holder = Tensor(out.name, out.shape, out.format, dtype=out.dtype, casting=out.casting)
     stmt = check_statement(_statement(call, tensors, holder))
     holder.record(stmt)
-    sched = auto_schedule(holder.schedule(), machine, eager=True, formats=False)
+    sched = kernels.auto_schedule(holder.schedule(), machine, eager=True, formats=False)
     plan = replace(sched.compile(), bindings=Bindings())
     return _Entry(plan, tuple(t.var for t in tensors), holder.var)
 
@@ -306,7 +299,7 @@ def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_En
         result = out
     else:
         result = Tensor("R", shape, dtype=dtype)
-    m = _machine(machine)
+    m = resolve_machine(machine)
     operands = tuple((t.concrete_shape(), t.dtype.str, t.format, _location(t)) for t in tensors)
     key = (call.spec, _eager_allowed(), operands, (result.dtype.str, result.format, result.casting), m)
     entry = _CACHE.get(key)
@@ -354,7 +347,7 @@ def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = Non
         raise DistalError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__}")
     call = _parse(subscripts, operands)
     host = not isinstance(out, Tensor) and all(type(a) is np.ndarray for a in call.arrays)
-    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), _machine(machine)) \
+    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), resolve_machine(machine)) \
         if host and _eager_allowed() else None
     fast = _EAGER.get(key) if key is not None else None
     if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them

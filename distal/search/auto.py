@@ -1,4 +1,4 @@
-"""`Schedule.auto`: a schedule for any statement, chosen by distal's time model.
+"""The auto search: a schedule for any statement, chosen by distal's time model (`Schedule.auto`, `dt.einsum`).
 
 Candidates, each compiled on shadow tensors (same names, shapes, dtypes and
 formats, no data) and timed by `distal.model.predict` on `machine.size`
@@ -17,8 +17,11 @@ processors:
 * a split of the largest summed variable into sequential steps whose tiles
   are fetched step by step (`communicate`), where the whole tiles would not
   fit the memory bound;
-* the algorithm library's schedules (`kernels.candidates`) where the
-  statement is one of its algorithms' up to renaming;
+* the algorithm library's schedules where the statement is one of its
+  algorithms' up to renaming: the library (`distal.kernels`, the layer above
+  this one) hands itself in as a `Library` (`distal.kernels.options`,
+  `auto_schedule` and `realise` do; this module's own functions without one
+  consider the schedules above only);
 * for `dt.einsum` (`eager=True`), running the statement eagerly in the
   calling process with NumPy, no Legate tasks: predicted as the one-task
   plan's leaf work without the runtime's fixed costs, plus reading back
@@ -31,7 +34,10 @@ The fastest candidate whose peak memory per processor fits the bound
 processors idle wins only when predicted faster than every plan using them
 all. The winner is built on the real tensors: an ordinary Schedule (its
 trace replays it) whose notes, shown by explain(), list every candidate with
-its predicted time, bytes moved and peak memory.
+its predicted time, bytes moved and peak memory, and is of the class of the
+schedule it was given (commands applied to it: a user's `dt.Schedule` stays
+one). Shadows and candidates are `TensorBase` and `ScheduleBase` objects,
+compiled by `distal.lower.compile_schedule` and timed by `distal.model.predict`.
 """
 
 from __future__ import annotations
@@ -42,20 +48,27 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+import distal.runtime as rt
+from distal import model as time_model
 from distal._text import bytes_text as _bytes
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
-from distal.format import Format
-from distal.machine.grid import Grid, Machine
+from distal.format.format import Format
+from distal.host import config_flag, configured_processors
+from distal.lower import compile_schedule
+from distal.machine.grid import Grid, Machine, processor_kind
 from distal.notation.ast import Access, Assignment, Expr, IndexVar
-from distal.notation.tensor import Tensor
+from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
-from distal.notation.visit import ExprRewriter, product_factors
-from distal.schedule import Schedule
+from distal.notation.visit import ExprRewriter
+from distal.schedule.schedule import ScheduleBase
 
-__all__ = ["Option", "auto_schedule", "default_machine", "options", "realise"]
+__all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "options", "realise",
+           "resolve_machine"]
+
+S = TypeVar("S", bound=ScheduleBase)
 
 _TOP_VARS = 4  # variables (largest extents) tried on grids of two and three dimensions
 _STEPS = (2, 4, 8, 16, 32)  # sequential steps tried for a summed variable when tiles do not fit
@@ -98,8 +111,6 @@ _DEFAULT: dict[tuple[Any, ...], Machine] = {}  # default_machine's answer, by ki
 def default_machine(kind: str | None = None) -> Machine:
     """Every processor the running Legate has (GPUs where it has any, else CPUs) as a 1-D machine; before
     Legate starts, the processors its configuration (LEGATE_CONFIG) asks for."""
-    import distal.runtime as rt
-
     key = (kind, rt.is_started(), os.environ.get("LEGATE_CONFIG", ""))
     found = _DEFAULT.get(key)
     if found is None:
@@ -108,9 +119,6 @@ def default_machine(kind: str | None = None) -> Machine:
 
 
 def _default_machine(kind: str | None) -> Machine:
-    import distal.runtime as rt
-    from distal.host import config_flag, configured_processors
-
     if rt.is_started():
         gpus = rt.processor_count("gpu") if kind in (None, "gpu") else 0
         if gpus:
@@ -123,7 +131,8 @@ def _default_machine(kind: str | None) -> Machine:
     return Machine(Grid(configured_processors("cpu")))
 
 
-def _machine(machine: Machine | Grid | None) -> Machine:
+def resolve_machine(machine: Machine | Grid | None) -> Machine:
+    """The machine auto chooses over: `machine` (a Grid as a one-level Machine), or every processor (None)."""
     if machine is None:
         return default_machine()
     if isinstance(machine, Grid):
@@ -134,6 +143,30 @@ def _machine(machine: Machine | Grid | None) -> Machine:
         raise MachineError(f"expected a machine of concrete sizes for auto, but found {machine!r} (bind its "
                            f"parameters first)")
     return machine
+
+
+def default_model(machine: Machine) -> Any:
+    """The model auto times plans with when none is given: this machine for CPUs, a Lassen node for GPUs."""
+    if processor_kind(machine.kind).device_arrays:
+        return time_model.lassen_gpu()
+    return time_model.this_machine()
+
+
+def _predicted(sched: ScheduleBase, mm: Any, processors: int) -> Any:
+    """The time model's prediction for `sched`'s plan on `processors` processors of model `mm`."""
+    return time_model.predict(compile_schedule(sched), mm, processors)
+
+
+class Library(Protocol):
+    """Candidates from outside the search: the algorithm library (`distal.kernels`) hands itself in."""
+
+    def options(self, schedule: ScheduleBase, machine: Machine, memory: int | None, model: Any) -> list[Option]:
+        """Its candidates for `schedule`'s statement on `machine` (kind "library"), each with its prediction."""
+        ...
+
+    def realise(self, option: Option, schedule: S) -> S:
+        """The schedule of one of its `options` built on the real tensors of `schedule`."""
+        ...
 
 
 # -- shadows: the statement over tensors without data --------------------------------------------------------
@@ -147,16 +180,16 @@ class _Rename(ExprRewriter):
         return Access(self.vars[e.tensor.uid], e.indices)
 
 
-def _shadow(source: Assignment, formats: dict[int, Format]) -> Schedule:
+def _shadow(source: Assignment, formats: dict[int, Format]) -> ScheduleBase:
     """The default schedule of `source` over new tensors with the same names, shapes and dtypes (no data):
     each keeps its tensor's format, or takes the one in `formats` (by uid)."""
     tensors = {}
     for v in source.tensors():
         fmt = v.format if v.format is not None else formats.get(v.uid)
-        tensors[v.uid] = Tensor(v.name, v.shape, fmt, dtype=v.dtype, casting=v.casting)
+        tensors[v.uid] = TensorBase(v.name, v.shape, fmt, dtype=v.dtype, casting=v.casting)
     rename = _Rename({uid: t.var for uid, t in tensors.items()})
     stmt = Assignment(rename(source.lhs), rename(source.rhs), source.accumulate)  # type: ignore[arg-type]
-    return Schedule.of(stmt, Bindings(tensors.values()))
+    return ScheduleBase.of(stmt, Bindings(tensors.values()))
 
 
 def _extents(source: Assignment) -> dict[IndexVar, int]:
@@ -211,8 +244,7 @@ def _formats(source: Assignment, vars_: Sequence[IndexVar], machine: Machine,
     return out
 
 
-def _distributed(sched: Schedule, vars_: Sequence[IndexVar], grid: Grid,
-                 split: tuple[IndexVar, int] | None) -> Schedule:
+def _distributed(sched: S, vars_: Sequence[IndexVar], grid: Grid, split: tuple[IndexVar, int] | None) -> S:
     """`sched` with `vars_` distributed over `grid` (compound form), a summed variable split into steps."""
     used = _names(sched.source)
     outer = [_fresh(v, "o", used) for v in vars_]
@@ -256,43 +288,7 @@ def _assignments(extents: dict[IndexVar, int], grid: tuple[int, ...]) -> list[tu
             if all(math.ceil(extents[v] / math.ceil(extents[v] / g)) == g for v, g in zip(vs, grid))]
 
 
-def _library(sched: Schedule, machine: Machine, memory: int | None, model: Any) -> list[Option]:
-    """The library's candidates where the statement is one of its algorithms' (inputs in some order)."""
-    from . import _same_up_to_renaming
-    from ._algorithms import ALGORITHMS
-    from ._auto import candidates
-
-    source = sched.source
-    factors = product_factors(source.rhs)
-    if not all(isinstance(f, Access) for f in factors) or len(factors) > 3 or machine.levels > 1:
-        return []
-    out: list[Option] = []
-    outv = sched.output
-    inputs = [sched.bindings.tensor(f.tensor) for f in factors if isinstance(f, Access)]
-    if len({t.var.uid for t in inputs}) != len(inputs) or outv.var.uid in {t.var.uid for t in inputs}:
-        return []
-    for order in itertools.permutations(range(len(inputs))):
-        ops = (outv, *(inputs[n] for n in order))
-        names = [a.name for a in ALGORITHMS.values()
-                 if a.arity == len(ops) and _same_up_to_renaming(a, ops, source)]
-        if not names:
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                found = candidates(machine, *ops, memory=memory, model=model)
-        except DistalError:
-            continue
-        for c in found:
-            if c.algorithm in names:
-                extra = "".join(f", {k}={v}" for k, v in c.params)
-                out.append(Option("library", f"library {c.algorithm} on {c.machine!r}{extra}", c.seconds,
-                                  c.comm_bytes, c.peak_bytes, c.fits, c.idle, algorithm=c.algorithm,
-                                  order=tuple(order), machine=c.machine, params=c.params))
-    return out
-
-
-def _moving(sched: Schedule, on_legate: bool, mm: Any) -> float:
+def _moving(sched: ScheduleBase, on_legate: bool, mm: Any) -> float:
     """Seconds to move the inputs whose data is on the host onto Legate (on_legate=False), or those on Legate
     back to the host (True): per operand a blocking transfer (the model's cost of a plan run, a fence and a
     mapping) and its bytes at a quarter of the memory bandwidth (Legate's copy between a NumPy buffer and a
@@ -301,7 +297,7 @@ def _moving(sched: Schedule, on_legate: bool, mm: Any) -> float:
     return float(count * mm.plan_seconds + nbytes / (mm.processor.bandwidth / 4))
 
 
-def _host_bytes(sched: Schedule, on_legate: bool) -> tuple[int, int]:
+def _host_bytes(sched: ScheduleBase, on_legate: bool) -> tuple[int, int]:
     """How many inputs have their data on the host (on_legate=False) or on Legate (True), and their bytes."""
     total = count = 0
     seen: set[int] = set()
@@ -316,17 +312,15 @@ def _host_bytes(sched: Schedule, on_legate: bool) -> tuple[int, int]:
     return count, total
 
 
-def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory: int | None = None,
-            model: Any = None, eager: bool = False, formats: bool = True) -> list[Option]:
-    """Every schedule `auto` considers for `schedule`'s statement on `machine`, each with its prediction.
-    Without `formats`, tensors without a format keep none (one store each, tiles read from it)."""
-    from distal.model import MachineModel
-
-    from ._auto import default_model
-
-    m = _machine(machine)
+def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, memory: int | None = None,
+            model: Any = None, eager: bool = False, formats: bool = True, library: Library | None = None
+            ) -> list[Option]:
+    """Every schedule `auto` considers for `schedule`'s statement on `machine`, each with its prediction
+    (`library`'s candidates included). Without `formats`, tensors without a format keep none (one store
+    each, tiles read from it)."""
+    m = resolve_machine(machine)
     mm = model if model is not None else default_model(m)
-    if not isinstance(mm, MachineModel):
+    if not isinstance(mm, time_model.MachineModel):
         raise DistalError(f"expected a distal.model.MachineModel as model=, but found {mm!r}")
     p = m.size
     bound = memory if memory is not None else mm.processor.memory
@@ -334,10 +328,10 @@ def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory
     extents = {v: n for v, n in _extents(source).items() if n >= 2}
     copy_in = _moving(schedule, False, mm) if eager else 0.0
 
-    def timed(sched: Schedule, kind_: str, what: str, **fields: Any) -> Option:
+    def timed(sched: ScheduleBase, kind_: str, what: str, **fields: Any) -> Option:
         with warnings.catch_warnings():  # a candidate's traps and fallbacks are its predicted time, not warnings
             warnings.simplefilter("ignore", UserWarning)
-            pred = sched.compile().predict(mm, p)
+            pred = _predicted(sched, mm, p)
         comm = max((r["intra_bytes"] + r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor), default=0)
         return Option(kind_, what, pred.seconds + copy_in, int(comm), pred.peak_bytes, pred.peak_bytes <= bound,
                       pred.idle, **fields)
@@ -347,7 +341,7 @@ def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory
     if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            pred = _shadow(source, {}).compile().predict(mm, 1)
+            pred = _predicted(_shadow(source, {}), mm, 1)
         back = _moving(schedule, True, mm)
         leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)",
@@ -381,7 +375,7 @@ def options(schedule: Schedule, machine: Machine | Grid | None = None, *, memory
                                            split=(k, steps)))
                     except (ScheduleError, ShapeError):
                         continue
-    for o in _library(schedule, m, memory, mm):
+    for o in library.options(schedule, m, memory, mm) if library is not None else ():
         found.append(replace(o, seconds=o.seconds + copy_in))
     return found
 
@@ -392,8 +386,8 @@ def _best(found: list[Option]) -> Option:
     return min(ok, key=lambda o: (o.seconds, o.idle, o.peak_bytes))
 
 
-def auto_schedule(schedule: Schedule, machine: Machine | Grid | None = None, *, memory: int | None = None,
-                  model: Any = None, eager: bool = False, formats: bool = True) -> Schedule:
+def auto_schedule(schedule: S, machine: Machine | Grid | None = None, *, memory: int | None = None,
+                  model: Any = None, eager: bool = False, formats: bool = True, library: Library | None = None) -> S:
     """The schedule of `schedule`'s statement predicted fastest on `machine` (see the module docstring).
 
     `schedule` must be the statement's default schedule (auto chooses every command). With `eager`
@@ -412,8 +406,8 @@ def auto_schedule(schedule: Schedule, machine: Machine | Grid | None = None, *, 
     except ShapeError as exc:
         raise ScheduleError(f"auto: expected tensors of concrete shapes, but {exc.message}",
                             str(schedule.source)) from None
-    m = _machine(machine)
-    found = options(schedule, m, memory=memory, model=model, eager=eager, formats=formats)
+    m = resolve_machine(machine)
+    found = options(schedule, m, memory=memory, model=model, eager=eager, formats=formats, library=library)
     best = _best(found)
     ok = [o for o in found if o.fits]
     why = "least predicted time" if len(ok) > 1 else "the only candidate that fits" if ok else \
@@ -425,23 +419,22 @@ def auto_schedule(schedule: Schedule, machine: Machine | Grid | None = None, *, 
     notes += [f"auto: considered {o.describe()}" for o in ranked[:24]]
     if len(ranked) > 24:
         notes.append(f"auto: and {len(ranked) - 24} more candidates, slower")
-    return realise(best, schedule, m, formats=formats).with_notes(*notes)
+    return realise(best, schedule, m, formats=formats, library=library).with_notes(*notes)
 
 
-def realise(best: Option, schedule: Schedule, machine: Machine | Grid | None = None, *,
-            formats: bool = True) -> Schedule:
+def realise(best: Option, schedule: S, machine: Machine | Grid | None = None, *, formats: bool = True,
+            library: Library | None = None) -> S:
     """The schedule of `options(...)`'s `best` built on the real tensors of `schedule` (the statement's
-    default schedule), tensors without a format given the option's (with `formats`)."""
-    machine = _machine(machine)
+    default schedule; the result is of its class), tensors without a format given the option's (with
+    `formats`); a library option is built by `library`."""
+    machine = resolve_machine(machine)
     source = schedule.source
     if best.kind == "library":
-        from . import build
-
-        factors = [f for f in product_factors(source.rhs) if isinstance(f, Access)]
-        inputs = [schedule.bindings.tensor(factors[n].tensor) for n in best.order]
-        assert best.machine is not None
-        return build(best.algorithm, best.machine, schedule.output, *inputs, **dict(best.params))
-    base = Schedule.of(source, schedule.bindings)
+        if library is None:
+            raise DistalError(f"expected the algorithm library to build {best.what} (distal.kernels.realise), "
+                              f"but found none given")
+        return library.realise(best, schedule)
+    base = type(schedule).of(source, schedule.bindings)
     if best.kind == "eager":
         return replace(base, eager=f"auto predicted {_fmt(best.seconds)} in this process, faster than any plan "
                                    f"of Legate tasks")
@@ -453,4 +446,4 @@ def realise(best: Option, schedule: Schedule, machine: Machine | Grid | None = N
         t = schedule.bindings[uid]
         if t.format is None:
             t.set_format(fmt)
-    return _distributed(Schedule.of(source, schedule.bindings), best.vars, grid, best.split)
+    return _distributed(type(schedule).of(source, schedule.bindings), best.vars, grid, best.split)

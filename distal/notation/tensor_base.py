@@ -1,4 +1,14 @@
-"""Tensors: named, shaped operands that hold data and the statement computing them."""
+"""The data of a tensor: identity, format, storage, and the statement computing it (`TensorBase`).
+
+TACO splits the tensor the user holds from the data the compiler reads;
+distal does the same. `TensorBase` is the data, with what writing a
+statement needs (`A[i, j] = ...`, `record`) and the runtime's one way to
+give it data (`bind`): the compiler's layers (schedules, lowering, the
+executors, the algorithm library and the auto search) read and make
+`TensorBase` objects only. The user's `dt.Tensor` (`distal.api.tensor`)
+derives from it and adds what calls up into those layers: `schedule()`,
+`from_array`, `place`, `redistribute` and the array protocols.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +27,8 @@ from distal.sizes import MachineDim, Param, Size
 
 if TYPE_CHECKING:
     from distal.format.format import Format
-    from distal.runtime import TensorData
-    from distal.schedule.schedule import Schedule
 
-__all__ = ["Tensor"]
+__all__ = ["TensorBase", "check_dtype"]
 
 # NumPy's numeric dtypes that numpy.einsum computes with (bool is not: its + is `or`, and index
 # notation's sums would silently become `any`)
@@ -47,14 +55,16 @@ def check_dtype(dtype: Any, name: str) -> np.dtype:
     return dt
 
 
-class Tensor:
-    """A dense tensor: name, shape, dtype, an optional format, and its data.
+class TensorBase:
+    """A dense tensor's data: name, shape, dtype, an optional format, and its storage.
 
     Its identity (`name`, `shape`, `dtype`, `casting`) is fixed when it is
     made: assigning one raises AttributeError. Its data is one `Storage`
     (`tensor.storage`: a `HostStorage` NumPy array, or the runtime's stores
     on Legate; None until written), replaced only through `set_array`,
-    `place`, `redistribute` and, by the runtime, `bind`.
+    `place`, `redistribute` and, by the runtime, `bind`. (The user's
+    `dt.Tensor` derives from this class; code below the api makes and reads
+    `TensorBase` objects, e.g. the data-less shadows the auto search compiles.)
 
     Statements do not hold the tensor: `A[i, j]` is an `Access` of
     `A.var`, the immutable `TensorVar` (name, shape, dtype, casting, format,
@@ -71,8 +81,7 @@ class Tensor:
     "unsafe" allows it in statements without sums, truncating as NumPy's
     astype does).
 
-    >>> import distal as dt
-    >>> A = dt.Tensor("A", (2, 3))
+    >>> A = TensorBase("A", (2, 3))
     >>> A.shape, A.dtype
     ((2, 3), dtype('float64'))
     """
@@ -112,9 +121,8 @@ class Tensor:
         self._var = TensorVar(self._name, self._shape, dt, casting, None, fresh_uid())
         self.assignment: Assignment | None = None
         # the user tensors of every var in `assignment` (strong: a plan of it keeps them alive)
-        self.operands: tuple[Tensor, ...] = ()
+        self.operands: tuple[TensorBase, ...] = ()
         self._storage: Storage | None = None
-        self._interface: tuple[Storage, dict[str, Any]] | None = None  # (storage, Legate data interface) handed out
         register(self)
         if format is not None:
             self.set_format(format)
@@ -242,7 +250,9 @@ class Tensor:
         """The tensor in words: name, shape and dtype, its format and where its data is.
 
         >>> import numpy as np
-        >>> Tensor.from_array("B", np.ones((2, 3)))
+        >>> B = TensorBase("B", (2, 3))
+        >>> B.set_array(np.ones((2, 3)))
+        >>> B
         <Tensor B: 2x3 float64, data on the host>
         """
         ints = all(isinstance(n, int) for n in self.shape)
@@ -261,89 +271,7 @@ class Tensor:
     def __str__(self) -> str:
         return self.name
 
-    # -- scheduling ------------------------------------------------------------
-
-    def schedule(self) -> Schedule:
-        """The default schedule of the statement that computes this tensor."""
-        from distal.schedule.schedule import Schedule
-
-        if self.assignment is None:
-            raise NotationError(
-                f"expected a statement computing {self.name} (e.g. {self.name}[i] = ...), "
-                "but found none"
-            )
-        from distal.notation.variable import Bindings
-
-        return Schedule.of(self.assignment, Bindings(self.operands))
-
     # -- data --------------------------------------------------------------------
-
-    @classmethod
-    def from_array(cls, name: str, array: Any, format: Any = None) -> Tensor:
-        """A tensor holding a copy of `array`: NumPy, cuPyNumeric, or any object with ``__legate_data_interface__``.
-
-        Where its data lives:
-
-        * an array on Legate (cuPyNumeric, or anything with the Legate data
-          interface) is copied by Legate, store to store, never through the
-          host; with a format it is placed by that format at once;
-        * a NumPy array (or any array-like) is copied on the host; with a
-          format it is placed on Legate by the placement statement of its
-          format (`Format.placement`, paper section 5.3) at once when
-          distal's runtime is running, and otherwise at its first use on
-          Legate (a plan run, `redistribute`, `place`), so that a session
-          that only compiles, explains or runs the reference executor never
-          starts Legate.
-        """
-        if _legate_array(array):
-            copied = _runtime().copy_in(array)
-            check_dtype(copied.dtype, name)
-            t = cls(name, copied.shape, format, dtype=copied.dtype)
-            t.bind(copied.storage(t.format))
-            return t
-        check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
-        data = np.array(array, copy=True)
-        check_dtype(data.dtype, name)
-        t = cls(name, data.shape, format, dtype=data.dtype)
-        t.bind(HostStorage(data))
-        if t.format is not None and not t.format.params and _runtime().running():
-            t.place()
-        return t
-
-    def place(self) -> Tensor:
-        """Put the tensor's data on Legate now, laid out by its format (starts Legate); returns the tensor.
-
-        Runs the placement statement of the format (paper section 5.3) as
-        one launch per holding processor, pinned to the processor
-        `Machine.bind` gives it: each keeps its tile (copies along broadcast
-        dimensions, only the face of fixed ones). A tensor without a format
-        is uploaded as one store, and so is one whose format's machine is
-        symbolic (a `dt.Param` size: it has no processors until bound).
-        Placing a placed tensor does nothing.
-        """
-        _runtime().place(self)
-        return self
-
-    def to_cupynumeric(self) -> Any:
-        """The tensor's data as a cuPyNumeric array, handed over on Legate (no host copy).
-
-        cuPyNumeric gets its own copy of the data, made by Legate (from the
-        blocks of a tensor with a format, gathered by launches), so changing
-        one does not change the other. Same as ``cupynumeric.asarray(tensor)``.
-        """
-        return _runtime().to_cupynumeric(self)
-
-    @property
-    def __legate_data_interface__(self) -> dict[str, Any]:
-        """The Legate data interface (version 1) of a copy of the tensor's data, made on Legate."""
-        cached = self._interface
-        if cached is not None and cached[0] is self._storage:
-            return cached[1]
-        held: Storage
-        iface: dict[str, Any]
-        held, iface = _runtime().interface(self)  # placed first, as `place` does
-        self._interface = (held, iface)
-        return iface
 
     def concrete_shape(self) -> tuple[int, ...]:
         """The integer extents; a `ShapeError` while one is a `dt.Param` (bind it first)."""
@@ -374,6 +302,14 @@ class Tensor:
         """Whether the tensor's data lives on Legate (False: on the host, or no data)."""
         return self._storage is not None and self._storage.on_legate
 
+    def to_numpy(self) -> np.ndarray:
+        """A NumPy copy of the tensor's data (zeros if it was never written); its storage makes the copy
+        (the runtime's stores read back from Legate)."""
+        if self._storage is not None:
+            return np.asarray(self._storage.to_numpy(), dtype=self.dtype)  # the storage hands over its own copy
+        check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
+        return np.zeros(self.concrete_shape(), dtype=self.dtype)
+
     def bind(self, storage: Storage | None) -> None:
         """Make `storage` the tensor's data (the runtime's one way to give a tensor data; None forgets it).
 
@@ -386,100 +322,12 @@ class Tensor:
             )
         self._storage = storage
 
-    def to_numpy(self) -> np.ndarray:
-        """A NumPy copy of the tensor's data (zeros if it was never written)."""
-        if self._storage is not None:
-            return np.asarray(self._storage.to_numpy(), dtype=self.dtype)  # the storage hands over its own copy
-        check_host_allocation(f"{self.name}'s zeros (it has no data)", self.concrete_shape(), self.dtype)
-        return np.zeros(self.concrete_shape(), dtype=self.dtype)
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """NumPy's array protocol (NumPy 2 semantics): `np.asarray(t)` is a new array of the tensor's data.
-
-        The data belongs to distal (on Legate, or held for its plans), so an
-        array is always a copy: `copy=None` (the default) and `copy=True` give
-        one, in `dtype` when given; `copy=False` (never copy) raises
-        `ValueError`, as NumPy 2 asks of objects that cannot share memory.
-
-        >>> import numpy as np
-        >>> t = Tensor.from_array("t", np.arange(3.0))
-        >>> np.asarray(t, dtype=np.int32)
-        array([0, 1, 2], dtype=int32)
-        """
-        if copy is False:
-            raise ValueError(
-                f"expected copy=None or copy=True to make an array of {self.name} (a distal tensor cannot share "
-                f"its memory with NumPy), but found copy=False; np.asarray({self.name}) or "
-                f"{self.name}.to_numpy() gives a copy"
-            )
-        data = self.to_numpy()  # already a new array that the caller owns
-        return data if dtype is None else data.astype(dtype, copy=False)
-
-    # -- redistribution ------------------------------------------------------------
-
-    def redistribute(self, format: Any, method: str = "search") -> Any:
-        """Move the tensor to `format` (same machine) on Legate; returns the plan that moved it.
-
-        The plan (`distal.redist.formats.FormatProgram`) is synthesized from
-        collectives between the distributed types of the two formats
-        (`distal.redist.formats`); printing it shows its steps, cost and
-        height. A tensor with data has it moved on Legate and keeps identical
-        data; one without data just takes the new format.
-
-        >>> import distal as dt
-        >>> m = dt.Machine(dt.Grid(2, 2))
-        >>> A = dt.Tensor("A", (4, 4), dt.Format("xy -> xy", m))
-        >>> [str(s) for s in A.redistribute(dt.Format("xy -> yx", m)).steps], str(A.format)
-        (['allpermute'], 'xy -> yx')
-        """
-        from distal.redist.formats import plan_redistribution
-
-        old = self.format
-        if old is None:
-            raise FormatError(
-                f"expected a tensor with a format to redistribute, but found {self.name} without one; "
-                f"give it a format when making it (Tensor.from_array({self.name!r}, array, format))"
-            )
-        if getattr(format, "machine", None) != old.machine:
-            raise FormatError(
-                f"expected a format on the machine of {self.name} ({old.machine!r}), but found {format!r}"
-            )
-        format.check_tensor(self)  # refuses a format of another order before anything moves
-        has_data = self._storage is not None
-        if not has_data and any(not isinstance(n, int) for n in self.shape):
-            self.format = format
-            return None
-        plan = plan_redistribution(old, format, self.concrete_shape(), method)
-        if has_data:
-            _runtime().redistribute(self, plan)  # moves the data laid out by `old`, the format it has until below
-        self.format = format
-        return plan
-
-
-# id of an access made by `Tensor.__getitem__` -> the finalizer keeping its tensor alive, until a
+# id of an access made by `TensorBase.__getitem__` -> the finalizer keeping its tensor alive, until a
 # statement records the access or the access is collected
 _PENDING: dict[int, weakref.finalize] = {}
 
 
-def _release(key: int, tensor: Tensor) -> None:
+def _release(key: int, tensor: TensorBase) -> None:
     """An access died before any statement recorded it: its tensor is no longer kept for it."""
     _PENDING.pop(key, None)
-
-
-def _runtime() -> TensorData:
-    """The runtime's one entry point for a tensor's data on Legate (`distal.runtime.tensor_data`).
-
-    Imported when first needed: the notation layer sits below the runtime,
-    and a session that only compiles, explains or runs the reference
-    executor never uses it (asking whether Legate runs does not start it).
-    """
-    from distal.runtime import tensor_data
-
-    return tensor_data
-
-
-def _legate_array(array: Any) -> bool:
-    """Whether ``array`` is data on Legate to copy there (it has ``__legate_data_interface__``), not on the host."""
-    if getattr(type(array), "__legate_data_interface__", None) is None:
-        return False
-    return not (isinstance(array, Tensor) and not array.on_legate)  # host data: copying it there starts no Legate

@@ -1,0 +1,19 @@
+"""The objects users hold, on top of every other layer: `Tensor`, `Schedule`, `Plan`, `einsum`.
+
+Each derives from (or makes) the data classes below it and adds the methods
+that call down into the layers that answer them (TACO's `Tensor` above its
+IR; JAX's stages): `Tensor` (`distal.notation.tensor_base.TensorBase`) adds
+`schedule()`, `from_array`, `place`, `redistribute`, `to_numpy`;
+`Schedule` (`distal.schedule.schedule.ScheduleBase`) adds `compile()`,
+`evaluate()`, `auto()`; `Plan` (`distal.lower.plan.PlanBase`) adds `run()`,
+`predict()`, `explain()`, `stats()`, `picture()`; `distal.api.einsum`'s
+`einsum` and `einsum_plan` write and run a statement chosen by the auto
+search (the module keeps its name here: `distal.api.einsum.clear_cache()`).
+The facade (`import distal as dt`) re-exports them.
+"""
+
+from distal.api.plan import Plan
+from distal.api.schedule import Schedule
+from distal.api.tensor import Tensor
+
+__all__ = ["Plan", "Schedule", "Tensor"]
