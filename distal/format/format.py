@@ -31,16 +31,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from distal._text import split_top_level
-from distal.errors import FormatError
+from distal.errors import DistalError, FormatError
 from distal.format.distribution import BROADCAST, Distribution
+from distal.format.picture import figure, png_bytes, save
 from distal.machine.grid import Coord, Machine
 
 if TYPE_CHECKING:
     from os import PathLike
 
-    from distal.cin.relations import Relation
-    from distal.cin.statements import Stmt
-    from distal.notation.tensor import Tensor
+    from distal.notation.tensor_base import TensorBase
     from distal.notation.variable import TensorVar
 
 __all__ = ["Bounds", "Color", "Format"]
@@ -154,9 +153,6 @@ class Format:
 
     def _repr_png_(self) -> bytes | None:
         """Notebook display: the picture of `distal.format.picture.draw` (None where it cannot be drawn)."""
-        from distal.errors import DistalError
-        from distal.format.picture import png_bytes
-
         try:
             return png_bytes(self)
         except DistalError:
@@ -175,8 +171,6 @@ class Format:
         >>> Format("xy -> xy", Machine(Grid(2, 2))).picture((4, 4)).axes[0].get_title()
         'tensor 4x4: colors (P)'
         """
-        from distal.format.picture import figure, save
-
         fig = figure(self, shape, title=title)
         if path is not None:
             save(fig, path)
@@ -214,7 +208,7 @@ class Format:
         """The top-level distribution."""
         return self.levels[0]
 
-    def check_tensor(self, tensor: Tensor | TensorVar) -> None:
+    def check_tensor(self, tensor: TensorBase | TensorVar) -> None:
         """Refuse a tensor whose order differs from |X| (called by `Tensor` when given this format)."""
         if tensor.order != self.order:
             raise FormatError(
@@ -437,20 +431,3 @@ class Format:
     def local_size(self, shape: Sequence[int]) -> dict[Coord, int]:
         """The number of tensor elements each processor holds (0 for processors holding nothing)."""
         return {p: sum(math.prod(hi - lo for lo, hi in b) for b in boxes) for p, boxes in self.boxes(shape).items()}
-
-    # -- placement (paper 5.3) ---------------------------------------------------
-
-    def placement(self, tensor: Tensor | TensorVar) -> tuple[Stmt, tuple[Relation, ...]]:
-        """The concrete index notation statement that places `tensor` in this format (paper 5.3).
-
-        See `distal.cin.placement.placement`.
-        """
-        from distal.cin.placement import placement
-
-        return placement(self, tensor)
-
-    def placement_text(self, tensor: Tensor | TensorVar) -> str:
-        """The placement statement printed: `∀xo ∀xi ∀y T(x,y) s.t. divide(...), ...`."""
-        from distal.cin.placement import placement_text
-
-        return placement_text(self, tensor)

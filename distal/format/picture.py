@@ -1,6 +1,7 @@
 """Pictures of distributions: which processor holds which tile (like the paper's Figure 5).
 
-`figure(fmt, shape)` (also `Format.picture`) returns a matplotlib figure of
+`figure(fmt, shape)` (also `Format.picture`, which calls this module: it reads
+a format only through its methods and imports `Format` for types only) returns a matplotlib figure of
 two parts: the tensor, each tile filled with the colour of its color (P) and
 labelled with it; and the machine, each processor filled with the colour of
 the tile it holds (F), so replication shows as repeated colours and a fixed
@@ -34,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from distal.errors import DistalError, FormatError, NotSupportedYet
 from distal.format.distribution import BROADCAST
-from distal.format.format import Color, Format
 from distal.machine.grid import Coord, Machine
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from os import PathLike
+
+    from distal.format.format import Color, Format
 
 __all__ = [
     "MAX_SLICES",
@@ -76,6 +78,7 @@ def _label(color: Color) -> str:
 def describe(fmt: Format) -> list[str]:
     """One line per machine dimension saying what it does to the tensor.
 
+    >>> from distal.format.format import Format
     >>> from distal.machine.grid import Grid, Machine
     >>> describe(Format("xy -> xy0", Machine(Grid(2, 2, 2))))
     ['x (2): partitions tensor dimension x', 'y (2): partitions tensor dimension y', \
@@ -458,12 +461,13 @@ def figure(fmt: Format, shape: Sequence[int] | None = None, *, title: str | None
     more are drawn as slices (see the module's docstring). The figure has an
     Agg canvas: `fig.savefig(...)` works without pyplot.
 
+    >>> from distal.format.format import Format
     >>> from distal.machine.grid import Grid, Machine
     >>> fig = figure(Format("xyz -> xy*", Machine(Grid(2, 2, 2))), (4, 4, 3))
     >>> [ax.get_title() for ax in fig.axes][:3]
     ['[0, :, :]', '[1, :, :]', '[2, :, :]']
     """
-    if not isinstance(fmt, Format):
+    if not isinstance(getattr(fmt, "levels", None), tuple) or not isinstance(getattr(fmt, "machine", None), Machine):
         raise FormatError(f"expected a Format to draw, but found {fmt!r}")
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -508,6 +512,7 @@ def draw(fmt: Format, shape: Sequence[int], path: str | Path, *, title: str | No
     more as slices); machines of one level with 1, 2 or 3 dimensions, or
     hierarchical machines whose grids have 1 or 2 dimensions.
 
+    >>> from distal.format.format import Format
     >>> from distal.machine.grid import Grid, Machine
     >>> import tempfile, os
     >>> fmt = Format("xy -> xy*", Machine(Grid(2, 2, 2)))

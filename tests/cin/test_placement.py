@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import distal as dt
-from distal.cin import Assign, Communicate, Distribute, Divide, FixedForall, Forall, placement_text
+from distal.cin import Assign, Communicate, Distribute, Divide, FixedForall, Forall, placement, placement_text
 from distal.cin.statements import loop_vars
 from distal.format import Format
 from distal.machine import Grid, Machine
@@ -53,13 +53,12 @@ T2 = dt.Tensor("T", (4, 4))
 )
 def test_placement_text(spec: str | list[str], machine: Machine, text: str) -> None:
     fmt = Format(spec, machine)
-    assert fmt.placement_text(T2) == text
     assert placement_text(fmt, T2) == text
 
 
 def test_placement_structure() -> None:
     m = Machine(Grid(2, 2, 2))
-    stmt, relations = Format("xy -> xy0", m).placement(T2)
+    stmt, relations = placement(Format("xy -> xy0", m), T2)
     x, y, xo, xi, yo, yi, z = (IndexVar(n) for n in ("x", "y", "xo", "xi", "yo", "yi", "z"))
     assert isinstance(stmt, Forall) and stmt.var == xo
     fixed = stmt.body.children()[0]
@@ -79,7 +78,7 @@ def test_placement_structure() -> None:
 
 def test_hierarchical_placement_levels() -> None:
     mh = Machine(Grid(2, 2), Grid(4, kind="gpu"))
-    _, relations = Format(["xy -> xy", "xy -> x"], mh).placement(T2)
+    _, relations = placement(Format(["xy -> xy", "xy -> x"], mh), T2)
     distributes = [r for r in relations if isinstance(r, Distribute)]
     assert [(d.level, d.grid) for d in distributes] == [(0, mh.grids[0]), (1, mh.grids[1])]
     inner = [r for r in relations if isinstance(r, Divide)][-1]
@@ -88,10 +87,10 @@ def test_hierarchical_placement_levels() -> None:
 
 def test_placement_of_vectors_and_scalars() -> None:
     v = dt.Tensor("v", (6,))
-    assert Format("x -> x", Machine(Grid(3))).placement_text(v) == (
+    assert placement_text(Format("x -> x", Machine(Grid(3))), v) == (
         "∀xo ∀xi v(x) s.t. divide(x, xo, xi, m.x), distribute({xo}, Grid(3)), communicate(v, xo)"
     )
     s = dt.Tensor("s", ())
-    assert Format("() -> (*)", Machine(Grid(3))).placement_text(s) == (
+    assert placement_text(Format("() -> (*)", Machine(Grid(3))), s) == (
         "∀x s s.t. distribute({x}, Grid(3)), communicate(s, x)"
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import distal as dt
+from distal.cin.placement import placement
 from distal.errors import FormatError
 from distal.format import Distribution, Format
 from distal.machine import Grid, Machine
@@ -116,7 +117,7 @@ def test_invalid_notation_is_refused(text: str, machine: Machine, message: str, 
         (lambda: Format("xy -> x", M1).owners((0, 0)), "expected a color in a grid of shape (2,)"),
         (lambda: Format("xy -> x", M1).tile_of((5,), (4, 4)), "expected a color in a grid of shape (2,) for "
          "format 'xy -> x', but found (5,)"),
-        (lambda: Format("xy -> x", M1).placement(dt.Tensor("B", (4,))), "expected a 2-dimensional tensor for "
+        (lambda: placement(Format("xy -> x", M1), dt.Tensor("B", (4,))), "expected a 2-dimensional tensor for "
          "format 'xy -> x', but found B with 1 dimension(s)"),
     ],
 )
