@@ -1,13 +1,11 @@
-"""Links: the one description of interconnects shared by the time model and the reduction simulator.
-
-It sits low, beside the errors, as a machine description both read: the
-reduction synthesizer (`distal.reduction`, below the plan) and the time model
-(`distal.model`, above the plan, which re-exports it as `distal.model.links`).
+"""Links: the interconnects that join the units of a machine's levels (`distal.machine.level.Level.link`).
 
 A `Link` is a switched interconnect: every endpoint has one port of
 `bandwidth` bytes per second in each direction, and a message pays `latency`
-seconds before its bytes flow. `distal.reduction.system` builds its levels
-from these links and `distal.model` times a plan's communication with them.
+seconds before its bytes flow. The reduction synthesizer (`distal.reduction`,
+its `System`s are tuples of levels) simulates its programs on them and the time
+model (`distal.model`, whose machines hold a node's levels) times a plan's
+communication with them.
 
 Figures (per direction):
 
@@ -34,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distal.errors import ReductionError
+from distal.errors import MachineError, ReductionError
 
 __all__ = [
     "EDR_LASSEN",
@@ -55,8 +53,9 @@ __all__ = [
 GB = 1e9
 
 
-class LinkError(ReductionError):
-    """A link description that is malformed (name, bandwidth or latency)."""
+class LinkError(MachineError, ReductionError):
+    """A link description that is malformed (name, bandwidth or latency): a machine description's error, and a
+    `ReductionError` as it was when links were the reduction synthesizer's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,3 +90,13 @@ def test_where_a_node_ends() -> None:
     assert node_size(Machine(Grid(4))) is None
     with pytest.raises(MachineError, match="expected a distal Machine"):
         node_size("m")  # type: ignore[arg-type]
+
+
+def test_a_malformed_link_is_a_machine_error() -> None:
+    from distal.errors import ReductionError
+    from distal.machine import LinkError
+
+    with pytest.raises(MachineError) as info:
+        Link("nic", 0, 1e-6)
+    assert isinstance(info.value, LinkError) and isinstance(info.value, ReductionError)
+    assert info.value.message == "expected a positive bandwidth for interconnect nic, but found 0"
