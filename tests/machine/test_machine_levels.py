@@ -57,7 +57,7 @@ def test_a_level_prints_itself_and_the_expression_that_makes_it(level: Level, te
         (lambda: Level("gpu", (2, 0), NIC), r"expected a positive size or shape for level gpu, but found (2, 0)"),
         (lambda: Level("gpu", (), NIC), "expected a positive size or shape for level gpu, but found ()"),
         (lambda: Level("gpu", True, NIC), "expected a positive size or shape for level gpu, but found True"),
-        (lambda: Level("gpu", 2, "nic"), "expected a Link joining the units of level gpu, but found 'nic'"),
+        (lambda: Level("gpu", 2, "nic"), "expected a Link joining the units of level gpu, but found 'nic'"),  # type: ignore[arg-type]
         (lambda: Level("gpu", 2, NIC, "tpu"), "expected a processor kind (cpu, gpu, omp) for level gpu, but found 'tpu'"),
         (lambda: machine_levels("m"), "expected a distal Machine, but found 'm'"),  # type: ignore[arg-type]
         (lambda: machine_levels(Machine(Grid(2), Grid(2)), [NIC]),
