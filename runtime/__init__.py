@@ -29,12 +29,11 @@ if TYPE_CHECKING:
     from ._blas import blas_info, set_task_threads, task_threads
     from ._config import HostInfo, default_config, host_info
     from ._execute import run_plan
-    from ._factor_grid import device_grid
     from ._interop import legate_input
     from ._launch import Affine, Arg, Privilege, index_launch, point_launch, tile_colors
     from ._make import from_numpy, full, zeros
     from ._observe import Wrapper, observed
-    from ._redistribute import StepRecord, redistribute, run_plan_steps, run_program
+    from ._redistribute import StepRecord, run_plan_steps, run_program
     from ._reduce import ReduceRecord, reduce_arrays, reduce_on_machine, reduce_partials
     from ._registry import Kernel, KernelFailure, check_failures, register_kernel
     from ._shim import DriverInfo, build_shim, load_driver
@@ -62,7 +61,7 @@ _LAZY = {
     **dict.fromkeys(("from_numpy", "full", "zeros"), "_make"),
     **dict.fromkeys(("Wrapper", "observed"), "_observe"),
     **dict.fromkeys(("generic_task",), "_tasks"),
-    **dict.fromkeys(("StepRecord", "redistribute", "run_plan_steps", "run_program"), "_redistribute"),
+    **dict.fromkeys(("StepRecord", "run_plan_steps", "run_program"), "_redistribute"),
     **dict.fromkeys(("ReduceRecord", "reduce_arrays", "reduce_on_machine", "reduce_partials"), "_reduce"),
     **dict.fromkeys(("Kernel", "KernelFailure", "check_failures", "register_kernel"), "_registry"),
     **dict.fromkeys(("DriverInfo", "build_shim", "load_driver"), "_shim"),
@@ -71,7 +70,6 @@ _LAZY = {
         "_start",
     ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
-    **dict.fromkeys(("device_grid",), "_factor_grid"),
     **dict.fromkeys(("legate_input",), "_interop"),
     **dict.fromkeys(("LegateCopy", "TensorData", "data_interface", "tensor_data"), "_tensor_data"),
     **dict.fromkeys(
@@ -104,7 +102,6 @@ __all__ = [
     "check_failures",
     "data_interface",
     "default_config",
-    "device_grid",
     "ensure_started",
     "fence",
     "from_numpy",
@@ -123,7 +120,6 @@ __all__ = [
     "point_launch",
     "prepare_at_import",
     "processor_count",
-    "redistribute",
     "reduce_arrays",
     "reduce_on_machine",
     "reduce_partials",

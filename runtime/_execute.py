@@ -291,14 +291,13 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
                 position = output_position(plan, launch)
                 args = [launch_arg(launch_stores, placed, launch, op) for op in launch.operands]
                 args[position] = replace(args[position], privilege=Privilege.WRITE)  # written in full
-                _run_whole(group, zero_first_key(plan, g, placed, position), launch, args, exe.whole.get((g, k)),
-                           target)
+                _run_whole(exe, (g, k), group, zero_first_key(plan, g, placed, position), launch, args, target)
                 continue
             if launch.pinned:
                 _run_pinned(plan, group, key, launch, launch_stores, placed, binding, target)
             elif group.covers_domain(launch) or plan.machine is None:
                 args = [launch_arg(launch_stores, placed, launch, op) for op in launch.operands]
-                _run_whole(group, key, launch, args, exe.whole.get((g, k)), target)
+                _run_whole(exe, (g, k), group, key, launch, args, target)
             else:
                 _run_part(plan, exe, (g, k), group, key, launch, launch_stores, placed, target)
     if red is not None:
@@ -372,9 +371,7 @@ def _run_part(plan: PlanBase, exe: Executable, where: tuple[int, int], group: Gr
         lower = tuple(min(p[d] for p in points) for d in range(len(launch.lower)))
         upper = tuple(max(p[d] for p in points) + 1 for d in range(len(launch.lower)))
         is_box = math.prod(hi - lo for lo, hi in zip(lower, upper)) == len(points)
-        found = exe.parts.get((*where, proc))
-        if is_box and found is not None:
-            _submit_groups(group, key, args, found, target)
+        if is_box and exe.grouping and _submit_groups(group, key, args, exe.parts.get((*where, proc)), target):
             continue
         if is_box:
             with target_scope(target, slice(proc, proc + 1)):
@@ -386,21 +383,24 @@ def _run_part(plan: PlanBase, exe: Executable, where: tuple[int, int], group: Gr
                              target)
 
 
-def _run_whole(group: Group, key: int, launch: Launch, args: list[Arg], grouping: TaskGrouping | None,
+def _run_whole(exe: Executable, where: tuple[int, int], group: Group, key: int, launch: Launch, args: list[Arg],
                target: str) -> None:
-    """A launch over the whole domain (or a plan without a machine): one index launch; where the executable
-    grouped its points (`Executable.whole`), one task per group of points bound to one real processor."""
-    if grouping is not None:
-        _submit_groups(group, key, args, grouping, target)
+    """A launch over the whole domain (or a plan without a machine): one index launch; with grouping on, where
+    the executable grouped its points (`Executable.whole`), one task per group of points bound to one real
+    processor."""
+    if exe.grouping and _submit_groups(group, key, args, exe.whole.get(where), target):
         return
     # Legate maps the points of a launch over the whole domain block-wise in
     # row-major order, as Machine.bind does (measured), so no pinning is needed.
     index_launch(key, launch.shape, args, lower=launch.lower, target=target)
 
 
-def _submit_groups(group: Group, key: int, args: list[Arg], found: TaskGrouping, target: str) -> None:
+def _submit_groups(group: Group, key: int, args: list[Arg], found: TaskGrouping | None, target: str) -> bool:
     """Run a launch box as one task per processor group (`distal.lower.grouping.task_groups`, worked out by
-    `distal.lower.executable.finalize`)."""
+    `distal.lower.executable.finalize`); False (nothing submitted) where it runs one task per point
+    (``found`` None)."""
+    if found is None:
+        return False
     groups = found.groups
     grouped = [a if c is None else Arg(a.store, a.privilege, c[0], c[1], c[2]) for a, c in zip(args, found.cuts)]
     wrapper = register_kernel(Grouped(kernel_of(key)[1], found.members), f"{group.body.name}_grouped",
@@ -408,10 +408,11 @@ def _submit_groups(group: Group, key: int, args: list[Arg], found: TaskGrouping,
     if groups.processors == tuple(range(groups.tasks)):
         # one point per processor, in row-major order: Legate maps them as Machine.bind does (see _run_whole)
         index_launch(wrapper, groups.count, grouped, target=target)
-        return
+        return True
     for q, proc in zip(groups.groups(), groups.processors):
         with target_scope(target, slice(proc, proc + 1)):
             index_launch(wrapper, (1,) * len(q), grouped, lower=q, target=target)
+    return True
 
 
 def plan_target(plan: PlanBase) -> str:

@@ -439,7 +439,7 @@ def reduce_arrays(machine_or_levels: Any, values: Mapping[int, npt.ArrayLike],
 
     `machine_or_levels` is a `dt.Machine` (CPU machines get shared-memory
     inner levels, see `system_from_machine`), a `System` or a list of levels
-    ``(name, cardinality, Interconnect)``. `values` maps device ids to arrays
+    ``(name, cardinality, Link)``. `values` maps device ids to arrays
     of one shape and dtype; devices without a value hold zeros. `groups`
     defaults to one group of the devices in `values`. `nbytes` (bytes per
     device used to rank programs) defaults to the arrays' size (at least one element). Returns every

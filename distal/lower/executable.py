@@ -273,7 +273,7 @@ class Executable:
     def check_memory(self, plan: PlanBase, machine: Any, in_use: int = 0, staging: int = 0) -> None:
         """Raise `OutOfMemory` when the plan cannot fit in the system memory of the started runtime
         ``machine`` next to ``in_use`` bytes of other live stores (`distal.lower.memory.check_plan_memory`)."""
-        check_plan_memory(plan, machine, in_use, staging)
+        check_plan_memory(plan, machine, in_use, staging, functools.partial(analysis_of, plan))
 
     def __repr__(self) -> str:
         grouped = len(self.whole) + len(self.parts)

@@ -40,7 +40,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from distal.lower.plan import Group, Launch, Operand, Plan, Privilege, Proj, Reduction
+from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
 
 __all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled",
            "partials_operand", "plan_tasks", "processor_groups", "task_groups"]
@@ -201,7 +201,7 @@ def _not_a_box(groups: TaskGroups, cut: Cut) -> str | None:
     return None
 
 
-def partials_operand(plan: Plan, red: Reduction) -> Operand:
+def partials_operand(plan: PlanBase, red: Reduction) -> Operand:
     """The output's operand of a launch into per-processor partials (a synthesized reduction): each point
     gets its abstract processor's flat block of a ``(*machine.full_shape, prod(row))`` store."""
     assert plan.machine is not None
@@ -222,8 +222,8 @@ class LaunchTasks:
     per_processor: tuple[tuple[int, int], ...] = ()
 
 
-def plan_tasks(plan: Plan, processors: int, enabled: bool | None = None) -> list[LaunchTasks]:
-    """Per launch of ``plan`` (in `Plan.launches` order), the Legate tasks `distal.runtime` submits for it on
+def plan_tasks(plan: PlanBase, processors: int, enabled: bool | None = None) -> list[LaunchTasks]:
+    """Per launch of ``plan`` (in `PlanBase.launches` order), the Legate tasks `distal.runtime` submits for it on
     ``processors`` real processors, with grouping on or off (default: `grouping_enabled`)."""
     from distal.lower.in_place import launch_views, placement_layout, view_key
 
@@ -259,7 +259,7 @@ def plan_tasks(plan: Plan, processors: int, enabled: bool | None = None) -> list
     return out
 
 
-def _launch_tasks(plan: Plan, group: Group, launch: Launch, cuts: list[Cut], binding: dict[tuple[int, ...], int],
+def _launch_tasks(plan: PlanBase, group: Group, launch: Launch, cuts: list[Cut], binding: dict[tuple[int, ...], int],
                   on: bool) -> LaunchTasks:
     def owner(p: Point) -> int:
         return binding.get(plan.processor_of(group, p), 0)

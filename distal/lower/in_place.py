@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.format.layout import Layout, layout
-from distal.lower.plan import Box, Group, Launch, Operand, Plan, Privilege, Proj, TensorInfo
+from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, TensorInfo
 
 __all__ = ["BlockView", "block_projection", "element_block", "gathered", "gathered_tensors", "launch_views",
            "placement_layout"]
@@ -75,7 +75,7 @@ class BlockView:
         return tuple(by[0 if ld is None else point[ld]] for ld, by in self.intervals)
 
 
-def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout) -> BlockView | None:
+def block_projection(plan: PlanBase, group: Group, launch: Launch, op: Operand, lay: Layout) -> BlockView | None:
     """How ``op`` of ``launch`` is read in the device blocks of a tensor placed by ``lay``, or None.
 
     There is a way when every point's tile lies inside one device's block
@@ -163,7 +163,7 @@ def block_projection(plan: Plan, group: Group, launch: Launch, op: Operand, lay:
     return BlockView((*projection, Proj(None, 0, 0)), tuple(spans), tuple(block))
 
 
-def _own_copy(plan: Plan, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Proj:
+def _own_copy(plan: PlanBase, group: Group, launch: Launch, op: Operand, lay: Layout, k: int, size: int) -> Proj:
     """Which copy along broadcast machine dimension ``k`` a launch reads: its processor's, where it can."""
     if op.privilege is not Privilege.READ or plan.machine is None or plan.machine != lay.format.machine:
         return Proj(None, 0, 0)
@@ -187,7 +187,7 @@ _MEMO: dict[tuple[Any, ...], dict[tuple[Any, ...], BlockView | None]] = {}
 _MEMO_LIMIT = 1 << 14
 
 
-def launch_views(plan: Plan, n: int, lay: Layout) -> dict[ViewKey, BlockView] | None:
+def launch_views(plan: PlanBase, n: int, lay: Layout) -> dict[ViewKey, BlockView] | None:
     """Per launch operand of tensor ``n`` (by `view_key`), how it is read in the blocks of ``lay``; None
     where some launch cannot read it in place (`block_projection`), or where some of its tiles span
     several blocks and others not (a group's kernel sees one kind per operand)."""
@@ -219,7 +219,7 @@ def launch_views(plan: Plan, n: int, lay: Layout) -> dict[ViewKey, BlockView] | 
     return views
 
 
-def gathered(plan: Plan, n: int, lay: Layout) -> bool:
+def gathered(plan: PlanBase, n: int, lay: Layout) -> bool:
     """Whether running ``plan`` gathers tensor ``n``, placed by ``lay``, into one store (some launch's
     tile of it is not whole blocks or a box of blocks, or its blocks are not an affine function of the
     launch point): what `run_plan` does where `launch_views` gives None."""
@@ -235,7 +235,7 @@ def placement_layout(info: TensorInfo) -> Layout | None:
     return layout(fmt, info.shape)
 
 
-def gathered_tensors(plan: Plan) -> tuple[int, ...]:
+def gathered_tensors(plan: PlanBase) -> tuple[int, ...]:
     """The tensors (indices into ``plan.tensors``) with a format that running ``plan`` gathers into one
     store instead of reading and writing them in their device blocks. The output of a synthesized
     reduction is not among them (its launches write per-processor partials, reduced by the program)."""

@@ -15,7 +15,7 @@ share it; `--sysmem`, or distal's default of half the available memory):
   least the whole tensor), and a synthesized reduction's partials (one per
   processor, and their copy with a row per device);
 - the largest peak of one processor in the plan's analysis
-  (`Plan.analysis()`, `distal.lower.analysis`: what is
+  (`distal.lower.analysis`, `analysis_of(plan)`: what is
   placed on it plus, at its peak launch, received tiles, its output tiles
   and reduction buffers): processors of one node share the memory and read
   tiles of the resident stores in place, so the need is the larger of the
@@ -45,13 +45,14 @@ overhead below.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from distal._text import bytes_text
 from distal.errors import OutOfMemory
-from distal.lower.analysis import PlanAnalysis, Proc, proc_text
-from distal.lower.plan import Plan
+from distal.lower.analysis import PlanAnalysis, Proc, analyse, proc_text
+from distal.lower.plan import PlanBase
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_plan_memory",
            "check_store_memory", "memory_line", "plan_memory"]
@@ -88,7 +89,7 @@ class MemoryNeed:
         return self.base + self.overhead
 
 
-def _fast_fit(plan: Plan, limit: int) -> bool:
+def _fast_fit(plan: PlanBase, limit: int) -> bool:
     """True when the plan fits whatever its schedule: every processor could hold every tensor."""
     procs = math.prod(plan.machine.full_shape) if plan.machine is not None else 1
     total = sum(t.size * t.itemsize for t in plan.tensors)
@@ -97,24 +98,23 @@ def _fast_fit(plan: Plan, limit: int) -> bool:
 
 
 # the last plans checked, with their tensors' formats: a plan run again is not recounted
-_RECENT: list[tuple[Plan, tuple[object, ...], MemoryNeed]] = []
+_RECENT: list[tuple[PlanBase, tuple[object, ...], MemoryNeed]] = []
 
 
-def plan_memory(plan: Plan) -> MemoryNeed:
-    """The plan's need in system memory, from its analysis (`Plan.analysis()`; see the module docstring)."""
+def plan_memory(plan: PlanBase, analysis: Callable[[], PlanAnalysis] | None = None) -> MemoryNeed:
+    """The plan's need in system memory, from its analysis (``analysis()``, default `analyse(plan)`; see the
+    module docstring)."""
     formats = tuple(getattr(t.tensor, "format", None) for t in plan.tensors)
     for seen, fmts, need in _RECENT:
         if seen is plan and all(a is b for a, b in zip(fmts, formats)):
             return need
-    need = _plan_memory(plan)
+    need = _plan_memory(plan, analysis() if analysis is not None else analyse(plan))
     _RECENT.insert(0, (plan, formats, need))
     del _RECENT[8:]
     return need
 
 
-def _plan_memory(plan: Plan, data: PlanAnalysis | None = None) -> MemoryNeed:
-    if data is None:
-        data = plan.analysis()
+def _plan_memory(plan: PlanBase, data: PlanAnalysis) -> MemoryNeed:
     placed = data.placement.per_tensor
     resident = []
     for info in plan.tensors:
@@ -143,7 +143,7 @@ def _plan_memory(plan: Plan, data: PlanAnalysis | None = None) -> MemoryNeed:
     return MemoryNeed(tuple(resident), working, proc_text(best) if best is not None else None, tiles, peak)
 
 
-def memory_line(plan: Plan, data: PlanAnalysis) -> str:
+def memory_line(plan: PlanBase, data: PlanAnalysis) -> str:
     """One line for `explain()`: what `plan.run()` will check against Legate's system memory."""
     need = _plan_memory(plan, data)
     where = f", processor {need.processor} at its peak {bytes_text(need.peak)}" if need.processor is not None else ""
@@ -153,14 +153,16 @@ def memory_line(plan: Plan, data: PlanAnalysis) -> str:
             "against Legate's --sysmem")
 
 
-def check_plan_memory(plan: Plan, machine: Any, in_use: int = 0, staging: int = 0) -> Any:
+def check_plan_memory(plan: PlanBase, machine: Any, in_use: int = 0, staging: int = 0,
+                      analysis: Callable[[], PlanAnalysis] | None = None) -> Any:
     """Raise `OutOfMemory` when `plan` cannot fit in the system memory of `machine`; return `machine`.
 
     `machine` describes the started runtime (`distal.runtime.MachineInfo`:
     `sysmem_mb`, `cpus`); `in_use` is what other live tensors' stores hold
     in that memory; `staging` the bytes of the largest input the run copies
     onto Legate from host memory first (its attached host data sits next to
-    its new store while it is copied). Nothing is queued before this check.
+    its new store while it is copied). Nothing is queued before this check. ``analysis`` gives the plan's
+    analysis when it is needed (the cached one, `distal.lower.executable.analysis_of`; default `analyse`).
     """
     sysmem_mb = getattr(machine, "sysmem_mb", None)
     if not isinstance(sysmem_mb, int) or sysmem_mb <= 0:
@@ -168,7 +170,7 @@ def check_plan_memory(plan: Plan, machine: Any, in_use: int = 0, staging: int = 
     limit = sysmem_mb * _MIB - max(in_use, 0)
     if _fast_fit(plan, limit - staging):
         return machine
-    need = plan_memory(plan)
+    need = plan_memory(plan, analysis)
     if need.total + staging <= limit:
         return machine
     cpus = getattr(machine, "cpus", None)

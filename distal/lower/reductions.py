@@ -1,4 +1,4 @@
-"""Pass: how a distributed reduction into the output runs (`Plan.reduction`).
+"""Pass: how a distributed reduction into the output runs (`PlanBase.reduction`).
 
 A launch whose points share output tiles reduces into the output
 (REDUCE_ADD, decided by `tiling`). On a flat machine Legate's own reduction
@@ -43,7 +43,7 @@ import math
 
 from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
-from distal.lower.plan import Box, Plan, Privilege, Reduction
+from distal.lower.plan import Box, PlanBase, Privilege, Reduction
 
 __all__ = ["STRATEGIES", "choose_reduction"]
 
@@ -60,7 +60,7 @@ def _hull(boxes: frozenset[Box]) -> Box:
     return tuple((min(lo for lo, _ in d), max(hi for _, hi in d)) for d in dims)
 
 
-def choose_reduction(plan: Plan, how: str = "auto") -> Reduction | None:
+def choose_reduction(plan: PlanBase, how: str = "auto") -> Reduction | None:
     """How the plan's REDUCE_ADD launches into the output run; None when there are none."""
     if how not in STRATEGIES:
         raise DistalError(f"expected a reduction strategy in {STRATEGIES}, but found {how!r}")

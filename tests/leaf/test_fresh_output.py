@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import distal as dt
 from distal import kernels
+from distal.api.plan import Plan
 from distal.lower import numpy_exec, task_body
 from distal.lower.device_standin import to_device
-from distal.lower.plan import Plan
 from distal.lower.steps import SliceStep
 from tests._strategies import einsum_oracle, statements
 from tests._strategies.machines import machine_schedules

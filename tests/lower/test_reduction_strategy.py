@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import distal as dt
+from distal.api.plan import Plan
 from distal.errors import DistalError
 from distal.lower import lower
-from distal.lower.plan import Plan, Privilege
+from distal.lower.plan import Privilege
 from tests._strategies import einsum_oracle, statements
 from tests._strategies.machines import MACHINES, machine_schedules
 

@@ -9,9 +9,9 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
-from distal.lower.in_place import element_block
-from distal.lower.plan import Plan
-from distal.redist.formats import layout
+from distal.api.plan import Plan
+from distal.format.layout import layout
+from distal.lower.in_place import element_block, gathered
 from distal.runtime import _placed
 from distal.runtime._tensor_storage import FormatStore
 
@@ -31,10 +31,10 @@ def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
 
 
 def _gathered(plan: Plan) -> list[str]:
-    """The names of the plan's placed tensors that running it gathers (`_placed.gathered`)."""
+    """The names of the plan's placed tensors that running it gathers (`distal.lower.in_place.gathered`)."""
     return [info.tensor.name for n, info in enumerate(plan.tensors)
             if info.tensor.format is not None
-            and _placed.gathered(plan, n, layout(info.tensor.format, info.shape))]
+            and gathered(plan, n, layout(info.tensor.format, info.shape))]
 
 
 def _matmul_operands(name: str, machine: dt.Machine, n: int) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor,
@@ -197,7 +197,7 @@ def test_the_pieces_of_a_spanning_tile_are_where_each_element_is_held(spec: obje
     """Every element of a box lands, through `_pieces`, at its own block (relative to the box's first) and
     its own place in that block (as `_split` gives them), hierarchical edges that do not divide included."""
     lay = layout(dt.Format(spec, machine), shape)  # type: ignore[arg-type]
-    names = [name for name, _ in lay.mesh.axes]
+    names = [name for name, _ in lay.axes]
     for lo0 in range(shape[0]):
         for hi0 in range(lo0 + 1, shape[0] + 1):
             box = ((lo0, hi0), (1, shape[1]))

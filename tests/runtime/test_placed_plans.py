@@ -11,7 +11,6 @@ import pytest
 
 import distal as dt
 from distal import runtime as rt
-from distal.redist.simulate import offsets
 from distal.runtime import _store, _tensor_storage
 from distal.runtime._tensor_storage import FormatStore
 
@@ -70,7 +69,7 @@ def test_from_array_blocks_hold_what_the_format_says(spec: object, machine: dt.M
     for color, bounds in fmt.tiles(shape):
         tile = a[tuple(slice(lo, hi) for lo, hi in bounds)]
         for p in fmt.owners(color):
-            off = offsets(lay.type, lay.mesh, p)
+            off = lay.offset(p)
             pos = [lay.positions()[d][lo:hi] - off[d] for d, (lo, hi) in enumerate(bounds)]
             assert np.array_equal(blocks[p][np.ix_(*pos)], tile)
     sizes = fmt.local_size(shape)
