@@ -42,10 +42,10 @@ CONFIG = _common.legate_config(8000, CPUS)
 
 
 def _blocks(a: np.ndarray, t: Any, mesh: Any) -> np.ndarray:
-    from distal import runtime as rt
+    from distal.redist.finish import factor_grid
     from distal.redist.simulate import offsets
 
-    grid = rt.device_grid(mesh)
+    grid = factor_grid(mesh).shape()
     out = np.zeros((*grid, t.local_size), dtype=a.dtype)
     for d in mesh.devices():
         off = offsets(t, mesh, d)
@@ -55,7 +55,8 @@ def _blocks(a: np.ndarray, t: Any, mesh: Any) -> np.ndarray:
 
 
 def _time(prog: Any, source: Any) -> float:
-    from distal import runtime as rt
+    """Seconds to run the finished program `prog` (`finish_program`) on `source`."""
+    import distal.runtime as rt
 
     rt.fence()
     t0 = time.perf_counter()
@@ -65,8 +66,9 @@ def _time(prog: Any, source: Any) -> float:
 
 
 def run(problems: int, repeats: int, elements: tuple[int, int]) -> dict[str, Any]:
-    from distal import runtime as rt
+    import distal.runtime as rt
     from distal.redist import synthesize
+    from distal.redist.finish import finish_program
     from distal.redist.testing import random_problem
 
     info = rt.ensure_started()
@@ -76,16 +78,17 @@ def run(problems: int, repeats: int, elements: tuple[int, int]) -> dict[str, Any
         mesh, src, dst = random_problem(rng, sizes=(2,), elements=elements)
         synth = synthesize(src, dst, mesh)
         naive = synthesize(src, dst, mesh, method="naive")
+        finished = {id(synth): finish_program(synth), id(naive): finish_program(naive)}  # outside the timings
         a = np.random.default_rng(k).standard_normal(src.global_type).astype(np.float32)
         source = rt.from_numpy(_blocks(a, src, mesh))
         expected = _blocks(a, dst, mesh)
         for prog in (synth, naive):  # check once (and warm up the kernels)
-            got = rt.to_numpy(rt.run_program(prog, source))
+            got = rt.to_numpy(rt.run_program(finished[id(prog)], source))
             assert np.array_equal(got, expected), (str(src), str(dst), str(prog))
         times: dict[str, list[float]] = {"synthesized": [], "naive": []}
         for _ in range(repeats):
-            times["synthesized"].append(_time(synth, source))
-            times["naive"].append(_time(naive, source))
+            times["synthesized"].append(_time(finished[id(synth)], source))
+            times["naive"].append(_time(finished[id(naive)], source))
         ms = {key: statistics.median(v) * 1e3 for key, v in times.items()}
         row = {
             "mesh": str(mesh),

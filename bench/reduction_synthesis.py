@@ -29,7 +29,7 @@ from distal.reduction import (
     enumerate_placements,
     named_system,
     rank,
-    synthesize,
+    synthesize_programs,
 )
 
 RESULTS = _common.RESULTS / "reduction_synthesis.json"  # bench/results/ unless distal bench --results
@@ -65,12 +65,12 @@ def two_level_hierarchy() -> Any:
 
 
 def synthesis_seconds(hier: Any) -> float:
-    return min(synthesize(hier).seconds for _ in range(3))
+    return min(synthesize_programs(hier).seconds for _ in range(3))
 
 
 def placement_row(p: Any) -> dict[str, Any]:
     hier = p.hierarchy()
-    synth = synthesize(hier)
+    synth = synthesize_programs(hier)
     row: dict[str, Any] = {
         "matrix": str(p),
         "hierarchy": str(hier),
@@ -122,9 +122,9 @@ def main() -> None:
             for r in rows
         ),
         "program_counts_per_placement": sorted({p["programs"] for p in flat}),
-        "programs_with_size_limit_8_two_levels": len(synthesize(two_level_hierarchy(), 8)),
+        "programs_with_size_limit_8_two_levels": len(synthesize_programs(two_level_hierarchy(), 8)),
         "programs_two_levels_strict_broadcast": len(
-            synthesize(two_level_hierarchy(), strict_broadcast=True)
+            synthesize_programs(two_level_hierarchy(), strict_broadcast=True)
         ),
         "placements": len(flat),
         "cross_node_placements": len(cross),

@@ -36,6 +36,7 @@ from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
 from distal.lower import compile_schedule
 from distal.machine.grid import Grid, Machine
+from distal.machine.level import node_size
 from distal.notation.ast import Access
 from distal.notation.tensor_base import TensorBase
 from distal.notation.visit import product_factors
@@ -112,7 +113,9 @@ def candidates(machine: Machine, *operands: TensorBase, memory: int | None = Non
     if not isinstance(mm, time_model.MachineModel):
         raise DistalError(f"expected a distal.model.MachineModel as model=, but found {mm!r}")
     if machine.levels > 1:
-        mm = mm.with_(per_node=machine.grids[-1].size)  # a node is the inner grid
+        per_node = node_size(machine)  # a node is the inner grids
+        if per_node is not None:
+            mm = mm.with_(per_node=per_node)
     bound = memory if memory is not None else mm.processor.memory
     shape: tuple[int, ...] | None = None
     if fitting[0].matmul:

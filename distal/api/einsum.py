@@ -318,9 +318,9 @@ def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_En
 def _bound(entry: _Entry, tensors: Sequence[Tensor], result: Tensor) -> Plan:
     """The cached plan with its vars bound to this call's tensors."""
     pairs = [*zip(entry.inputs, tensors), (entry.output, result)]
-    # a memo of its own: the runtime's record of a run holds that run's stores (a cached plan shared it
-    # between calls, pinning each call's result until the next), and every call has a new output anyway
-    return replace(entry.plan, bindings=Bindings.pairs(pairs), memo={})
+    # a new plan object per call: what running it works out is cached by plan (`distal.lower.executable`), so a
+    # call's run never shares the record of an earlier call's stores, and every call has a new output anyway
+    return replace(entry.plan, bindings=Bindings.pairs(pairs))
 
 
 def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None) -> Plan:

@@ -165,6 +165,7 @@ class Tensor(TensorBase):
         >>> [str(s) for s in A.redistribute(dt.Format("xy -> yx", m)).steps], str(A.format)
         (['allpermute'], 'xy -> yx')
         """
+        from distal.redist.finish import finish
         from distal.redist.formats import plan_redistribution
 
         old = self.format
@@ -184,7 +185,8 @@ class Tensor(TensorBase):
             return None
         plan = plan_redistribution(old, format, self.concrete_shape(), method)
         if has_data:
-            _runtime().redistribute(self, plan)  # moves the data laid out by `old`, the format it has until below
+            # the finished moves, run on the data laid out by `old` (the format it has until below)
+            _runtime().redistribute(self, finish(plan))
         self.format = format
         return plan
 

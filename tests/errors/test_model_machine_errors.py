@@ -7,16 +7,18 @@ from pathlib import Path
 import pytest
 
 from distal import model
-from distal.model import Link, MachineModel, ModelError, NodeLevel
+from distal.errors import MachineError
+from distal.machine import Level
+from distal.model import Link, MachineModel, ModelError
 from distal.model.calibrate import pinned_model
 
 LINK = Link("fast", 1e10, 0.0)
 
 
 def test_node_levels_that_do_not_divide_the_node() -> None:
-    with pytest.raises(ModelError, match=r"expected node levels whose groups divide the 6 processors of a node, "
-                       r"but found socket of 4: fast\(10 GB/s, 0 us\)"):
-        MachineModel("bad", model.lassen_gpu().processor, 6, LINK, LINK, levels=(NodeLevel("socket", 4, LINK),))
+    with pytest.raises(ModelError, match=r"expected node levels whose sizes multiply to the 6 processors of a "
+                       r"node, the outermost joined by fast\(10 GB/s, 0 us\), but found socket 4 fast\(10 GB/s, 0 us\)"):
+        MachineModel("bad", model.lassen_gpu().processor, 6, LINK, LINK, levels=(Level("socket", 4, LINK),))
 
 
 def test_unknown_broadcast_delivery_and_fold() -> None:
@@ -29,8 +31,8 @@ def test_unknown_broadcast_delivery_and_fold() -> None:
 
 
 def test_bad_level() -> None:
-    with pytest.raises(ModelError, match="expected a positive group size for level socket, but found 0"):
-        NodeLevel("socket", 0, LINK)
+    with pytest.raises(MachineError, match="expected a positive size or shape for level socket, but found 0"):
+        Level("socket", 0, LINK)
 
 
 def test_pinned_calibration_file_that_is_not_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

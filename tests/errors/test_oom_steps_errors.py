@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import distal as dt
-from distal import runtime as rt
+import distal.runtime as rt
+from distal.redist.finish import finish
 from distal.redist.formats import plan_redistribution
 from distal.runtime import _redistribute, _start, _store
 
@@ -34,7 +35,7 @@ def test_a_redistribution_that_cannot_fit_names_the_tensor_formats_and_steps(mon
     B = dt.Tensor.from_array("B", np.arange(64.0).reshape(8, 8), dt.Format("xy -> x", m))
     held = B.storage
     assert isinstance(held, rt.FormatStore)
-    plan = plan_redistribution(held.format, dt.Format("xy -> *", m), (8, 8))
+    plan = finish(plan_redistribution(held.format, dt.Format("xy -> *", m), (8, 8)))
     monkeypatch.setattr(_start, "ensure_started", lambda: _Tiny())
     with pytest.raises(dt.OutOfMemory) as err:
         _redistribute.run_plan_steps(plan, held, name="B")
