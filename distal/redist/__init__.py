@@ -2,7 +2,10 @@
 
 The types, collectives and search of "Memory-efficient array redistribution
 through portable collective communication" (papers/redistribution-collectives.txt),
-with Shardy output (papers/shardy-dialect.txt).
+with Shardy output (papers/shardy-dialect.txt). Between formats,
+`distal.redist.formats.plan_redistribution` plans a move and
+`distal.redist.finish.finish` turns the plan into `distal.redist.moves.Moves`,
+the plain data the runtime runs.
 
 >>> import distal.redist as rd
 >>> mesh = rd.Mesh(x=4, y=4)

@@ -96,8 +96,9 @@ class FormatProgram:
 
     ``stages`` are programs of collectives on padded types (one, or two
     around a `Repad` when the formats pad a dimension differently). The
-    executor adds ``expand`` before them when the source fixes a face and
-    ``restrict`` after them when the target does. Costs and heights count
+    finished plan (`distal.redist.finish.finish`) adds ``expand`` before
+    them when the source fixes a face and ``restrict`` after them when the
+    target does. Costs and heights count
     elements per device, padding included, as in the paper's Fig. 11.
 
     >>> from distal.machine.grid import Grid
@@ -198,8 +199,9 @@ def plan_redistribution(src: Format, dst: Format, shape: Sequence[int], method: 
 
     ``method`` is passed to `distal.redist.synthesize` ("search" or "naive").
     The programs may relabel the device map as the paper does (Theorem 6.7's
-    bound on meshes mixing primes); the Legate executor
-    (`runtime/_redistribute.py`) addresses blocks through each step's frame.
+    bound on meshes mixing primes); `distal.redist.finish.finish` writes down
+    the blocks each step reads through its frame, and the Legate executor
+    (`runtime/_redistribute.py`) runs that.
 
     >>> from distal.machine.grid import Grid
     >>> m = Machine(Grid(2, 2))
