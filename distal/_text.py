@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["bytes_text", "seconds_text", "split_top_level"]
+__all__ = ["bytes_text", "seconds_text", "short_seconds_text", "split_top_level"]
 
 
 def bytes_text(n: float) -> str:
@@ -29,6 +29,19 @@ def seconds_text(s: float) -> str:
     if s >= 1e-3:
         return f"{s * 1e3:.3g} ms"
     return f"{s * 1e6:.3g} us"
+
+
+def short_seconds_text(s: float) -> str:
+    """Seconds as the reduction synthesizer's reports write them: us with one decimal, ms with two, s with three.
+
+    >>> short_seconds_text(2.6e-05), short_seconds_text(0.0016), short_seconds_text(0.43)
+    ('26.0 us', '1.60 ms', '0.430 s')
+    """
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1.0:
+        return f"{s * 1e3:.2f} ms" if s < 0.1 else f"{s:.3f} s"
+    return f"{s:.2f} s"
 
 
 def split_top_level(text: str, open_: str = "(", close: str = ")") -> list[str]:
