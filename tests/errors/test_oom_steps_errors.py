@@ -16,7 +16,7 @@ import distal as dt
 import distal.runtime as rt
 from distal.redist.finish import finish
 from distal.redist.formats import plan_redistribution
-from distal.runtime import _redistribute, _start, _store
+from distal.runtime import _redistribute, _store
 
 pytestmark = pytest.mark.legate
 
@@ -36,7 +36,7 @@ def test_a_redistribution_that_cannot_fit_names_the_tensor_formats_and_steps(mon
     held = B.storage
     assert isinstance(held, rt.FormatStore)
     plan = finish(plan_redistribution(held.format, dt.Format("xy -> *", m), (8, 8)))
-    monkeypatch.setattr(_start, "ensure_started", lambda: _Tiny())
+    monkeypatch.setattr(_store, "ensure_started", lambda: _Tiny())  # what the memory check reads
     with pytest.raises(dt.OutOfMemory) as err:
         _redistribute.run_plan_steps(plan, held, name="B")
     text = str(err.value)
@@ -49,7 +49,7 @@ def test_a_redistribution_that_cannot_fit_names_the_tensor_formats_and_steps(mon
 def test_reading_a_store_back_that_cannot_fit_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     rt.ensure_started()
     store = rt.from_numpy(np.zeros((2, 100_000)))  # 1,600,000 B: above the 1 MiB from which reads are checked
-    monkeypatch.setattr(_start, "ensure_started", lambda: _Tiny())
+    monkeypatch.setattr(_store, "ensure_started", lambda: _Tiny())  # what the memory check reads
     with pytest.raises(dt.OutOfMemory, match=r"expected reading a float64 store of shape \[2, 100000\] back to the "
                                              r"host \(Legate copies it through its own memory\) to fit in Legate's "
                                              r"system memory of 1\.0 MiB \(--sysmem 1\)"):
