@@ -30,8 +30,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from distal import model as time_model
-from distal import search
+import distal.model as time_model
+import distal.search as search
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
 from distal.lower import compile_schedule

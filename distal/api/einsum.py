@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from distal import contract, kernels
+import distal.contract as contract
+import distal.kernels as kernels
 from distal.api.plan import Plan
 from distal.api.tensor import Tensor
 from distal.errors import DistalError, NotationError, NotSupportedYet

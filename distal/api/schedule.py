@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from distal import kernels
+import distal.kernels as kernels
 from distal.api.plan import Plan
 from distal.errors import ScheduleError
 from distal.lower import compile_schedule

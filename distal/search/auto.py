@@ -50,8 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
+import distal.model as time_model
 import distal.runtime as rt
-from distal import model as time_model
 from distal._text import bytes_text as _bytes
 from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
