@@ -126,8 +126,8 @@ def test_a_plan_run_again_is_not_recounted() -> None:
 
 
 _LIVE_TENSORS_SCRIPT = """
-import numpy as np, distal as dt
-dt.runtime.ensure_started()
+import numpy as np, distal as dt, distal.runtime
+distal.runtime.ensure_started()
 i = dt.index_vars("i")[0]
 m = dt.Machine(dt.Grid(1))
 X = dt.Tensor.from_array("X", np.ones(21_000_000), dt.Format("x -> x", m))  # 168 MB placed on Legate now
@@ -173,8 +173,8 @@ def test_live_tensors_count_against_the_memory_a_plan_may_use() -> None:
 
 
 _PLACEMENT_SCRIPT = """
-import numpy as np, distal as dt
-dt.runtime.ensure_started()
+import numpy as np, distal as dt, distal.runtime
+distal.runtime.ensure_started()
 m = dt.Machine(dt.Grid(2))
 try:
     dt.Tensor.from_array("X", np.ones(40_000_000), dt.Format("x -> *", m))  # 320 MB, its blocks twice that
