@@ -173,9 +173,9 @@ def _make_move(before: tuple[int, ...], after: tuple[int, ...],
 
 
 def _move_kernel(step: Reposition) -> int:
-    moves = tuple((d, np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)) for d, a, b in step.moves)
-    key = ("move", step.before, step.after, tuple((d, a.tobytes(), b.tobytes()) for d, a, b in moves))
-    return _kernel(key, lambda: _make_move(step.before, step.after, moves))
+    key = ("move", step.before, step.after, step.moves)
+    return _kernel(key, lambda: _make_move(step.before, step.after,
+                                           tuple((d, a.positions(), b.positions()) for d, a, b in step.moves)))
 
 
 # -- steps ----------------------------------------------------------------------------------

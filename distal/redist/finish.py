@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from distal.format.layout import Layout, layout
+from distal.format.layout import DimLayout, Layout, layout
 from distal.redist.collectives import AllGather, AllPermute, AllToAll, DynSlice, Relabel
 from distal.redist.formats import FormatProgram, Repad, mesh_of
 from distal.redist.frames import Frame, identity, offsets_at, point_coords, point_index
@@ -155,9 +155,8 @@ def _same(a: Layout, b: Layout, dims: Sequence[int]) -> bool:
     return a.tile == b.tile and all(a.dims[d].same_positions(b.dims[d]) for d in dims)
 
 
-def _moves(dims: Sequence[int], old: Layout, new: Layout) -> tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]:
-    return tuple((d, tuple(int(p) for p in old.dims[d].positions()), tuple(int(p) for p in new.dims[d].positions()))
-                 for d in dims)
+def _moves(dims: Sequence[int], old: Layout, new: Layout) -> tuple[tuple[int, DimLayout, DimLayout], ...]:
+    return tuple((d, old.dims[d], new.dims[d]) for d in dims)
 
 
 def _enter(own: Layout, src: Layout, grid: FactorGrid) -> Reposition | None:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from distal.format.layout import Layout
+from distal.format.layout import DimLayout, Layout
 
 __all__ = ["Exchange", "FactorGrid", "Moves", "Permute", "Pinned", "ProgramMoves", "Reframe", "Reposition"]
 
@@ -149,8 +149,9 @@ class Reposition:
 
     The block read (of shape ``before``) is at ``lead`` of the launch point
     (over the grid ``grid``, the blocks written); along each dimension of
-    ``moves`` (dimension, old positions, new positions) the elements at the
-    old positions go to the new ones, zeros elsewhere; the result has shape
+    ``moves`` (dimension, old layout, new layout of that dimension) the
+    elements at their old padded positions (`DimLayout.positions`) go to
+    their new ones, zeros elsewhere; the result has shape
     ``after``. Entering the programs (``expand`` from a fixed face, ``pad``),
     re-padding between two programs (``repad``) and leaving them
     (``restrict`` to a fixed face, ``crop``) are all such steps.
@@ -159,7 +160,7 @@ class Reposition:
     label: str
     before: tuple[int, ...]
     after: tuple[int, ...]
-    moves: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]
+    moves: tuple[tuple[int, DimLayout, DimLayout], ...]
     lead: Lead
     grid: tuple[int, ...]
 

@@ -46,7 +46,7 @@ def test_conflicting_padding_repads_between_two_programs() -> None:
     assert kinds == [ProgramMoves, Reposition, ProgramMoves]
     repad = moves.stages[1]
     assert isinstance(repad, Reposition) and repad.label.startswith("repad")
-    assert [(d, len(old), len(new)) for d, old, new in repad.moves] == [(0, 5, 5), (1, 6, 6)]
+    assert [(d, old.extent, old.padded, new.padded) for d, old, new in repad.moves] == [(0, 5, 6, 8), (1, 6, 8, 6)]
 
 
 def test_relabelled_steps_are_pinned_launches_on_the_frame() -> None:
