@@ -136,8 +136,7 @@ class Layout:
     @property
     def axes(self) -> tuple[tuple[str, int], ...]:
         """Every machine axis (all levels, `axis_names`) with its size, in the machine's order."""
-        names = [n for level in axis_names(self.format.machine) for n in level]
-        return tuple(zip(names, self.format.machine.full_shape, strict=True))
+        return _axes(self.format.machine)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -212,6 +211,12 @@ class Layout:
         """This layout with its unpartitioned dimensions at ``other``'s padded positions."""
         dims = tuple(d.adopt(o) if not d.parts else d for d, o in zip(self.dims, other.dims, strict=True))
         return Layout(self.format, self.shape, dims, self.fixed)
+
+
+@functools.lru_cache(maxsize=256)
+def _axes(machine: Machine) -> tuple[tuple[str, int], ...]:
+    names = [n for level in axis_names(machine) for n in level]
+    return tuple(zip(names, machine.full_shape, strict=True))
 
 
 @functools.lru_cache(maxsize=64)
