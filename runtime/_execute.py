@@ -284,7 +284,7 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
         else:  # the task body adds into its processor's block of the partials (`_reduce`)
             key = partials_key(plan, group, red, block_tiles(plan, group, group.body, placed))
         for k, launch in enumerate(group.launches):
-            launch = exe.launch(g, k, launch)
+            launch = exe.launch(launch)
             if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
                 assert launch is first
                 first = None

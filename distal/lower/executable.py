@@ -16,9 +16,8 @@ interprets an `Executable`: of lowering it imports only this module and
 Results are cached per plan (by identity), processor count and
 configuration (the Legate processors configured and whether launch points
 are grouped into tasks, both read from the environment). The cache holds a
-plan weakly where the plan allows it, and at most `CACHE_PLANS` plans in
-all (least recently used first out, never their data), so a plan that is
-dropped is freed. `analysis_of(plan)` is the plan's analysis
+plan weakly (its entry goes when the plan is collected), and at most
+`CACHE_PLANS` plans in all (least recently used first out). `analysis_of(plan)` is the plan's analysis
 (`distal.lower.analysis.analyse`) from the same cache.
 """
 
@@ -76,24 +75,12 @@ def configuration(plan: PlanBase, processors: int | None = None) -> Configuratio
     return Configuration(configured if processors is None else processors, configured, grouping_enabled())
 
 
-def _fields(plan: PlanBase) -> tuple[Any, ...]:
-    """The plan's fields a finished value is worked out from (not its data: ``bindings``)."""
-    return (plan.statement, plan.tensors, plan.groups, plan.zero_output, plan.machine, plan.processor_slots,
-            plan.reduction, plan.notes, plan.symbolic, plan.lints)
-
-
 @dataclass(slots=True)
 class _Slot:
-    """One plan's cached values. ``anchor``: a weak reference to the plan, or (for a plan that cannot be
-    referenced weakly) its fields, held strongly so that an identity check cannot be fooled by a reused id."""
+    """One plan's cached values, with a weak reference to the plan (its entry goes when the plan does)."""
 
-    anchor: Any
+    anchor: weakref.ref[PlanBase]
     values: dict[Hashable, Any] = field(default_factory=dict)
-
-    def holds(self, plan: PlanBase) -> bool:
-        if isinstance(self.anchor, weakref.ref):
-            return self.anchor() is plan
-        return len(self.anchor) == len(made := _fields(plan)) and all(a is b for a, b in zip(self.anchor, made))
 
 
 class _Cache:
@@ -116,14 +103,10 @@ class _Cache:
     def _slot(self, plan: PlanBase) -> _Slot:
         ident = id(plan)
         slot = self._slots.get(ident)
-        if slot is not None and slot.holds(plan):
+        if slot is not None and slot.anchor() is plan:
             self._slots.move_to_end(ident)
             return slot
-        try:
-            anchor: Any = weakref.ref(plan, functools.partial(self._dropped, ident))
-        except TypeError:  # a slotted plan without a weak reference slot
-            anchor = _fields(plan)
-        slot = self._slots[ident] = _Slot(anchor)
+        slot = self._slots[ident] = _Slot(weakref.ref(plan, functools.partial(self._dropped, ident)))
         while len(self._slots) > self.size:
             self._slots.popitem(last=False)
         return slot
@@ -265,9 +248,9 @@ class Executable:
     def processors(self) -> int:
         return self.configuration.processors
 
-    def launch(self, group: int, index: int, launch: Launch) -> Launch:
-        """``launch`` (launch ``index`` of group ``group``) as it runs: with a synthesized reduction, the
-        output's operand replaced by the processor blocks of the partials."""
+    def launch(self, launch: Launch) -> Launch:
+        """A launch of the plan as it runs: with a synthesized reduction, the output's operand replaced by the
+        processor blocks of the partials (`partials`)."""
         return _into_partials(self.reduction, self.partials, launch)
 
     def check_memory(self, plan: PlanBase, machine: Any, in_use: int = 0, staging: int = 0) -> None:

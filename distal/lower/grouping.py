@@ -40,6 +40,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from distal.lower.in_place import launch_views, placement_layout, view_key
 from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
 
 __all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled",
@@ -225,8 +226,6 @@ class LaunchTasks:
 def plan_tasks(plan: PlanBase, processors: int, enabled: bool | None = None) -> list[LaunchTasks]:
     """Per launch of ``plan`` (in `PlanBase.launches` order), the Legate tasks `distal.runtime` submits for it on
     ``processors`` real processors, with grouping on or off (default: `grouping_enabled`)."""
-    from distal.lower.in_place import launch_views, placement_layout, view_key
-
     on = grouping_enabled() if enabled is None else enabled
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
     views: dict[int, dict[tuple[object, ...], tuple[Proj, ...]]] = {}

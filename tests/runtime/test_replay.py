@@ -118,3 +118,19 @@ def test_replay_off_keeps_nothing(calls: dict[str, int], monkeypatch: pytest.Mon
         plan.run()
     np.testing.assert_array_equal(out.to_numpy(), data)
     assert _kept(plan) is None
+
+
+def test_the_kept_launches_go_with_their_plan(calls: dict[str, int]) -> None:
+    import gc
+    import weakref
+
+    B = dt.Tensor.from_array("B", np.arange(8.0), dt.Format("x -> x", dt.Machine(dt.Grid(4))))
+    plan, _ = _copy(B, 8)
+    for _ in range(3):
+        plan.run()
+    exe = weakref.ref(_execute.executable_of(plan))
+    assert _execute.replay_of(exe()) is not None  # type: ignore[arg-type]
+    held = weakref.ref(plan)
+    del plan
+    gc.collect()
+    assert held() is None and exe() is None
