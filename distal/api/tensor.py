@@ -2,7 +2,9 @@
 
 `TensorBase` (`distal.notation.tensor_base`) is the data every layer below
 reads; `Tensor` adds what calls down into them: `schedule()` (the user's
-`dt.Schedule`), `from_array`, `place`, `redistribute` (the redistribution
+`dt.Schedule`), `placement()` and `placement_text()` (the placement
+statement of its format, `distal.cin.placement`), `from_array`, `place`,
+`redistribute` (the redistribution
 synthesizer, `distal.redist.formats`), NumPy's `__array__`,
 `to_cupynumeric` and `__legate_data_interface__` (the runtime's one entry
 point for a tensor's data, `distal.runtime.tensor_data`).
@@ -20,13 +22,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distal.api.schedule import Schedule
+from distal.cin.placement import placement, placement_text
 from distal.errors import FormatError, NotationError
+from distal.format.format import Format
 from distal.host import check_host_allocation
 from distal.notation.storage import HostStorage, Storage
 from distal.notation.tensor_base import TensorBase, check_dtype
 from distal.notation.variable import Bindings
 
 if TYPE_CHECKING:
+    from distal.cin.relations import Relation
+    from distal.cin.statements import Stmt
     from distal.runtime import TensorData
 
 __all__ = ["Tensor"]
@@ -56,6 +62,41 @@ class Tensor(TensorBase):
                 "but found none"
             )
         return Schedule.of(self.assignment, Bindings(self.operands))
+
+    # -- placement (paper 5.3) ---------------------------------------------------
+
+    def placement(self, format: Format | None = None) -> tuple[Stmt, tuple[Relation, ...]]:
+        """The concrete index notation statement that places this tensor in `format` (default: its own format),
+        with its `s.t.` relations (paper section 5.3; `distal.cin.placement.placement`).
+
+        >>> import distal as dt
+        >>> T = dt.Tensor("T", (4, 4), dt.Format("xy -> x", dt.Machine(dt.Grid(2))))
+        >>> print(T.placement()[0])
+        ∀xo ∀xi ∀y T(x,y) = T(x,y)
+        """
+        return placement(self._placed_by(format), self)
+
+    def placement_text(self, format: Format | None = None) -> str:
+        """The placement statement in `format` (default: its own format) printed as in the paper.
+
+        >>> import distal as dt
+        >>> T = dt.Tensor("T", (4, 4), dt.Format("xy -> x", dt.Machine(dt.Grid(2))))
+        >>> print(T.placement_text())
+        ∀xo ∀xi ∀y T(x,y) s.t. divide(x, xo, xi, m.x), distribute({xo}, Grid(2)), communicate(T, xo)
+        """
+        return placement_text(self._placed_by(format), self)
+
+    def _placed_by(self, format: Format | None) -> Format:
+        """The format a placement statement is asked for: `format`, else the tensor's own."""
+        fmt = format if format is not None else self.format
+        if fmt is None:
+            raise FormatError(
+                f"expected a format to place {self.name} by, but found {self.name} without one; give it a "
+                f"format or pass one ({self.name}.placement_text(dt.Format(...)))"
+            )
+        if not isinstance(fmt, Format):
+            raise FormatError(f"expected a dt.Format to place {self.name} by, but found {type(fmt).__name__}")
+        return fmt
 
     # -- data --------------------------------------------------------------------
 

@@ -54,6 +54,14 @@ T2 = dt.Tensor("T", (4, 4))
 def test_placement_text(spec: str | list[str], machine: Machine, text: str) -> None:
     fmt = Format(spec, machine)
     assert placement_text(fmt, T2) == text
+    assert T2.placement_text(fmt) == text  # the user's tensor asks for it too
+
+
+def test_a_tensor_s_placement_defaults_to_its_own_format() -> None:
+    fmt = Format("xy -> xy0", Machine(Grid(2, 2, 2)))
+    T = dt.Tensor("T", (4, 4), fmt)
+    assert T.placement_text() == placement_text(fmt, T)
+    assert T.placement() == placement(fmt, T)
 
 
 def test_placement_structure() -> None:

@@ -119,6 +119,10 @@ def test_invalid_notation_is_refused(text: str, machine: Machine, message: str, 
          "format 'xy -> x', but found (5,)"),
         (lambda: placement(Format("xy -> x", M1), dt.Tensor("B", (4,))), "expected a 2-dimensional tensor for "
          "format 'xy -> x', but found B with 1 dimension(s)"),
+        (lambda: dt.Tensor("B", (4,)).placement_text(Format("xy -> x", M1)), "expected a 2-dimensional tensor for "
+         "format 'xy -> x', but found B with 1 dimension(s)"),
+        (lambda: dt.Tensor("B", (4,)).placement_text(), "expected a format to place B by, but found B without one"),
+        (lambda: dt.Tensor("B", (4,)).placement("x -> x"), "expected a dt.Format to place B by, but found str"),
     ],
 )
 def test_misuse_is_refused(make: Callable[[], object], message: str) -> None:
