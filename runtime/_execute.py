@@ -1,12 +1,16 @@
-"""Running a lowered plan (`distal.lower.Plan`) on Legate.
+"""Running a lowered plan (`distal.lower.plan.PlanBase`) on Legate: finish it, then interpret it.
 
+`run_plan(plan)` first finishes the plan for the processors it runs on
+(`distal.lower.executable.finalize`, once per plan, processors and
+configuration): the `Executable` holds the binding of its machine
+(`Machine.bind`), the task groups, the tensors read in place, a synthesized
+reduction's program and the memory check. This module only interprets it.
 Every launch of the plan becomes a `index_launch` of the group's kernel over
 the launch's box, or, for pinned launches (rotations), a `point_launch` on
-the real processor bound to the point's abstract processor
-(`Machine.bind`). Where a launch has more points than real processors, the
-points bound to one processor run as one task when their tiles form a box of
-every operand (`distal.lower.grouping`; `_submit_groups`, `DISTAL_GROUP_TASKS=0`
-turns it off). Everything goes through this package's launch and store
+the real processor bound to the point's abstract processor. Where a launch
+has more points than real processors, the points bound to one processor run
+as one task where the executable grouped them (`distal.lower.grouping`;
+`_submit_groups`, `DISTAL_GROUP_TASKS=0` turns it off). Everything goes through this package's launch and store
 functions, so their guards against Legate's wrong-data behaviours apply:
 stores are made written in full (`from_numpy`, `zeros`), outputs are
 read-write or reductions, results are copied out last (`to_numpy`).

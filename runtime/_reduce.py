@@ -1,5 +1,10 @@
 """Running synthesized hierarchical reduction programs (`distal.reduction`) on Legate.
 
+The programs arrive finished, as plain steps (`distal.lower.executable.ReductionRun`:
+each `CollectiveStep` a collective over device groups with the chunks every
+device holds before and after it); a plan's comes with its `Executable`
+(`Executable.program`). This module imports nothing of the synthesizer.
+
 Partial results live in one store with a leading device dimension: shape
 ``(ndevices, *value_shape)``, row ``d`` the partial of device ``d`` (device
 ids are row-major over the system's levels, as in `distal.reduction`; for a
@@ -8,7 +13,7 @@ As in the NumPy executor (`distal.reduction.execute_lowered`), a device's
 value is cut into ``k`` chunks along its first axis with the bounds of
 `numpy.array_split` (a 0-d value is one chunk of one element).
 
-Each lowered step of the plan's program becomes Legate operations:
+Each step of the program becomes Legate operations:
 
 * one copy of the whole state into a new state store (devices and chunks the
   step does not touch keep their data; nothing is ever read unwritten);
@@ -34,11 +39,11 @@ the intermediate states go: freeing a store while Python tasks that use it
 are queued can deadlock this Legate wheel (the store's destructor waits in
 Legion's dependence queue holding the GIL, which the queued tasks need).
 
-A plan with a synthesized reduction (`Plan.reduction`, `distal.lower.reductions`)
+A plan with a synthesized reduction (`PlanBase.reduction`, `distal.lower.reductions`)
 runs its REDUCE_ADD launches (`_execute.run_plan`) into partials: the
 output's argument becomes the launch point's processor block of a partials
 store of shape ``(*machine.full_shape, prod(row))`` (`partials_store`,
-`into_partials`; read-write, projected by the processor coordinate, so
+`Executable.launch` with the executable's `partials` operand; read-write, projected by the processor coordinate, so
 launches stay index launches), and the kernel adds its contribution
 (computed into a zero buffer, as Legate's reduction would hand it) into
 that block, seen as `row` (`partials_key`). After the launches
