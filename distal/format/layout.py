@@ -37,7 +37,7 @@ from distal.format.distribution import BROADCAST
 from distal.format.format import Bounds, Format
 from distal.machine.grid import Machine
 
-__all__ = ["DimLayout", "Layout", "axis_names", "layout"]
+__all__ = ["DimLayout", "Layout", "axis_names", "layout", "machine_axes"]
 
 
 def axis_names(machine: Machine) -> tuple[tuple[str, ...], ...]:
@@ -136,7 +136,7 @@ class Layout:
     @property
     def axes(self) -> tuple[tuple[str, int], ...]:
         """Every machine axis (all levels, `axis_names`) with its size, in the machine's order."""
-        return _axes(self.format.machine)
+        return machine_axes(self.format.machine)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -214,7 +214,13 @@ class Layout:
 
 
 @functools.lru_cache(maxsize=256)
-def _axes(machine: Machine) -> tuple[tuple[str, int], ...]:
+def machine_axes(machine: Machine) -> tuple[tuple[str, int], ...]:
+    """Every machine dimension (all levels) as an axis: its name (`axis_names`) and size.
+
+    >>> from distal.machine.grid import Grid
+    >>> machine_axes(Machine(Grid(2, 2), Grid(4)))
+    (('x', 2), ('y', 2), ('x_1', 4))
+    """
     names = [n for level in axis_names(machine) for n in level]
     return tuple(zip(names, machine.full_shape, strict=True))
 

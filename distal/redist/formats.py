@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from distal.errors import FormatError
 from distal.format.format import Format
-from distal.format.layout import Layout, axis_names, layout
+from distal.format.layout import Layout, layout, machine_axes
 from distal.machine.grid import Machine
 from distal.redist.mesh import Mesh
 from distal.redist.program import CollectiveProgram
@@ -50,14 +50,13 @@ __all__ = ["FormatProgram", "Repad", "dist_type", "mesh_of", "plan_redistributio
 
 
 def mesh_of(machine: Machine) -> Mesh:
-    """The mesh of a machine: one axis per grid dimension (`axis_names`), levels concatenated.
+    """The mesh of a machine: one axis per grid dimension (`machine_axes`), levels concatenated.
 
     >>> from distal.machine.grid import Grid
     >>> str(mesh_of(Machine(Grid(2, 2), Grid(4))))
     '{x: 2, y: 2, x_1: 4}'
     """
-    names = [n for level in axis_names(machine) for n in level]
-    return Mesh(tuple(zip(names, machine.full_shape, strict=True)))
+    return Mesh(machine_axes(machine))
 
 
 def dist_type(lay: Layout) -> DistType:
