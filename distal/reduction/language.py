@@ -47,9 +47,6 @@ class CollectiveKind(Enum):
         raise ReductionError(f"expected a collective of {names}, but found {text!r}")
 
 
-# TRANSITIONAL (H-machine): runtime/_reduce.py still imports `Collective`; deleted once it imports CollectiveKind.
-Collective = CollectiveKind
-
 _FORM_KINDS = ("InsideGroup", "Parallel", "Master")
 
 
