@@ -1,9 +1,9 @@
 """The algorithm library: SUMMA, Cannon, PUMMA, Johnson, Solomonik 2.5D, COSMA, TTV,
 inner product, TTM and MTTKRP as formats plus schedules (paper Figure 9, section 7.2).
 
-It sits above the auto search (`distal.search`), which it hands its
-algorithms to as candidates (`options`, `auto_schedule`, `realise`), and
-below the objects users hold (`distal.api`): it works on the `TensorBase`
+It imports the auto search (`distal.search`; never the other way) and hands
+it its algorithms as candidates (`options`, `auto_schedule`, `realise`), and
+sits below the objects users hold (`distal.api`): it works on the `TensorBase`
 and `ScheduleBase` objects it is given (a user's `dt.Tensor` gives its own
 `dt.Schedule`, so `build` returns one).
 

@@ -16,10 +16,10 @@ every plan that uses them all. The winner is built on the real operands, and
 its notes (shown by explain()) list every candidate with its predicted time,
 bytes and peak memory.
 
-The library also hands itself to the auto search (`distal.search`, the layer
-below it) as a `Library` (`LIBRARY`): `options`, `auto_schedule` and
-`realise` here are the search's, with the library's candidates among the
-others.
+The library also hands itself to the auto search (`distal.search`, which it
+imports; the search never imports the library) as a `Library` (`LIBRARY`):
+`options`, `auto_schedule` and `realise` here are the search's, with the
+library's candidates among the others.
 """
 
 from __future__ import annotations

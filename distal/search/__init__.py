@@ -1,8 +1,9 @@
 """The auto search: a schedule for any statement, chosen by distal's time model (`distal.search.auto`).
 
-Its layer sits above the time model and the runtime and below the algorithm
-library (`distal.kernels`), which hands itself in as a `Library` for its
-candidates, and the objects users hold (`Schedule.auto`, `dt.einsum`).
+It sits above the time model and the runtime, beside the algorithm library
+(`distal.kernels`), which imports it (never the other way) and hands itself
+in as a `Library` for its candidates, and below the objects users hold
+(`Schedule.auto`, `dt.einsum`).
 """
 
 from distal.search.auto import (

@@ -18,10 +18,10 @@ processors:
   are fetched step by step (`communicate`), where the whole tiles would not
   fit the memory bound;
 * the algorithm library's schedules where the statement is one of its
-  algorithms' up to renaming: the library (`distal.kernels`, the layer above
-  this one) hands itself in as a `Library` (`distal.kernels.options`,
-  `auto_schedule` and `realise` do; this module's own functions without one
-  consider the schedules above only);
+  algorithms' up to renaming: the library (`distal.kernels`, which imports
+  this module, never the other way) hands itself in as a `Library`
+  (`distal.kernels.options`, `auto_schedule` and `realise` do; this
+  module's own functions without one consider the schedules above only);
 * for `dt.einsum` (`eager=True`), running the statement eagerly in the
   calling process with NumPy, no Legate tasks: predicted as the one-task
   plan's leaf work without the runtime's fixed costs, plus reading back
@@ -99,10 +99,6 @@ class Option:
         fit = "" if self.fits else " (over the memory bound)"
         return (f"{self.what}: predicted {_fmt(self.seconds)}, moves {_bytes(self.comm_bytes)} per processor, "
                 f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
-
-
-
-
 
 
 _DEFAULT: dict[tuple[Any, ...], Machine] = {}  # default_machine's answer, by kind, Legate started, configuration
