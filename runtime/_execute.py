@@ -59,7 +59,7 @@ from ._recording import recording
 from ._reduce import ReduceRecord, partials_key, partials_store, reduce_into_output
 from ._registry import kernel as kernel_of
 from ._registry import register_kernel
-from ._start import ensure_started, processor_count
+from ._start import ensure_started
 from ._store import Store, fence, keep_until_fence, live_bytes, stores_made
 from ._target import resolve_target, target_scope
 from ._tensor_storage import FormatStore, TensorStore, adopt, from_store, gather
@@ -207,7 +207,8 @@ def replay_of(exe: Executable) -> _Replay | None:
 
 def executable_of(plan: PlanBase) -> Executable:
     """The plan finished for the processors its launches run on (`distal.lower.executable.finalize`)."""
-    return finalize(plan, processor_count(plan_target(plan)))
+    counts = ensure_started().processors()
+    return finalize(plan, counts[resolve_target(plan.machine.kind if plan.machine is not None else "cpu", counts)])
 
 
 def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | None = None) -> None:

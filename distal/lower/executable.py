@@ -14,8 +14,8 @@ interprets an `Executable`: of lowering it imports only this module and
 `contract_path` -> `ContractExpression`).
 
 Results are cached per plan (by identity), processor count and
-configuration (the Legate processors configured and whether launch points
-are grouped into tasks, both read from the environment). The cache holds a
+configuration (whether launch points are grouped into tasks, read from the
+environment; without a processor count, the Legate processors configured). The cache holds a
 plan weakly (its entry goes when the plan is collected), and at most
 `CACHE_PLANS` plans in all (least recently used first out). `analysis_of(plan)` is the plan's analysis
 (`distal.lower.analysis.analyse`) from the same cache.
@@ -58,21 +58,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Configuration:
-    """What a finished plan depends on beyond the plan: the real processors it runs on (``processors``),
-    the Legate processors of its kind configured (``configured``) and whether launch points bound to one
-    processor run as one task (``grouping``, ``DISTAL_GROUP_TASKS``)."""
+    """What a finished plan depends on beyond the plan: the real processors it runs on (``processors``)
+    and whether launch points bound to one processor run as one task (``grouping``, ``DISTAL_GROUP_TASKS``)."""
 
     processors: int
-    configured: int
     grouping: bool
 
 
 def configuration(plan: PlanBase, processors: int | None = None) -> Configuration:
     """The configuration `plan` is finished for now: ``processors`` real processors (default: the Legate
     processors of the plan's kind configured) and the environment's settings."""
-    kind = plan.machine.kind if plan.machine is not None else "cpu"
-    configured = configured_processors(kind)
-    return Configuration(configured if processors is None else processors, configured, grouping_enabled())
+    if processors is None:
+        processors = configured_processors(plan.machine.kind if plan.machine is not None else "cpu")
+    return Configuration(processors, grouping_enabled())
 
 
 @dataclass(slots=True)

@@ -192,8 +192,6 @@ def test_the_import_check_sees_function_level_imports_and_skips_type_checking_on
     assert _imports(ast.parse(code)) == ["distal.reduction.machines", "distal.tile_blas"]
 
 
-@pytest.mark.xfail(strict=True, reason="PlanAnalysis.owners holds the plan (distal/lower/analysis.py Owners.plan), "
-                   "so the cached analysis keeps a dropped plan alive until the cache's bound drops it")
 def test_a_dropped_plan_with_an_analysis_is_freed() -> None:
     plan = _johnson()
     analysis_of(plan)
