@@ -36,7 +36,7 @@ from distal.notation.variable import TensorVar
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
-    from distal.schedule.schedule import Schedule
+    from distal.schedule.schedule import ScheduleBase
 
 __all__ = ["BLOCK_LIMIT", "run_reference"]
 
@@ -44,7 +44,7 @@ BLOCK_LIMIT = 1 << 20  # points computed at once in one vectorized block
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) -> None:
+def run_reference(sched: ScheduleBase, bindings: Mapping[str, int] | None = None) -> None:
     """Run `sched` with NumPy; the output tensor receives the result."""
     ex = _Executor(sched, dict(bindings or {}))
     ex.stmt(sched.stmt, {})
@@ -52,7 +52,7 @@ def run_reference(sched: Schedule, bindings: Mapping[str, int] | None = None) ->
 
 
 class _Executor(Walker):
-    def __init__(self, sched: Schedule, bindings: dict[str, int]) -> None:
+    def __init__(self, sched: ScheduleBase, bindings: dict[str, int]) -> None:
         self.sched = sched
         self.prov = sched.provenance
         self.ext = self.prov.extents(bindings)

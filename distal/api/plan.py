@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from distal.lower.analysis import PlanAnalysis
     from distal.model.hardware import MachineModel
     from distal.model.predict import Prediction
-    from distal.notation.tensor import Tensor
+    from distal.notation.tensor_base import TensorBase
 
 __all__ = ["Plan"]
 
@@ -64,8 +64,8 @@ class Plan(PlanBase):
 
     # -- running -----------------------------------------------------------------
 
-    def run(self, backend: str = "legate") -> Tensor:
-        """Execute the plan; the output tensor then holds the result.
+    def run(self, backend: str = "legate") -> TensorBase:
+        """Execute the plan; the output tensor (the user's `dt.Tensor`) then holds the result.
 
         backend="legate" runs on Legate through `distal.runtime`, or, for a
         plan `Schedule.auto` chose to run eagerly (`eager` says why), in this

@@ -49,7 +49,7 @@ from distal.sizes import resolve
 
 if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
-    from distal.schedule.schedule import Schedule
+    from distal.schedule.schedule import ScheduleBase
 
 __all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo", "compile_schedule",
            "lower"]
@@ -73,7 +73,7 @@ def _log(name: str, ir: object) -> None:
         log.debug("after %s:\n%s", name, ir)
 
 
-def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None,
+def lower(sched: ScheduleBase, bindings: Mapping[str, int] | None = None, *, rotation: str | None = None,
           reduction: str | None = None, stacklevel: int = 2) -> PlanBase:
     """Lower a schedule to a `PlanBase` (the data of the user's `dt.Plan`); `bindings` bind `dt.Param` sizes.
 
@@ -177,13 +177,13 @@ def lower(sched: Schedule, bindings: Mapping[str, int] | None = None, *, rotatio
     return plan
 
 
-def compile_schedule(sched: Schedule, *, rotation: str | None = None, reduction: str | None = None,
+def compile_schedule(sched: ScheduleBase, *, rotation: str | None = None, reduction: str | None = None,
                      **bindings: int) -> PlanBase:
     """`Schedule.compile()`'s work, on any schedule: the bindings checked, the schedule lowered with its
     tensors' current formats bound (`lower`), its performance traps (`distal.lower.lints`, a
     `DistalPerformanceWarning` each, from the caller of the caller: the user's `compile`), and the schedule's
     notes and eager choice carried into the plan."""
-    sched._check_bindings(bindings)
+    sched.check_bindings(bindings)
     bound = sched.refreshed().formats_bound(bindings)
     plan = lower(bound, bindings, rotation=rotation, reduction=reduction, stacklevel=3)
     lints = plan_lints(bound, plan)
@@ -199,7 +199,7 @@ def compile_schedule(sched: Schedule, *, rotation: str | None = None, reduction:
     return plan
 
 
-def _communicated_at(sched: Schedule, nest: Nest, infos: tuple[TensorInfo, ...]) -> tuple[int, ...]:
+def _communicated_at(sched: ScheduleBase, nest: Nest, infos: tuple[TensorInfo, ...]) -> tuple[int, ...]:
     """Per tensor, how many launch variables (distributed loops, then steps) fix its tile.
 
     A tensor's tile is the data it needs under one iteration of its own
@@ -223,7 +223,7 @@ def _communicated_at(sched: Schedule, nest: Nest, infos: tuple[TensorInfo, ...])
     return tuple(at.get(i.tensor, full) for i in infos)
 
 
-def _symbolic(sched: Schedule, ext: Mapping[Any, int]) -> tuple[tuple[str, str, int], ...]:
+def _symbolic(sched: ScheduleBase, ext: Mapping[Any, int]) -> tuple[tuple[str, str, int], ...]:
     """The sympy extent of every loop variable that depends on a `dt.Param`, with its bound value."""
     out = []
     for v in sched.loop_vars():

@@ -71,7 +71,7 @@ from typing import Any
 from distal._text import bytes_text as _bytes
 from distal.errors import DistalError
 from distal.host import configured_processors
-from distal.lower.grouping import grouping_enabled, plan_tasks
+from distal.lower.grouping import plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
@@ -156,7 +156,10 @@ class Owners:
     """
 
     def __init__(self, plan: PlanBase) -> None:
-        self.plan = plan
+        # the plan's tensors and machine, not the plan: an analysis (which keeps its `Owners`) must not keep
+        # its plan alive (`distal.lower.executable` caches analyses per plan, weakly)
+        self.tensors = plan.tensors
+        self.machine = plan.machine
         self.held: list[dict[Proc, list[Box]] | None] = [self._held(info) for info in plan.tensors]
         # per tensor: each placed tile with the processors holding it (several along broadcast dimensions)
         self.tiles: list[list[tuple[Box, tuple[Proc, ...]]] | None] = [
@@ -166,7 +169,7 @@ class Owners:
 
     def _held(self, info: TensorInfo) -> dict[Proc, list[Box]] | None:
         fmt = getattr(info.tensor, "format", None)
-        machine = self.plan.machine
+        machine = self.machine
         if fmt is None or machine is None or getattr(fmt, "machine", None) != machine:
             return None
         try:
@@ -389,7 +392,7 @@ def _reduction_data(a: PlanAnalysis) -> dict[str, Any] | None:
     if red is None:
         return None
     return {
-        "tensor": a.owners.plan.tensors[red.tensor].name,
+        "tensor": a.owners.tensors[red.tensor].name,
         "strategy": red.strategy,
         "reason": red.reason,
         "groups": [list(g) for g in red.groups],
@@ -643,10 +646,3 @@ def _in_place(plan: PlanBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
             continue
         names[n in gathered].append(info.name)
     return tuple(names[False]), tuple(names[True])
-
-
-def cache_key(plan: PlanBase) -> tuple[Any, ...]:
-    """What an analysis depends on beyond the plan itself: the Legate processors configured and whether
-    launch points are grouped into tasks (both read from the environment)."""
-    kind = plan.machine.kind if plan.machine is not None else "cpu"
-    return ("analysis", configured_processors(kind), grouping_enabled())

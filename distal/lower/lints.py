@@ -1,6 +1,6 @@
 """Performance lints: schedules that run, and give the right result, but waste time or data movement.
 
-`Schedule.compile` checks every plan (`plan_lints`) and keeps what it finds
+`compile_schedule` (what `Schedule.compile` runs) checks every plan (`plan_lints`) and keeps what it finds
 in `plan.lints`; each is a `DistalPerformanceWarning` at compile (silence them
 with the `warnings` module), a line of `plan.stats()["warnings"]` and a
 `warning:` line of explain(). Schedules that contradict themselves are
@@ -48,7 +48,7 @@ from distal.schedule import tree
 if TYPE_CHECKING:
     from distal.lower.plan import PlanBase
     from distal.notation.ast import IndexVar
-    from distal.schedule.schedule import Schedule
+    from distal.schedule.schedule import ScheduleBase
 
 __all__ = ["CODES", "Lint", "plan_lints", "warn"]
 
@@ -69,7 +69,7 @@ class Lint:
         return f"{self.message} [{self.code}]"
 
 
-def plan_lints(sched: Schedule, plan: PlanBase) -> tuple[Lint, ...]:
+def plan_lints(sched: ScheduleBase, plan: PlanBase) -> tuple[Lint, ...]:
     """The lints of `plan`, compiled from `sched` (see the module docstring)."""
     return (*_communicate_in_leaf(sched, plan), *_rotate_undistributed(sched),
             *_machine_from_extents(sched, plan), *_idle_processors(plan))
@@ -85,7 +85,7 @@ def _names(vs: Sequence[IndexVar]) -> str:
     return ", ".join(str(v) for v in vs)
 
 
-def _communicate_in_leaf(sched: Schedule, plan: PlanBase) -> list[Lint]:
+def _communicate_in_leaf(sched: ScheduleBase, plan: PlanBase) -> list[Lint]:
     out = []
     leaves = sched.relations_of(Substitute)
     for r in sched.relations_of(Communicate):
@@ -110,7 +110,7 @@ def _communicate_in_leaf(sched: Schedule, plan: PlanBase) -> list[Lint]:
     return out
 
 
-def _outside(sched: Schedule, leaf_vars: Sequence[IndexVar]) -> IndexVar | None:
+def _outside(sched: ScheduleBase, leaf_vars: Sequence[IndexVar]) -> IndexVar | None:
     """The loop directly around the outermost loop of a leaf, if it is in the same loop nest."""
     paths = [p for v in leaf_vars if (p := tree.forall_path(sched.stmt, v)) is not None]
     if not paths:
@@ -120,7 +120,7 @@ def _outside(sched: Schedule, leaf_vars: Sequence[IndexVar]) -> IndexVar | None:
     return chain[first - 1] if first > 0 else None
 
 
-def _rotate_undistributed(sched: Schedule) -> list[Lint]:
+def _rotate_undistributed(sched: ScheduleBase) -> list[Lint]:
     out = []
     distributed = set(sched.distributed_vars())
     for r in sched.relations_of(Rotate):
@@ -137,7 +137,7 @@ def _rotate_undistributed(sched: Schedule) -> list[Lint]:
     return out
 
 
-def _machine_from_extents(sched: Schedule, plan: PlanBase) -> list[Lint]:
+def _machine_from_extents(sched: ScheduleBase, plan: PlanBase) -> list[Lint]:
     machine = plan.machine
     dists = sched.relations_of(Distribute)
     bare = [r for r in dists if r.grid is None]

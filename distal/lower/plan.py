@@ -24,26 +24,25 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distal._text import short_seconds_text
 from distal.errors import DistalError
 from distal.notation.ast import Assignment, IndexVar
 from distal.notation.variable import Bindings
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
-    from distal.lower.analysis import PlanAnalysis
     from distal.lower.lints import Lint
     from distal.lower.task_body import TaskBody
     from distal.machine.grid import Machine
-    from distal.notation.tensor import Tensor
+    from distal.notation.tensor_base import TensorBase
     from distal.notation.variable import TensorVar
     from distal.reduction.ranking import ReductionPlan
 
-__all__ = ["Group", "Launch", "Operand", "Plan", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo"]
+__all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo"]
 
 Box = tuple[tuple[int, int], ...]  # per dimension [lo, hi)
 
@@ -243,21 +242,13 @@ class Reduction:
         """One line: strategy, program and predicted times."""
         if not self.program:
             return f"{self.strategy}: {self.reason}"
-        times = f"predicted {_seconds(self.seconds)}, single AllReduce {_seconds(self.allreduce_seconds)}"
+        times = (f"predicted {short_seconds_text(self.seconds)}, "
+                 f"single AllReduce {short_seconds_text(self.allreduce_seconds)}")
         return f"{self.strategy}: {self.reason}; program {self.shape} in {len(self.steps)} step(s) ({times})"
 
 
 def _counted(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
-
-
-def _seconds(s: float) -> str:
-    """A time as the reduction synthesizer's reports write it (`distal.reduction.machines.format_seconds`)."""
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1.0:
-        return f"{s * 1e3:.2f} ms" if s < 0.1 else f"{s:.3f} s"
-    return f"{s:.2f} s"
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -285,8 +276,6 @@ class PlanBase:
     symbolic: tuple[tuple[str, str, int], ...] = ()  # (variable, sympy extent, bound value) with dt.Param
     reduction: Reduction | None = None  # how REDUCE_ADD launches into the output run (None: there are none)
     lints: tuple[Lint, ...] = ()  # performance traps of its schedule (distal.lower.lints), warned at compile
-    # what running the plan works out once per launch and binding (plain data, e.g. distal.runtime's task groups)
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     source: Assignment | None = field(default=None, compare=False, repr=False)  # the statement scheduled
     # the data side: the user tensor of each var (strong references, so a plan runs after its tensors' names are gone)
     bindings: Bindings = field(default_factory=Bindings, compare=False, repr=False)
@@ -294,7 +283,7 @@ class PlanBase:
     # problem too small to pay for them: `distal.lower.eager`); empty: `run()` runs it on Legate
     eager: str = ""
 
-    def tensor(self, info: TensorInfo) -> Tensor:
+    def tensor(self, info: TensorInfo) -> TensorBase:
         """The user's tensor holding the data of `info` (the executors read and write data only here)."""
         return self.bindings.tensor(info.tensor)
 
@@ -330,84 +319,6 @@ class PlanBase:
                 coord[slot] = point[d]
         return tuple(coord)
 
-    # -- TRANSITIONAL (issue 31): the methods below move to `distal.api.plan.Plan`; they go from here as soon
-    # as `Schedule.compile()` returns that class. Code below `distal.api` must not call them.
-
-    # -- running -----------------------------------------------------------------
-
-    def run(self, backend: str = "legate") -> Tensor:
-        """Execute the plan; the output tensor then holds the result.
-
-        backend="legate" runs on Legate through `distal.runtime`, or, for a
-        plan `Schedule.auto` chose to run eagerly (`eager` says why), in this
-        process with NumPy on the tensors' own arrays (`distal.lower.eager`);
-        backend="numpy" runs every launch point by point in this process.
-        """
-        if backend == "numpy":
-            from distal.lower.numpy_exec import run_numpy
-
-            run_numpy(self)
-        elif backend == "legate" and self.eager:
-            from distal.lower.eager import run_eager
-
-            run_eager(self)
-        elif backend == "legate":
-            from distal.runtime import run_plan
-
-            run_plan(self)
-        else:
-            raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
-        return self.tensor(self.output)
-
-    # -- reporting ---------------------------------------------------------------
-
-    def analysis(self) -> PlanAnalysis:
-        """The plan under the execution-space cost model, as a frozen, typed value (`distal.lower.analysis`).
-
-        Computed once per plan (and per Legate processor count and task
-        grouping configured, which its task counts read from the environment).
-        """
-        from distal.lower.analysis import analyse, cache_key
-
-        key = cache_key(self)
-        # the fields the analysis reads, kept with it: a plan made by `dataclasses.replace` shares this memo
-        made = (self.statement, self.tensors, self.groups, self.zero_output, self.machine, self.processor_slots,
-                self.reduction, self.notes, self.lints)
-        cached = self.memo.get(key)
-        if cached is not None and len(cached[0]) == len(made) and all(a is b for a, b in zip(cached[0], made)):
-            return cast("PlanAnalysis", cached[1])
-        found = analyse(self)
-        self.memo[key] = (made, found)
-        return found
-
-    def stats(self) -> dict[str, Any]:
-        """Per launch and per processor: tiles, bytes received, totals, peak memory (as data).
-
-        The documented dict (docs/reference.md) of `analysis()`: `self.analysis().as_dict()`.
-        """
-        return self.analysis().as_dict()
-
-    def predict(self, model: Any = None, processors: int | None = None) -> Any:
-        """The predicted time on a machine model (`distal.model.predict`; default: this machine, calibrated).
-
-        `processors` is the number of real processors (default: one per point of
-        the plan's machine; fewer run several points each, block-wise).
-        """
-        from distal import model as time_model
-
-        return time_model.predict(self, model if model is not None else time_model.this_machine(), processors)
-
-    def explain(self, model: Any = None) -> str:
-        """A readable report of `analysis()` and the predicted time on `model` (`distal.model.explain`)."""
-        from distal.model.explain import explain
-
-        return explain(self, model)
-
-    def __str__(self) -> str:
-        from distal.lower.describe import describe
-
-        return describe(self)
-
     def __repr__(self) -> str:
         """Short: the statement, the launch count and where they run (str() describes every launch).
 
@@ -421,56 +332,3 @@ class PlanBase:
         shape = "x".join(str(n) for n in out.shape) + " " if out.shape else "scalar "
         return (f"<Plan {statement}: {_counted(self.launch_count(), 'launch', 'launches')} in "
                 f"{_counted(len(self.groups), 'group', 'groups')} {where}, output {out.name} ({shape}{out.dtype})>")
-
-    def picture(self, path: str | Path | None = None, *, steps: int = 4, title: str | None = None) -> Any:
-        """The plan's launches over its machine, as a matplotlib `Figure`; also written as a PNG to `path`.
-
-        One panel per step (the first `steps`; a note counts the rest): every
-        processor of the machine is a box listing the tiles its launch points
-        read and write in that step, and where a tile read comes from when
-        the processor does not hold it (`distal.lower.plan_picture`). Needs
-        matplotlib (`pip install 'distal[docs]'`); without it, a `DistalError`
-        says how to install it.
-        """
-        from distal.format.picture import save
-        from distal.lower.plan_picture import figure
-
-        fig = figure(self, steps=steps, title=title)
-        if path is not None:
-            save(fig, path)
-        return fig
-
-    def _repr_html_(self) -> str:
-        """Notebook display: the plan's description, its picture and a picture of each distributed tensor's format."""
-        import base64
-        import html
-        import io
-
-        from distal.errors import DistalError
-
-        parts = [f"<pre>{html.escape(str(self))}</pre>"]
-        try:
-            if self.machine is not None and not self.machine.params and self.machine.size > 16:
-                raise DistalError("a machine this large is drawn only when asked: plan.picture()")
-            buffer = io.BytesIO()
-            self.picture().savefig(buffer, format="png")
-        except DistalError:  # no matplotlib, or a machine that is not drawn: the text says it all
-            pass
-        else:
-            picture = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-            parts.append(f'<img src="{picture}" alt="the launches of the plan"/>')
-        for info in self.tensors:
-            fmt = info.tensor.format
-            if fmt is None:
-                continue
-            from distal.format.picture import png_data_uri
-
-            uri = png_data_uri(fmt, info.shape, title=f"{info.name}: {fmt}")
-            if uri is not None:
-                parts.append(f'<img src="{uri}" alt="{html.escape(info.name)}: {html.escape(str(fmt))}"/>')
-        return "\n".join(parts)
-
-
-# TRANSITIONAL (issue 31): importers switch to `PlanBase` (lower, runtime) or `distal.api.plan.Plan` (users);
-# this name goes when none is left (/tmp/arch/requests/H-top-B.md).
-Plan = PlanBase

@@ -10,6 +10,7 @@
 """
 
 from distal.machine import links
+from distal.machine.level import Level
 from distal.machine.links import LINKS, Link, LinkError
 from distal.model import calibrate
 from distal.model.calibrate import preset
@@ -19,7 +20,6 @@ from distal.model.hardware import (
     LEAF_KINDS,
     MachineModel,
     ModelError,
-    NodeLevel,
     ProcessorModel,
     dgx_a100,
     lassen_cpu,
@@ -38,11 +38,11 @@ __all__ = [
     "FOLDS",
     "LEAF_KINDS",
     "LINKS",
+    "Level",
     "Link",
     "LinkError",
     "MachineModel",
     "ModelError",
-    "NodeLevel",
     "Prediction",
     "ProcessorModel",
     "dgx_a100",

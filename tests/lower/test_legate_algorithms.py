@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import distal as dt
+from distal.api.plan import Plan
 from distal.format.format import Format
 from distal.lower import lower
 from distal.lower.plan import Privilege
@@ -75,7 +76,7 @@ def test_summa(legate: object, n: int, grid: tuple[int, int]) -> None:
 def test_cannon(legate: object, n: int, grid: tuple[int, int], rotation: str) -> None:
     m = dt.Machine(dt.Grid(*grid))
     A, B, C, expected = _operands(n, m, ("xy -> xy",) * 3)
-    plan = lower(cannon(A, B, C, m), rotation=rotation)
+    plan = Plan.of(lower(cannon(A, B, C, m), rotation=rotation))
     launches = [launch for _, launch in plan.launches()]
     assert all(launch.pinned for launch in launches) == (rotation == "points")
     plan.run()
@@ -153,7 +154,7 @@ def test_points_run_on_the_processor_bound_to_their_grid_point(legate: object, r
     m = dt.Machine(dt.Grid(2, 3))
     A, B, C, expected = _operands(24, m, ("xy -> xy",) * 3)
     for sched in (summa(A, B, C, m, 8), cannon(A, B, C, m)):
-        plan = lower(sched, rotation=rotation)
+        plan = Plan.of(lower(sched, rotation=rotation))
         group = plan.groups[0]
         group.body.timings = []
         plan.run()

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import distal as dt
+from distal.api.plan import Plan
 from distal.lower import lower
 from distal.lower.plan import Privilege
 from tests._strategies import einsum_oracle, schedules, statements
@@ -48,7 +49,7 @@ def test_machine_schedules_on_legate(legate: object, data: st.DataObject) -> Non
     sched.evaluate(backend="reference", **bindings)
     reference = out.to_numpy()
     drawn.reset()
-    plan = lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"])))
+    plan = Plan.of(lower(sched, bindings, rotation=data.draw(st.sampled_from(["points", "boxes"]))))
     plan.run()
     got = out.to_numpy()
     _close(got, expected)

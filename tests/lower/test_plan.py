@@ -10,6 +10,7 @@ import pytest
 import distal as dt
 from distal.format.format import Format
 from distal.lower import lower
+from distal.lower.numpy_exec import run_numpy
 from distal.lower.plan import Privilege, Proj
 
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
@@ -89,7 +90,7 @@ def test_cannon_rotation(rotation: str) -> None:
     for launch in launches:  # B's tile at (io, jo, kos) is (io, (io + jo + kos) mod 3)
         for p in launch.points():
             assert launch.operands[1].color(p) == (p[0], (p[0] + p[1] + p[2]) % 3)
-    plan.run(backend="numpy")
+    run_numpy(plan)  # lower() gives the plan as data (PlanBase): run by the NumPy executor
     np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-12)
 
 

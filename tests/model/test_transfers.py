@@ -12,7 +12,8 @@ import pytest
 
 import distal as dt
 from distal import kernels, model
-from distal.model import LEAF_KINDS, Link, MachineModel, ModelError, NodeLevel, ProcessorModel
+from distal.machine import Level
+from distal.model import LEAF_KINDS, Link, MachineModel, ModelError, ProcessorModel
 from distal.model.transfers import arrivals, collect, deliver
 
 S = 1e9  # bytes of the tile every test moves
@@ -89,8 +90,8 @@ def test_reductions_fold_into_the_holder_or_combine_in_a_tree(p: int) -> None:
 def test_copies_between_sockets_share_the_sockets_port() -> None:
     """Lassen-like: GPUs 0, 1 on one socket (NVLink between them), 2, 3 on the other (X-bus between sockets)."""
     nv, xbus = Link("nv", 4 * BW, 0.0), Link("xb", BW, 0.0)
-    m = MachineModel("sockets", FREE, 4, xbus, FAST, levels=(NodeLevel("socket", 2, nv),), launch_seconds=0.0,
-                     task_seconds=0.0)
+    m = MachineModel("sockets", FREE, 4, xbus, FAST, levels=(Level("socket", 2, xbus), Level("cpu", 2, nv)),
+                     launch_seconds=0.0, task_seconds=0.0)
     assert [m.distance(0, q) for q in range(4)] == [0, 1, 2, 2]
     same_socket = deliver(m, [0], {1: S}, "owner")
     assert _last(m, same_socket) == pytest.approx(S / (4 * BW))
@@ -100,13 +101,13 @@ def test_copies_between_sockets_share_the_sockets_port() -> None:
 
 
 def test_node_levels_must_divide_the_node() -> None:
-    with pytest.raises(ModelError, match="divide the 6 processors of a node"):
-        MachineModel("bad", FREE, 6, FAST, FAST, levels=(NodeLevel("socket", 4, FAST),))
+    with pytest.raises(ModelError, match="sizes multiply to the 6 processors of a node"):
+        MachineModel("bad", FREE, 6, FAST, FAST, levels=(Level("socket", 4, FAST),))
     with pytest.raises(ModelError, match="broadcast delivery among nearest, tree, owner"):
         _flat(4, broadcast="magic")
     # a new node size the levels no longer divide drops them (auto's nodes of its inner grid)
     assert model.lassen_gpu().with_(per_node=3).levels == ()
-    assert model.lassen_gpu().with_(per_node=8).levels == model.lassen_gpu().levels
+    assert [lv.shape for lv in model.lassen_gpu().with_(per_node=8).levels] == [(4,), (2,)]
 
 
 def _broadcast_plan(p: int, n: int) -> tuple[object, float]:
