@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,11 @@ from tests._strategies import einsum_oracle, statements
 from tests._strategies.machines import MACHINES, machine_schedules
 
 pytestmark = pytest.mark.legate
+
+
+def _plan(*args: Any, **kwargs: Any) -> Plan:
+    """`distal.lower.lower`'s plan as the user's `Plan` (`Plan.of`), which runs, explains and analyses."""
+    return Plan.of(lower(*args, **kwargs))
 
 i, j, k = dt.index_vars("i j k")
 io, jo, ko, ii, ji, ki, kio, kii, iio, iii, jio, jii, ks, kt = dt.index_vars(
@@ -158,7 +164,7 @@ def test_synthesized_program_equals_the_single_step_reduction(legate: object, na
     assert len(trace) == len(plan.reduction.steps) > 1
     _equal(got, want(), dtype)
 
-    single = lower(sched, reduction="legate")
+    single = _plan(sched, reduction="legate")
     assert single.reduction is not None and not single.reduction.synthesized
     single.run()
     _equal(got, out.to_numpy(), dtype)
@@ -171,13 +177,13 @@ def test_partial_launches(legate: object) -> None:
     # johnson_2x1_2x2 splits its launch per node (k's color is 2 * p_node + p_proc): two
     # launches over part of the domain, each run pinned per processor, into one set of partials
     sched, out, want = johnson_2x1_2x2("int64")
-    plan = lower(sched, rotation="boxes")
+    plan = _plan(sched, rotation="boxes")
     assert plan.launch_count() == 2 and not any(g.covers_domain(launch) for g, launch in plan.launches())
     _synthesized(plan)
     plan.run()
     _equal(out.to_numpy(), want(), "int64")
     # one pinned launch per point: each point updates its tile in turn (read-write), no reduction
-    points = lower(sched, rotation="points")
+    points = _plan(sched, rotation="points")
     assert points.launch_count() == 8 and points.reduction is None
     points.run()
     _equal(out.to_numpy(), want(), "int64")
@@ -256,7 +262,7 @@ def test_single_allreduce_inside_nodes_keeps_legates_reduction(legate: object) -
     assert red.reason == "the simulated-best program is the single AllReduce: one Legate reduction"
     assert red.groups == ((0, 1), (2, 3), (4, 5), (6, 7)) and red.shape == "AllReduce"
     assert "the program it would run" in plan.explain()
-    forced = lower(sched, reduction="synthesized")
+    forced = _plan(sched, reduction="synthesized")
     assert forced.reduction is not None and forced.reduction.synthesized and len(forced.reduction.steps) == 1
     for p in (plan, forced):
         p.run()
@@ -273,7 +279,7 @@ def test_environment_variable_and_refused_strategy(monkeypatch: pytest.MonkeyPat
     auto = sched.compile().reduction
     assert auto is not None and auto.synthesized
     with pytest.raises(DistalError, match="expected a reduction strategy in"):
-        lower(sched, reduction="tree")
+        _plan(sched, reduction="tree")
 
 
 HIERARCHICAL = (dt.Machine(dt.Grid(2), dt.Grid(2)), dt.Machine(dt.Grid(2, 1), dt.Grid(2, 2)),
@@ -289,7 +295,7 @@ def test_random_schedules_with_the_synthesized_reduction(legate: object, data: s
     expected = einsum_oracle(stmt, drawn.inputs, drawn.output_init)
     machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
     sched, bindings = data.draw(machine_schedules(out.schedule(), machines=machines))
-    plan = lower(sched, bindings, reduction="synthesized", rotation=data.draw(st.sampled_from(["points", "boxes"])))
+    plan = _plan(sched, bindings, reduction="synthesized", rotation=data.draw(st.sampled_from(["points", "boxes"])))
     for backend in ("legate", "numpy"):
         drawn.reset()
         plan.run(backend=backend)
@@ -311,7 +317,7 @@ def test_the_random_schedules_lower_to_synthesized_programs() -> None:
         out = drawn.output
         machines = data.draw(st.sampled_from([MACHINES, HIERARCHICAL]))
         sched, bindings = data.draw(machine_schedules(out.schedule(), machines=machines))
-        red = lower(sched, bindings, reduction="synthesized",
+        red = _plan(sched, bindings, reduction="synthesized",
                     rotation=data.draw(st.sampled_from(["points", "boxes"]))).reduction
         seen["synthesized"] += red is not None and red.synthesized
         seen["multi-step"] += red is not None and red.synthesized and len(red.steps) > 1

@@ -10,9 +10,16 @@ import pytest
 import distal as dt
 from distal import kernels
 from distal import runtime as rt
+from distal.api.plan import Plan
+from distal.lower import lower
 from distal.runtime import _execute
 
 pytestmark = pytest.mark.legate
+
+
+def _plan(*args: Any, **kwargs: Any) -> Plan:
+    """`distal.lower.lower`'s plan as the user's `Plan` (`Plan.of`), which runs, explains and analyses."""
+    return Plan.of(lower(*args, **kwargs))
 
 
 @pytest.fixture
@@ -82,9 +89,7 @@ def test_a_pinned_first_launch_keeps_the_fill(fills: list[Any]) -> None:
     rng = np.random.default_rng(1)
     b, c = rng.standard_normal((n, n)), rng.standard_normal((n, n))
     ops = [dt.Tensor("A", (n, n)), dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)]
-    from distal.lower import lower
-
-    plan = lower(kernels.build("cannon", kernels.machine("cannon", 4), *ops), rotation="points")
+    plan = _plan(kernels.build("cannon", kernels.machine("cannon", 4), *ops), rotation="points")
     assert any(launch.pinned for _, launch in plan.launches())
     plan.run()
     np.testing.assert_allclose(ops[0].to_numpy(), b @ c, rtol=1e-12, atol=1e-12)

@@ -19,6 +19,7 @@ import pytest
 import distal as dt
 from distal import kernels
 from distal import runtime as rt
+from distal.api.plan import Plan
 from distal.lower import lower
 from distal.lower.grouping import ENV, plan_tasks
 from distal.lower.task_body import TaskBody
@@ -27,6 +28,11 @@ from distal.runtime._registry import kernel
 from tests._strategies.plans import copy_plan
 
 pytestmark = pytest.mark.legate
+
+
+def _plan(*args: Any, **kwargs: Any) -> Plan:
+    """`distal.lower.lower`'s plan as the user's `Plan` (`Plan.of`), which runs, explains and analyses."""
+    return Plan.of(lower(*args, **kwargs))
 
 
 @pytest.fixture
@@ -59,7 +65,7 @@ def _matmul(name: str, machine: dt.Machine, n: int, rotation: str = "boxes",
     b, c = rng.random((n, n)), rng.random((n, n))
     A = dt.Tensor("A", (n, n))
     B, C = dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)
-    return lower(kernels.build(name, machine, A, B, C, **params), rotation=rotation), A, b @ c
+    return _plan(kernels.build(name, machine, A, B, C, **params), rotation=rotation), A, b @ c
 
 
 def _counted(plan: Any, out: dt.Tensor, expected: np.ndarray, tasks: list[tuple[str, int]],
