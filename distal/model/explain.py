@@ -23,7 +23,6 @@ time of a single AllReduce (`distal.reduction.describe_plan`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from distal._text import bytes_text as _bytes
@@ -36,6 +35,7 @@ from distal.lower.in_place import placement_layout
 from distal.lower.memory import memory_line
 from distal.lower.plan import PlanBase
 from distal.lower.traffic import Split
+from distal.machine.level import node_size
 from distal.model import calibrate
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.predict import Prediction, predict
@@ -79,7 +79,9 @@ def explained(plan: PlanBase, model: MachineModel | None = None,
     if plan.machine is not None and plan.machine.levels > 1 and not plan.machine.params:
         # the plan's own nodes: a point of the machine's outer level is a node (its inner grids' processors),
         # the split explain's traffic table uses, as auto times hierarchical machines
-        model = model.with_(per_node=math.prod(g.size for g in plan.machine.grids[1:]))
+        per_node = node_size(plan.machine)
+        if per_node is not None:
+            model = model.with_(per_node=per_node)
     source = ""
     processors: int | None = None
     if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
