@@ -730,9 +730,6 @@ class ScheduleBase:
                 f"compile: expected bindings for the schedule's parameters ({have}), "
                 f"but found {', '.join(f'{u}={bindings[u]!r}' for u in unknown)}"
             )
-
-    # transitional, while distal/lower/__init__.py's compile_schedule still calls the old name (requested)
-    _check_bindings = check_bindings
 def _innermost_hint(chain: Seq[IndexVar], vs: Seq[IndexVar]) -> str:
     """'; add .reorder([...]) first': the reorder making `vs` the innermost loops of `chain` (when they are in it)."""
     if not set(vs) <= set(chain):
