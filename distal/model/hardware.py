@@ -183,10 +183,6 @@ class ProcessorModel:
         return max(flops / self.rate(leaf, flops), nbytes / self.streaming.get(leaf, self.bandwidth))
 
 
-# TRANSITIONAL (H-machine): distal/model/__init__.py still imports NodeLevel; deleted once it no longer does.
-NodeLevel = Level
-
-
 @dataclass(frozen=True)
 class MachineModel:
     """A real machine: nodes of `per_node` processors, the levels of links between them, the runtime's costs.
