@@ -45,6 +45,7 @@ overhead below.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -97,8 +98,9 @@ def _fast_fit(plan: PlanBase, limit: int) -> bool:
     return total * (procs + 4) * (1 + OVERHEAD_FRACTION) + OVERHEAD_BYTES <= limit
 
 
-# the last plans checked, with their tensors' formats: a plan run again is not recounted
-_RECENT: list[tuple[PlanBase, tuple[object, ...], MemoryNeed]] = []
+# the last plans checked (weakly: a dropped plan is not kept), with their tensors' formats: a plan run again
+# is not recounted
+_RECENT: list[tuple[weakref.ref[PlanBase], tuple[object, ...], MemoryNeed]] = []
 
 
 def plan_memory(plan: PlanBase, analysis: Callable[[], PlanAnalysis] | None = None) -> MemoryNeed:
@@ -106,10 +108,10 @@ def plan_memory(plan: PlanBase, analysis: Callable[[], PlanAnalysis] | None = No
     module docstring)."""
     formats = tuple(getattr(t.tensor, "format", None) for t in plan.tensors)
     for seen, fmts, need in _RECENT:
-        if seen is plan and all(a is b for a, b in zip(fmts, formats)):
+        if seen() is plan and all(a is b for a, b in zip(fmts, formats)):
             return need
     need = _plan_memory(plan, analysis() if analysis is not None else analyse(plan))
-    _RECENT.insert(0, (plan, formats, need))
+    _RECENT.insert(0, (weakref.ref(plan), formats, need))
     del _RECENT[8:]
     return need
 

@@ -200,3 +200,14 @@ def test_a_dropped_plan_with_an_analysis_is_freed() -> None:
     del plan
     gc.collect()
     assert held() is None
+
+
+def test_a_plan_whose_memory_was_counted_is_freed() -> None:
+    A, B, C = dt.Tensor("A", (20000, 20000)), dt.Tensor("B", (20000,)), dt.Tensor("C", (20000,))
+    A[i, j] = B[i] * C[j]
+    plan = A.schedule().compile()
+    finalize(plan, 2).check_memory(plan, _Runtime(4000))  # fits, but only the counted need says so
+    held = weakref.ref(plan)
+    del plan, A, B, C
+    gc.collect()
+    assert held() is None
