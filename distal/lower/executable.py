@@ -35,10 +35,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, analyse
-from distal.lower.grouping import Cut, TaskGroups, check_cuts, grouping_enabled, partials_operand, processor_groups
+from distal.lower.grouping import (
+    Cut,
+    TaskGroups,
+    check_cuts,
+    grouping_enabled,
+    operand_cut,
+    partials_operand,
+    processor_groups,
+)
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
 from distal.lower.memory import check_plan_memory, check_store_memory
-from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
+from distal.lower.plan import Group, Launch, Operand, PlanBase, Proj, Reduction
 from distal.machine.grid import Machine
 
 if TYPE_CHECKING:
@@ -340,31 +348,11 @@ def _part_boxes(plan: PlanBase, group: Group, launch: Launch, binding: Mapping[P
     return out
 
 
-def _colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
-    """Tiles per dimension when ``shape`` is cut into ``tile``-sized blocks (as `distal.runtime.tile_colors`)."""
-    return tuple(-(-n // max(t, 1)) if n > 0 else 0 for n, t in zip(shape, tile, strict=True))
-
-
 def _cut(plan: PlanBase, launch: Launch, op: Operand, layouts: Sequence[Layout | None],
          views: Sequence[InPlaceViews | None]) -> Cut:
-    """``op`` of ``launch`` as the runtime's launch argument cuts its store (`distal.lower.grouping.Cut`):
-    a tensor read in place is its format's block store (one padded block per holding device, or the box of
-    blocks a tile spans), any other its tensor's store (shape (1,) for a 0-d tensor) or the partials."""
-    written = op.privilege is not Privilege.READ
+    """``op`` of ``launch`` as the runtime's launch argument cuts its store (`operand_cut`)."""
     placed = views[op.tensor]
-    lay = layouts[op.tensor]
-    if placed is not None and lay is not None:  # (never the output of a synthesized reduction: see `_finalize`)
-        view = placed.of(launch, op)
-        fixed = {a for a, _ in lay.fixed}
-        blocks = (*(1 if name in fixed else size for name, size in lay.axes), max(math.prod(lay.tile), 1))
-        lead = len(blocks) - 1
-        tile = (*([1] * lead), blocks[-1]) if view.span is None else (*view.span, blocks[-1])
-        return Cut(tile, view.projection, _colors(blocks, tile), written)
-    if op.tile is None or op.projection is None:
-        return Cut(None, None, None, written)
-    projection = tuple(p if p.dim is not None else Proj(None, 0, p.offset) for p in op.projection)
-    shape = plan.tensors[op.tensor].shape or (1,)
-    return Cut(op.tile, projection, op.colors if op.colors is not None else _colors(shape, op.tile), written)
+    return operand_cut(plan, launch, op, layouts[op.tensor], placed.of(launch, op) if placed is not None else None)
 
 
 def _grouping(boxes: dict[tuple[Any, ...], TaskGrouping | None], owner_key: tuple[Any, ...], lower: Sequence[int],

@@ -39,12 +39,16 @@ import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from distal.lower.in_place import launch_views, placement_layout, view_key
+from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
 from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
 
-__all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled",
+__all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled", "operand_cut",
            "partials_operand", "plan_tasks", "processor_groups", "task_groups"]
+
+if TYPE_CHECKING:
+    from distal.format.layout import Layout
 
 Point = tuple[int, ...]
 
@@ -223,37 +227,55 @@ class LaunchTasks:
     per_processor: tuple[tuple[int, int], ...] = ()
 
 
+def operand_cut(plan: PlanBase, launch: Launch, op: Operand, lay: Layout | None = None,
+                view: BlockView | None = None) -> Cut:
+    """``op`` of ``launch`` as the runtime's launch argument cuts its store: a tensor read in place (its
+    layout ``lay`` and ``view``, `distal.lower.in_place`) is its format's block store (one padded block per
+    holding device, or the box of blocks a tile spans), any other its tensor's store (shape (1,) for a 0-d
+    tensor), or the partials of a synthesized reduction (``op`` is then `partials_operand`)."""
+    written = op.privilege is not Privilege.READ
+    if view is not None and lay is not None:
+        fixed = {a for a, _ in lay.fixed}
+        blocks = (*(1 if name in fixed else size for name, size in lay.axes), max(math.prod(lay.tile), 1))
+        tile = (*([1] * (len(blocks) - 1)), blocks[-1]) if view.span is None else (*view.span, blocks[-1])
+        return Cut(tile, view.projection, _colors(blocks, tile), written)
+    if op.tile is None or op.projection is None:
+        return Cut(None, None, None, written)
+    projection = tuple(p if p.dim is not None else Proj(None, 0, p.offset) for p in op.projection)
+    shape = plan.tensors[op.tensor].shape or (1,)
+    return Cut(op.tile, projection, op.colors if op.colors is not None else _colors(shape, op.tile), written)
+
+
+def _colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
+    """Tiles per dimension when ``shape`` is cut into ``tile``-sized blocks (as `distal.runtime.tile_colors`)."""
+    return tuple(-(-n // max(t, 1)) if n > 0 else 0 for n, t in zip(shape, tile, strict=True))
+
+
 def plan_tasks(plan: PlanBase, processors: int, enabled: bool | None = None) -> list[LaunchTasks]:
     """Per launch of ``plan`` (in `PlanBase.launches` order), the Legate tasks `distal.runtime` submits for it on
     ``processors`` real processors, with grouping on or off (default: `grouping_enabled`)."""
     on = grouping_enabled() if enabled is None else enabled
     red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
-    views: dict[int, dict[tuple[object, ...], tuple[Proj, ...]]] = {}
-    for n, info in enumerate(plan.tensors):
-        lay = placement_layout(info)
+    partials = partials_operand(plan, red) if red is not None else None
+    layouts = [placement_layout(info) for info in plan.tensors]
+    views: dict[int, dict[ViewKey, BlockView]] = {}
+    for n, lay in enumerate(layouts):
         if lay is None or (red is not None and n == red.tensor):
             continue
         found = launch_views(plan, n, lay)
         if found is not None:
-            views[n] = {k: v.projection for k, v in found.items()}
+            views[n] = found
     binding = plan.machine.bind(processors) if plan.machine is not None and not plan.machine.params else {}
     out = []
     for group, launch in plan.launches():
         cuts = []
         for op in launch.operands:
-            if red is not None and op.tensor == red.tensor:
-                op = partials_operand(plan, red)
-                cuts.append(Cut(op.tile, op.projection, op.colors, True))
+            if red is not None and partials is not None and op.tensor == red.tensor:
+                cuts.append(operand_cut(plan, launch, partials))
                 continue
-            written = op.privilege is not Privilege.READ
             placed = views.get(op.tensor)
-            if placed is not None:
-                projection = placed[view_key(launch, op)]
-                cuts.append(Cut((1,) * len(projection), projection, None, written))
-            elif op.tile is None or op.projection is None:
-                cuts.append(Cut(None, None, None, written))
-            else:
-                cuts.append(Cut(op.tile, op.projection, op.colors, written))
+            cuts.append(operand_cut(plan, launch, op, layouts[op.tensor],
+                                    placed[view_key(launch, op)] if placed is not None else None))
         out.append(_launch_tasks(plan, group, launch, cuts, binding, on))
     return out
 
