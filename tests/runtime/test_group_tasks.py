@@ -177,3 +177,49 @@ def test_a_failure_in_a_grouped_task_names_the_launch_point(machine: rt.MachineI
     monkeypatch.setattr(TaskBody, "__call__", real)
     plan.run()
     np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "placed"), [("summa", False), ("summa", True), ("cannon", True),
+                                               ("johnson", True), ("solomonik", True)])
+def test_the_executables_cuts_are_those_of_the_real_launch_arguments(machine: rt.MachineInfo,
+                                                                     monkeypatch: pytest.MonkeyPatch, name: str,
+                                                                     placed: bool) -> None:
+    """`finalize` works the task groups out from `operand_cut`; every argument the run makes cuts its store
+    as `operand_cut` said (tile, projection, colors), so what was grouped is what runs."""
+    from distal.kernels._algorithms import ALGORITHMS
+    from distal.lower.grouping import Cut, operand_cut
+    from distal.lower.plan import Privilege
+    from distal.runtime import _execute
+
+    monkeypatch.setenv(ENV, "1")
+    seen: list[tuple[Cut, Cut]] = []
+    real_run, real_arg = _execute._run, _execute.launch_arg
+    state: dict[str, Any] = {}
+
+    def run(plan: Any, exe: Any, trace: Any) -> None:
+        state["plan"], state["exe"] = plan, exe
+        real_run(plan, exe, trace)
+
+    def arg(stores: Any, placed_ops: Any, launch: Any, op: Any) -> Any:
+        made = real_arg(stores, placed_ops, launch, op)
+        exe = state["exe"]
+        written = made.privilege is not Privilege.READ
+        got = (Cut(None, None, None, written) if made.tile is None
+               else Cut(made.tile, tuple(made.maps(len(launch.lower))), made.color_shape(), written))
+        view = exe.views[op.tensor]
+        seen.append((got, operand_cut(state["plan"], launch, op, exe.layouts[op.tensor],
+                                      view.of(launch, op) if view is not None else None)))
+        return made
+
+    monkeypatch.setattr(_execute, "_run", run)
+    monkeypatch.setattr(_execute, "launch_arg", arg)
+    alg = ALGORITHMS[name]
+    for n, procs in ((8, 4), (7, 8)):
+        m = kernels.machine(name, procs)
+        b, c = np.ones((n, n)), np.ones((n, n))
+        A = dt.Tensor("A", (n, n), alg.format_of(0, m) if placed else None)
+        B = dt.Tensor.from_array("B", b, alg.format_of(1, m) if placed else None)
+        C = dt.Tensor.from_array("C", c, alg.format_of(2, m) if placed else None)
+        kernels.build(name, m, A, B, C).compile().run()
+        np.testing.assert_allclose(A.to_numpy(), b @ c)
+    assert seen and all(got == want for got, want in seen)
