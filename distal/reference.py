@@ -36,7 +36,7 @@ from distal.notation.variable import TensorVar
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
-    from distal.schedule.schedule import ScheduleBase
+    from distal.schedule.commands import ScheduleBase
 
 __all__ = ["BLOCK_LIMIT", "run_reference"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import distal as dt
 from distal import kernels
-from distal.lower.plan import Privilege
+from distal.lower.task_graph import Privilege
 
 COLORS = {"A": "black", "B": "tab:blue", "C": "tab:red", "D": "tab:green", "c": "tab:red", "M": "tab:red"}
 CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {

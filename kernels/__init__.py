@@ -22,7 +22,7 @@ from typing import Any
 from distal.errors import MachineError
 from distal.machine.grid import Machine
 from distal.notation.tensor_base import TensorBase
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 from distal.search import Option
 
 from ._algorithms import ALGORITHMS, Algorithm

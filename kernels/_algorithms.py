@@ -17,7 +17,7 @@ from distal.format.format import Format
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Accumulate, Expr, IndexVar, index_vars
 from distal.notation.tensor_base import TensorBase
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 
 from ._machines import cosma_grid, cosma_steps, factor2, factor3, johnson_side, solomonik_grid, summa_steps
 

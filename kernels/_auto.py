@@ -40,7 +40,7 @@ from distal.machine.level import node_size
 from distal.notation.ast import Access
 from distal.notation.tensor_base import TensorBase
 from distal.notation.visit import product_factors
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 from distal.search import Option, default_model
 
 from ._algorithms import ALGORITHMS, Algorithm

@@ -20,7 +20,7 @@ from distal.notation.ast import Access, Assignment, IndexVar
 from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings
 from distal.notation.visit import product_factors
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 
 from ._algorithms import ALGORITHMS, Algorithm
 

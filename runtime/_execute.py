@@ -1,4 +1,4 @@
-"""Running a lowered plan (`distal.lower.plan.PlanBase`) on Legate: finish it, then interpret it.
+"""Running a lowered plan (`distal.lower.task_graph.PlanBase`) on Legate: finish it, then interpret it.
 
 `run_plan(plan)` first finishes the plan for the processors it runs on
 (`distal.lower.executable.finalize`, once per plan, processors and
@@ -45,7 +45,7 @@ import numpy as np
 
 from distal.errors import DistalError
 from distal.lower.executable import Executable, TaskGrouping, finalize
-from distal.lower.plan import Group, Launch, PlanBase, TensorInfo
+from distal.lower.task_graph import Group, Launch, PlanBase, TensorInfo
 from distal.machine.grid import processor_kind
 from distal.notation.storage import HostStorage
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distal.errors import DistalError
-from distal.lower.plan import Launch, PlanBase, Privilege
+from distal.lower.task_graph import Launch, PlanBase, Privilege
 
 from ._holders import block_grid
 from ._launch import _COVERAGE_LIMIT, _coverage

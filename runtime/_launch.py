@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.errors import DistalError, NotSupportedYet
-from distal.lower.plan import Privilege, Proj  # one enum and one projection class, the plan's and the runtime's
+from distal.lower.task_graph import Privilege, Proj  # one enum and one projection class, the plan's and the runtime's
 from distal.machine.grid import processor_kind
 
 from ._observe import observers
@@ -42,7 +42,7 @@ _COVERAGE_LIMIT = 1 << 16
 
 Affine = Proj
 """Color of one store dimension: `coeff * point[dim] + offset` (`dim=None`: the constant `offset`); the
-plan's `distal.lower.plan.Proj`, under the name the runtime's launch API has always used."""
+plan's `distal.lower.task_graph.Proj`, under the name the runtime's launch API has always used."""
 
 
 def tile_colors(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:

@@ -6,7 +6,7 @@ gives its store, cut into the operand's tiles by its projection.
 
 from __future__ import annotations
 
-from distal.lower.plan import Launch, Operand
+from distal.lower.task_graph import Launch, Operand
 
 from ._launch import Affine, Arg, Privilege
 from ._placed import PlacedOperand

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from distal.lower.executable import InPlaceViews
-from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Proj
+from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Proj
 
 from ._holders import bound_cpus, holder_index
 from ._launch import Affine, Arg, Privilege, point_launch
@@ -51,7 +51,7 @@ __all__ = ["BlockTiles", "PlacedOperand", "block_tiles", "placed_operand", "repl
 
 @functools.lru_cache(maxsize=4096)
 def _affines(projection: tuple[Proj, ...]) -> tuple[Affine, ...]:
-    """A block projection (`distal.lower.plan.Proj` components) as the runtime's `Affine` maps."""
+    """A block projection (`distal.lower.task_graph.Proj` components) as the runtime's `Affine` maps."""
     return tuple(Affine(p.dim, p.coeff, p.offset) for p in projection)
 
 

@@ -69,7 +69,7 @@ import numpy.typing as npt
 
 from distal.errors import ReductionError
 from distal.lower.executable import CollectiveStep, Executable, ReductionRun, reduction_plan, reduction_run
-from distal.lower.plan import Box, Group, PlanBase, Reduction
+from distal.lower.task_graph import Box, Group, PlanBase, Reduction
 from distal.machine.grid import Machine
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch

@@ -1,54 +1,38 @@
-"""The layers of distal, enforced on the source: no module imports a higher layer at import time.
+"""The layers of distal, enforced on the source: no module imports a higher layer, at any level.
 
 Every module of `distal` (with `runtime/` as `distal.runtime` and `kernels/`
-as `distal.kernels`) is parsed with `ast`; its imports are split into
-module-level ones (run when the module is imported) and function-level ones
-(run when the function is called). Imports under `if TYPE_CHECKING:` run
-never and are not checked.
+as `distal.kernels`) is parsed with `ast`. Every import that can run counts,
+at module level or inside a function; imports under `if TYPE_CHECKING:` run
+never and are not counted. An import of `distal.x.y` is an edge to that
+module (and the package `__init__`s Python runs first, where said so).
 
-The layers, highest first (a module may import its own layer and any lower
-one at module level):
+The layers, highest first (a module imports its own layer and lower ones
+only; there is no list of exceptions):
 
-1. `distal.cli`, `distal.calibrate_cli`: the command line, and the
-   calibration child that times tiny plans of the algorithm library for the
-   time model (run as its own process, never imported by the library);
-2. `distal.kernels`: the algorithm library, built on the public facade;
-3. `distal` (`distal/__init__.py` only): the public facade;
-4. `distal.runtime`: Legate stores, launches, plan execution;
-5. `distal.model`: the time model, above the plan it predicts (it reads
-   `Plan.analysis()`), and `explain()`'s text (`distal.model.explain`);
-6. `distal.lower`, `distal.reference`: lowering a schedule to plans, a
-   plan's analysis, and the reference evaluator of concrete index notation;
-7. `distal.schedule`: scheduling commands, provenance graph;
-8. `distal.cin`: concrete index notation (statements, relations, placement
-   statements of formats);
-9. `distal.redist`, `distal.reduction`: the redistribution and reduction
-   synthesizers, which know formats and machines but no statements;
-10. `distal.format`: formats, distributions, machines;
-11. `distal.machine.links`: the interconnects both the reduction synthesizer and the
-    time model describe machines with;
-12. `distal.leaf`, `distal.contract`: the leaf kernels' einsum patterns, and products of tiles at BLAS speed;
-13. `distal.tile_blas`: the BLAS that matrix products of NumPy tiles run on;
-14. `distal.notation`: tensor index notation;
-15. `distal.sizes`, `distal._text`, `distal.host`: symbolic sizes,
-    text helpers, the host and Legate's configuration of it (cores, memory, `LEGATE_CONFIG`);
-16. `distal.errors`.
+1. `distal`, `distal.cli`, `distal.calibrate_cli`: the public facade, the
+   command line, and the calibration child (run as its own process);
+2. `distal.api`: the objects users hold: `Tensor`, the fluent `Schedule`
+   (`compile`, `evaluate`, `auto`), `Plan` (`run`, `predict`, `explain`,
+   `picture`), `einsum`;
+3. `distal.search`, `distal.kernels`: the auto search and the algorithm
+   library, which work on the tensors and schedules they are given;
+4. `distal.runtime`: interprets a finished plan (`distal.lower.executable`)
+   on Legate;
+5. `distal.model`: the time model and `explain()`'s text, above the plan;
+6. `distal.lower`, `distal.reference`: lowering, ending in a finished
+   `Executable`; the reference evaluator;
+7. `distal.schedule`: the scheduling commands;
+8. `distal.cin`: concrete index notation;
+9. `distal.redist`, `distal.reduction`: the two synthesizers;
+10. `distal.format`: tensor distribution notation;
+11. `distal.leaf`, `distal.contract`, `distal.tile_blas`: leaves and tile products;
+12. `distal.notation`: tensor index notation (`TensorBase`, the data a user's tensor holds);
+13. `distal.machine`: the one machine description (grids, processor kinds, links);
+14. `distal.sizes`, `distal._text`, `distal.host`;
+15. `distal.errors`.
 
-A function-level import of a higher layer is a lazy entry point: it is
-allowed only when listed (importer and imported module exactly) in
-`LAZY_ENTRY_POINTS` with its reason. Outside `distal.runtime`, the runtime is
-reached only through the public names of `distal.runtime` (its `_x` modules
-are private), and every name a lazy entry point takes from `distal.runtime`
-is one of its public names (`__all__`).
-
-Two ways around these checks are reported too: `importlib.import_module`
-with a "distal..." string (a lazy import the checks above cannot see), and a
-read of a private attribute (`obj._x`, not through `self`/`cls`) that only
-modules of other layers define (e.g. the runtime writing a tensor's
-`_array`, the algorithm library calling `Tensor._set_format`).
-
-Tests of the checker itself run it on a small fake package with a
-deliberate violation.
+`tools/architecture.py` draws this picture from the same table and the
+imports (docs/architecture.md), so the picture cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -66,9 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TREES = ((ROOT / "distal", "distal"), (ROOT / "runtime", "distal.runtime"), (ROOT / "kernels", "distal.kernels"))
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("distal.cli", "distal.calibrate_cli"),
-    ("distal.kernels",),
-    ("distal",),
+    ("distal", "distal.cli", "distal.calibrate_cli"),
+    ("distal.api",),
+    ("distal.search", "distal.kernels"),
     ("distal.runtime",),
     ("distal.model",),
     ("distal.lower", "distal.reference"),
@@ -76,43 +60,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distal.cin",),
     ("distal.redist", "distal.reduction"),
     ("distal.format",),
-    ("distal.leaf", "distal.contract"),
-    ("distal.tile_blas",),
+    ("distal.leaf", "distal.contract", "distal.tile_blas"),
     ("distal.notation",),
     ("distal.machine",),
     ("distal.sizes", "distal._text", "distal.host"),
     ("distal.errors",),
 )
 
-# (importer, imported): why this function-level import of a higher layer is needed.
-LAZY_ENTRY_POINTS: dict[tuple[str, str], str] = {
-    ("distal.format.format", "distal.cin.placement"): (
-        "Format.placement()/placement_text(): the user-facing method builds the placement statement in cin"
-    ),
-    ("distal.notation.tensor", "distal.schedule.schedule"): "Tensor.schedule(): the statement's default schedule",
-    ("distal.notation.tensor", "distal.redist.formats"): "Tensor.redistribute() plans the move with the synthesizer",
-    ("distal.notation.tensor", "distal.runtime"): (
-        "Tensor's data on Legate: from_array, place, redistribute, to_cupynumeric and __legate_data_interface__ "
-        "go through the runtime's one entry point for a tensor's data (tensor_data: copy_in, place, redistribute, "
-        "interface, to_cupynumeric; running(), so that from_array places at once only where Legate already runs)"
-    ),
-    ("distal", "distal.kernels"): "the facade's dt.kernels, loaded on first use (it builds on the facade)",
-    ("distal.schedule.schedule", "distal.lower"): "Schedule.compile(): the schedule's entry into lowering",
-    ("distal.schedule.schedule", "distal.lower.lints"): "Schedule.compile(): the performance lints of its plan",
-    ("distal.schedule.schedule", "distal.reference"): "Schedule.evaluate(): the reference evaluator of the schedule",
-    ("distal.schedule.schedule", "distal.kernels"): (
-        "Schedule.auto(): the schedule search lives with the algorithm library, whose algorithms are among its "
-        "candidates, and compiles and predicts every candidate"
-    ),
-    ("distal.lower.plan", "distal.runtime"): "Plan.run(backend='legate'): the plan's entry into the runtime",
-    ("distal.lower.plan", "distal.model"): (
-        "Plan.predict(): the user-facing method chains into the time model above the plan (on this machine's "
-        "model by default)"
-    ),
-    ("distal.lower.plan", "distal.model.explain"): (
-        "Plan.explain(): the user-facing method chains into the report above the plan and the model"
-    ),
-}
+# What the runtime may take from the compiler's upper layers (lower, model, reduction, redist): the types of
+# the finished plan it interprets, and nothing else.
+EXECUTABLE_TYPES = ("distal.lower.task_graph", "distal.lower.executable", "distal.redist.moves")
+COMPILER = ("distal.lower", "distal.model", "distal.reduction", "distal.redist", "distal.reference",
+            "distal.schedule", "distal.cin")
 
 
 @dataclass(frozen=True)
@@ -183,12 +142,8 @@ def layer_of(module: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
     return None if best is None else best[0]
 
 
-def violations(
-    trees: tuple[tuple[Path, str], ...],
-    layers: tuple[tuple[str, ...], ...],
-    allowed: dict[tuple[str, str], str],
-) -> list[str]:
-    """Every import of a higher layer at module level, and every unlisted one at function level."""
+def violations(trees: tuple[tuple[Path, str], ...], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every import of a higher layer, at module level or inside a function."""
     known = modules(trees)
     found = []
     for name, (path, is_package) in known.items():
@@ -197,79 +152,82 @@ def violations(
             if low is None or high is None or high >= low:
                 continue
             where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{imp.line}"
-            if not imp.lazy:
-                found.append(f"{where}: {imp.importer} imports the higher layer {imp.imported} at module level")
-            elif (imp.importer, imp.imported) not in allowed:
-                found.append(f"{where}: {imp.importer} imports {imp.imported} lazily, not in LAZY_ENTRY_POINTS")
+            level = "inside a function" if imp.lazy else "at module level"
+            found.append(f"{where}: {imp.importer} imports the higher layer {imp.imported} {level}")
     return found
 
 
-def import_cycles(trees: tuple[tuple[Path, str], ...]) -> list[list[str]]:
-    """Cycles of module-level imports (each one an import-time cycle), as strongly connected components."""
+def import_graph(trees: tuple[tuple[Path, str], ...]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, counting every import that can run (module or function level)."""
     known = modules(trees)
     graph: dict[str, set[str]] = {name: set() for name in known}
     for name, (path, is_package) in known.items():
         for imp in imports_of(name, path, is_package, set(known)):
-            if not imp.lazy and imp.imported in known and imp.imported != name:
+            if imp.imported in known and imp.imported != name:
                 graph[name].add(imp.imported)
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected sets of more than one module (Tarjan), largest first."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    cycles: list[list[str]] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
 
     def connect(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
+        on_stack.add(v)
         for w in sorted(graph[v]):
             if w not in index:
                 connect(w)
                 low[v] = min(low[v], low[w])
-            elif w in stack:
+            elif w in on_stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
             component = []
             while True:
                 w = stack.pop()
+                on_stack.discard(w)
                 component.append(w)
                 if w == v:
                     break
             if len(component) > 1:
-                cycles.append(sorted(component))
+                found.append(sorted(component))
 
     for v in sorted(graph):
         if v not in index:
             connect(v)
-    return cycles
+    return sorted(found, key=len, reverse=True)
+
+
+def import_cycles(trees: tuple[tuple[Path, str], ...]) -> list[list[str]]:
+    """Cycles of imports among modules, function-level imports counted, as strongly connected sets."""
+    return strongly_connected(import_graph(trees))
 
 
 def _packages_run(imported: str, known: dict[str, tuple[Path, bool]], roots: set[str]) -> list[str]:
     """The package `__init__`s importing `imported` runs first (its enclosing packages), less the roots.
 
-    A root package's `__init__` (the facade, `distal/__init__.py`) runs before any import of the package and
-    imports only lower layers; counting it would tie every module to it.
+    A root package's `__init__` (the facade, `distal/__init__.py`) runs before any import of the package;
+    counting it would tie every module to it.
     """
     parts = imported.split(".")
     return [name for name in (".".join(parts[:n]) for n in range(1, len(parts)))
             if name in known and known[name][1] and name not in roots]
 
 
-def layer_cycles(
-    trees: tuple[tuple[Path, str], ...],
-    layers: tuple[tuple[str, ...], ...],
-    allowed: dict[tuple[str, str], str],
-) -> list[str]:
+def layer_cycles(trees: tuple[tuple[Path, str], ...], layers: tuple[tuple[str, ...], ...]) -> list[str]:
     """Cycles between layers, counting every import that runs: module and function level, and the package
-    `__init__`s an import runs first; the listed lazy entry points are the only upward edges left out.
-
-    Each cycle is reported as its layers and, per upward edge in it, the imports that make it.
+    `__init__`s an import runs first. Each is reported with the imports that make its upward edge.
     """
     known = modules(trees)
     roots = {package.split(".")[0] for _, package in trees}
     edges: dict[tuple[int, int], list[str]] = {}
     for name, (path, is_package) in known.items():
         for imp in imports_of(name, path, is_package, set(known)):
-            if (imp.importer, imp.imported) in allowed:
-                continue
             low = layer_of(imp.importer, layers)
             for target in [imp.imported, *_packages_run(imp.imported, known, roots)]:
                 high = layer_of(target, layers)
@@ -299,31 +257,40 @@ def _reachable(graph: dict[int, set[int]], start: int) -> set[int]:
     return seen
 
 
-def test_no_cycle_between_layers_counting_lazy_imports() -> None:
-    assert layer_cycles(TREES, LAYERS, LAZY_ENTRY_POINTS) == []
+def runtime_imports_of_the_compiler(trees: tuple[tuple[Path, str], ...]) -> list[str]:
+    """Every import by `distal.runtime` of lower, model, reduction, redist, ... other than the plan's types."""
+    known = modules(trees)
+    return [
+        f"{imp.importer}:{imp.line} imports {imp.imported}"
+        for name, (path, is_package) in known.items()
+        if name.startswith("distal.runtime")
+        for imp in imports_of(name, path, is_package, set(known))
+        if imp.imported.startswith(COMPILER) and imp.imported not in EXECUTABLE_TYPES
+    ]
+
+
+def test_no_import_cycle_among_modules_counting_function_level_imports() -> None:
+    """The largest strongly connected set of distal's modules is one module."""
+    assert import_cycles(TREES) == []
+
+
+def test_no_cycle_between_layers() -> None:
+    assert layer_cycles(TREES, LAYERS) == []
 
 
 def test_no_module_imports_a_higher_layer() -> None:
-    assert violations(TREES, LAYERS, LAZY_ENTRY_POINTS) == []
-
-
-def test_no_import_time_cycles() -> None:
-    assert import_cycles(TREES) == []
+    assert violations(TREES, LAYERS) == []
 
 
 def test_every_module_has_a_layer() -> None:
     assert [name for name in modules(TREES) if layer_of(name, LAYERS) is None] == []
 
 
-def test_every_lazy_entry_point_is_still_used() -> None:
-    known = modules(TREES)
-    used = {
-        (imp.importer, imp.imported)
-        for name, (path, is_package) in known.items()
-        for imp in imports_of(name, path, is_package, set(known))
-        if imp.lazy
-    }
-    assert [pair for pair in LAZY_ENTRY_POINTS if pair not in used] == []
+def test_the_runtime_imports_only_the_executable_types_of_the_compiler() -> None:
+    assert runtime_imports_of_the_compiler(TREES) == []
+    used = {imp.imported for name, (path, is_package) in modules(TREES).items() if name.startswith("distal.runtime")
+            for imp in imports_of(name, path, is_package, set(modules(TREES)))}
+    assert "distal.lower.executable" in used  # the runtime interprets the finished plan
 
 
 def test_the_runtime_is_reached_only_through_its_public_names() -> None:
@@ -337,24 +304,6 @@ def test_the_runtime_is_reached_only_through_its_public_names() -> None:
         if imp.imported.startswith("distal.runtime._")
     ]
     assert private == []
-
-
-# Below the schedule the IR holds only `TensorVar`s (distal/notation/variable.py) and data is reached
-# through a plan's bindings: these layers never import the user's `Tensor` at run time.
-VAR_ONLY = ("distal.lower", "distal.reference", "distal.runtime", "distal.cin", "distal.model",
-            "distal.reduction", "distal.redist")
-
-
-def test_the_ir_layers_never_import_the_user_tensor() -> None:
-    known = modules(TREES)
-    found = [
-        f"{imp.importer}:{imp.line} imports {imp.imported}"
-        for name, (path, is_package) in known.items()
-        if name.startswith(VAR_ONLY)
-        for imp in imports_of(name, path, is_package, set(known))
-        if imp.imported == "distal.notation.tensor"
-    ]
-    assert found == []
 
 
 def dynamic_imports(trees: tuple[tuple[Path, str], ...]) -> list[str]:
@@ -434,7 +383,7 @@ def test_no_module_reads_private_attributes_of_another_layer() -> None:
     assert private_reads(TREES, LAYERS) == []
 
 
-def test_lazy_entry_points_take_only_public_runtime_names() -> None:
+def test_imports_of_the_runtime_take_only_its_public_names() -> None:
     public = _runtime_public_names()
     taken = [
         (name, alias.name)
@@ -465,35 +414,45 @@ FAKE_LAYERS = (("pkg.high",), ("pkg.low",))
     ["from pkg.high import f\n", "import pkg.high\n", "from pkg import high\n", "from .. import high\n"],
 )
 def test_the_checker_finds_a_module_level_import_of_a_higher_layer(tmp_path: Path, source: str) -> None:
-    found = violations(_fake_package(tmp_path, source), FAKE_LAYERS, {})
+    found = violations(_fake_package(tmp_path, source), FAKE_LAYERS)
     assert len(found) == 1 and "pkg.low.mod imports the higher layer pkg.high at module level" in found[0]
 
 
-def test_the_checker_finds_an_unlisted_lazy_import_and_accepts_a_listed_one(tmp_path: Path) -> None:
+def test_the_checker_counts_a_function_level_import_of_a_higher_layer(tmp_path: Path) -> None:
     trees = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n    return g\n")
-    assert "not in LAZY_ENTRY_POINTS" in violations(trees, FAKE_LAYERS, {})[0]
-    assert violations(trees, FAKE_LAYERS, {("pkg.low.mod", "pkg.high"): "reason"}) == []
+    found = violations(trees, FAKE_LAYERS)
+    assert len(found) == 1 and "pkg.low.mod imports the higher layer pkg.high inside a function" in found[0]
 
 
 def test_the_checker_ignores_type_checking_and_downward_imports(tmp_path: Path) -> None:
     low = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high import g\n"
-    assert violations(_fake_package(tmp_path, low, "from pkg.low.mod import x\n"), FAKE_LAYERS, {}) == []
+    assert violations(_fake_package(tmp_path, low, "from pkg.low.mod import x\n"), FAKE_LAYERS) == []
+    assert import_cycles(_fake_package(tmp_path, low, "from pkg.low.mod import x\n")) == []
 
 
-def test_the_checker_finds_an_import_time_cycle(tmp_path: Path) -> None:
+def test_the_checker_finds_an_import_cycle_through_a_function_level_import(tmp_path: Path) -> None:
     trees = _fake_package(tmp_path, "from pkg.high import g\n", "from pkg.low.mod import x\n")
     assert import_cycles(trees) == [["pkg.high", "pkg.low.mod"]]
     lazy = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
-    assert import_cycles(lazy) == []
+    assert import_cycles(lazy) == [["pkg.high", "pkg.low.mod"]]
+    one_way = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "")
+    assert import_cycles(one_way) == []
+
+
+def test_an_import_of_a_module_is_not_an_import_of_its_package(tmp_path: Path) -> None:
+    """`from pkg.low.mod import x` is an edge to pkg.low.mod alone: pkg/low/__init__.py importing back
+    is no cycle of modules (the layer check below still sees the package run)."""
+    trees = _fake_package(tmp_path, "x = 1\n", "from pkg.low.mod import x\n")
+    (tmp_path / "pkg" / "low" / "__init__.py").write_text("def f():\n    from pkg.high import y\n")
+    assert import_cycles(trees) == []
 
 
 def test_the_checker_finds_a_cycle_between_layers_through_a_lazy_import(tmp_path: Path) -> None:
     trees = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "from pkg.low.mod import x\n")
-    found = layer_cycles(trees, FAKE_LAYERS, {})
+    found = layer_cycles(trees, FAKE_LAYERS)
     assert len(found) == 1 and "pkg.low.mod -> pkg.high" in found[0]
-    assert layer_cycles(trees, FAKE_LAYERS, {("pkg.low.mod", "pkg.high"): "reason"}) == []
     one_way = _fake_package(tmp_path, "def f():\n    from pkg.high import g\n", "")
-    assert layer_cycles(one_way, FAKE_LAYERS, {}) == []  # an upward edge with no way back is no cycle
+    assert layer_cycles(one_way, FAKE_LAYERS) == []  # an upward edge with no way back is no cycle
 
 
 def test_the_checker_counts_the_package_init_an_import_runs(tmp_path: Path) -> None:
@@ -505,9 +464,18 @@ def test_the_checker_counts_the_package_init_an_import_runs(tmp_path: Path) -> N
     (tmp_path / "pkg" / "high" / "__init__.py").write_text("from pkg.low.mod import y\n")
     (tmp_path / "pkg" / "high" / "leaf.py").write_text("x = 1\n")
     layers = (("pkg.high",), ("pkg.low", "pkg.high.leaf"))
-    assert violations(trees, layers, {}) == []  # the module itself is in the low layer
-    found = layer_cycles(trees, layers, {})
+    assert violations(trees, layers) == []  # the module itself is in the low layer
+    found = layer_cycles(trees, layers)
     assert len(found) == 1 and "pkg.low.mod -> pkg.high" in found[0]
+
+
+def test_the_runtime_check_finds_a_compiler_import(tmp_path: Path) -> None:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "__init__.py").write_text("")
+    (runtime / "_run.py").write_text("from distal.lower.task_graph import Plan\ndef f():\n    from distal.lower.grouping import g\n")
+    found = runtime_imports_of_the_compiler(((runtime, "distal.runtime"),))
+    assert found == ["distal.runtime._run:3 imports distal.lower.grouping"]
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ def picture() -> str:
     out.append("")
     out.append("| layer | module | what it is |")
     out.append("|---|---|---|")
-    for n, prefixes in enumerate(LAYERS):
+    for n in range(len(LAYERS)):
         for name in sorted(members[n]):
             path, _ = known[name]
             rel = path.relative_to(ROOT)

@@ -4,8 +4,8 @@ Each derives from (or makes) the data classes below it and adds the methods
 that call down into the layers that answer them (TACO's `Tensor` above its
 IR; JAX's stages): `Tensor` (`distal.notation.tensor_base.TensorBase`) adds
 `schedule()`, `from_array`, `place`, `redistribute`, `to_numpy`;
-`Schedule` (`distal.schedule.schedule.ScheduleBase`) adds `compile()`,
-`evaluate()`, `auto()`; `Plan` (`distal.lower.plan.PlanBase`) adds `run()`,
+`Schedule` (`distal.schedule.commands.ScheduleBase`) adds `compile()`,
+`evaluate()`, `auto()`; `Plan` (`distal.lower.task_graph.PlanBase`) adds `run()`,
 `predict()`, `explain()`, `stats()`, `picture()`; `distal.api.einsum`'s
 `einsum` and `einsum_plan` write and run a statement chosen by the auto
 search (the module keeps its name here: `distal.api.einsum.clear_cache()`).

@@ -1,6 +1,6 @@
 """The user's plan: `dt.Plan`, the lowered schedule with the methods that run, analyse, predict, explain and draw it.
 
-`Schedule.compile()` returns a `Plan`: the data of `distal.lower.plan.PlanBase`
+`Schedule.compile()` returns a `Plan`: the data of `distal.lower.task_graph.PlanBase`
 (what lowering makes), with methods that call down into the layers that
 answer them: the executors (`distal.lower.numpy_exec`, `distal.lower.eager`,
 `distal.runtime`), the analysis (`distal.lower.executable.analysis_of`), the
@@ -32,8 +32,8 @@ from distal.lower.describe import describe
 from distal.lower.eager import run_eager
 from distal.lower.executable import analysis_of
 from distal.lower.numpy_exec import run_numpy
-from distal.lower.plan import PlanBase
 from distal.lower.plan_picture import figure
+from distal.lower.task_graph import PlanBase
 from distal.model.explain import explain
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The user's schedule: `dt.Schedule`, the scheduling commands with compile, evaluate and auto.
 
-`ScheduleBase` (`distal.schedule.schedule`) holds the commands; every one
+`ScheduleBase` (`distal.schedule.commands`) holds the commands; every one
 returns a schedule of its receiver's class, so a `Schedule` stays one
 through any chain. This class adds what calls down into the layers below:
 `compile()` (`distal.lower.compile_schedule`, returning the user's `dt.Plan`),
@@ -27,7 +27,7 @@ from distal.lower import compile_schedule
 from distal.machine.grid import Grid, Machine
 from distal.notation.tensor_base import TensorBase
 from distal.reference import run_reference
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 
 __all__ = ["Schedule"]
 

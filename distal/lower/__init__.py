@@ -41,15 +41,15 @@ from distal.lower.describe import describe
 from distal.lower.lints import plan_lints, warn
 from distal.lower.nest import Nest, find_nest, root_chain
 from distal.lower.parallel import plan_parallel, warn_fallbacks
-from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.reductions import STRATEGIES, choose_reduction
 from distal.lower.task_body import TaskBody
+from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction, TensorInfo
 from distal.lower.tiling import ROTATIONS, build_launches
 from distal.sizes import resolve
 
 if TYPE_CHECKING:
     from distal.notation.variable import TensorVar
-    from distal.schedule.schedule import ScheduleBase
+    from distal.schedule.commands import ScheduleBase
 
 __all__ = ["Group", "Launch", "Operand", "PlanBase", "Privilege", "Proj", "Reduction", "TensorInfo", "compile_schedule",
            "lower"]

@@ -73,7 +73,7 @@ from distal.errors import DistalError
 from distal.host import configured_processors
 from distal.lower.grouping import plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
-from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
+from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
 
 __all__ = ["WARN_MIN_BYTES", "WARN_RATIO", "LaunchAnalysis", "OperandTile", "Owners", "Placement", "PlanAnalysis",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from distal.lower.analysis import volume
-from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege
+from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Privilege
 
 __all__ = ["describe", "leaf_text"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
-from distal.lower.plan import PlanBase, Privilege
+from distal.lower.task_graph import PlanBase, Privilege
 from distal.notation.storage import HostStorage
 
 __all__ = ["run_eager"]

@@ -10,7 +10,7 @@ a synthesized reduction's operand into per-processor partials and its
 program as plain steps (`ReductionRun`, from `distal.reduction`), and the
 plan's memory check (`distal.lower.memory`). The runtime (`distal.runtime`)
 interprets an `Executable`: of lowering it imports only this module and
-`distal.lower.plan` (JAX's `Lowered` -> `Compiled`; opt_einsum's
+`distal.lower.task_graph` (JAX's `Lowered` -> `Compiled`; opt_einsum's
 `contract_path` -> `ContractExpression`).
 
 Results are cached per plan (by identity), processor count and
@@ -46,7 +46,7 @@ from distal.lower.grouping import (
 )
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
 from distal.lower.memory import check_plan_memory, check_store_memory
-from distal.lower.plan import Group, Launch, Operand, PlanBase, Proj, Reduction
+from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Proj, Reduction
 from distal.machine.grid import Machine
 
 if TYPE_CHECKING:

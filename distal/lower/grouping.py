@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
-from distal.lower.plan import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
+from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
 
 __all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled", "operand_cut",
            "partials_operand", "plan_tasks", "processor_groups", "task_groups"]

@@ -12,7 +12,7 @@ out again by its format after the launches.
 
 This is the decision only, on plan and layout data: the runtime
 (`distal.runtime._placed`) launches from it, and `explain()` prints it, so
-what is printed is what runs. Projections are `distal.lower.plan.Proj`.
+what is printed is what runs. Projections are `distal.lower.task_graph.Proj`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.format.layout import Layout, layout
-from distal.lower.plan import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, TensorInfo
+from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, TensorInfo
 
 __all__ = ["BlockView", "block_projection", "element_block", "gathered", "gathered_tensors", "launch_views",
            "placement_layout"]

@@ -46,9 +46,9 @@ from distal.errors import DistalPerformanceWarning
 from distal.schedule import tree
 
 if TYPE_CHECKING:
-    from distal.lower.plan import PlanBase
+    from distal.lower.task_graph import PlanBase
     from distal.notation.ast import IndexVar
-    from distal.schedule.schedule import ScheduleBase
+    from distal.schedule.commands import ScheduleBase
 
 __all__ = ["CODES", "Lint", "plan_lints", "warn"]
 

@@ -53,7 +53,7 @@ from typing import Any
 from distal._text import bytes_text
 from distal.errors import OutOfMemory
 from distal.lower.analysis import PlanAnalysis, Proc, analyse, proc_text
-from distal.lower.plan import PlanBase
+from distal.lower.task_graph import PlanBase
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_plan_memory",
            "check_store_memory", "memory_line", "plan_memory"]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
-from distal.lower.plan import Box, PlanBase, Privilege, Reduction
+from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
 
 __all__ = ["run_numpy"]
 

@@ -35,7 +35,7 @@ from distal.errors import DistalFallbackWarning
 from distal.machine.grid import processor_kind
 from distal.notation.ast import IndexVar
 from distal.schedule import tree
-from distal.schedule.schedule import PARALLEL_UNITS
+from distal.schedule.commands import PARALLEL_UNITS
 
 __all__ = ["MODES", "ParallelLoop", "plan_parallel", "warn_fallbacks"]
 

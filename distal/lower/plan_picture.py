@@ -35,7 +35,7 @@ from typing import Any
 
 from distal.errors import DistalError
 from distal.format.format import Format
-from distal.lower.plan import Box, PlanBase, Privilege, TensorInfo
+from distal.lower.task_graph import Box, PlanBase, Privilege, TensorInfo
 from distal.machine.grid import Coord, Grid, Machine
 
 __all__ = ["DEFAULT_STEPS", "MAX_LINES", "PlanStep", "Touch", "figure", "plan_steps"]

@@ -43,7 +43,7 @@ import math
 
 from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
-from distal.lower.plan import Box, PlanBase, Privilege, Reduction
+from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
 
 __all__ = ["STRATEGIES", "choose_reduction"]
 

@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from distal.lower.plan import Box, Launch, Operand, Privilege, Proj, TensorInfo
+from distal.lower.task_graph import Box, Launch, Operand, Privilege, Proj, TensorInfo
 
 __all__ = ["ROTATIONS", "TileChoice", "build_launches", "busy", "busy_boxes", "choose_tiles"]
 

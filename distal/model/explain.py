@@ -33,7 +33,7 @@ from distal.lower.describe import describe, leaf_text
 from distal.lower.executable import analysis_of
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import memory_line
-from distal.lower.plan import PlanBase
+from distal.lower.task_graph import PlanBase
 from distal.lower.traffic import Split
 from distal.machine.level import node_size
 from distal.model import calibrate

@@ -65,7 +65,7 @@ from distal._text import seconds_text as _fmt
 from distal.lower.analysis import Owners, PlanAnalysis, meet
 from distal.lower.executable import analysis_of
 from distal.lower.grouping import plan_tasks
-from distal.lower.plan import PlanBase, Privilege
+from distal.lower.task_graph import PlanBase, Privilege
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum

@@ -63,7 +63,7 @@ from distal.notation.ast import Access, Assignment, Expr, IndexVar
 from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
-from distal.schedule.schedule import ScheduleBase
+from distal.schedule.commands import ScheduleBase
 
 __all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "options", "realise",
            "resolve_machine"]

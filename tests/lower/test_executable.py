@@ -1,5 +1,5 @@
 """The finished plan (`distal.lower.executable`): frozen, cached per plan, processors and configuration, and
-the only part of lowering (with `distal.lower.plan`) that the runtime modules import."""
+the only part of lowering (with `distal.lower.task_graph`) that the runtime modules import."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ RUNTIME = Path(importlib.util.find_spec("distal.runtime").origin).parent  # type
 OTHERS = {"_redistribute.py", "_factor_grid.py", "_tensor_storage.py", "_holders.py", "_interop.py",
           "_tensor_data.py"}  # the formatted data's modules (their own test)
 ALLOWED = ("distal.errors", "distal.host", "distal.machine", "distal.format", "distal.notation.storage",
-           "distal.tile_blas", "distal.contract", "distal.lower.plan", "distal.lower.executable")
+           "distal.tile_blas", "distal.contract", "distal.lower.task_graph", "distal.lower.executable")
 
 
 def _type_checking(node: ast.If) -> bool:

@@ -10,7 +10,7 @@ from distal import kernels
 from distal.host import configured_processors
 from distal.lower import lower
 from distal.lower.grouping import ENV, Cut, TaskGroups, grouping_enabled, plan_tasks, task_groups
-from distal.lower.plan import Proj
+from distal.lower.task_graph import Proj
 
 ROWS: dict[tuple[int, ...], int] = {(0, 0): 0, (0, 1): 0, (1, 0): 1, (1, 1): 1}  # Machine(Grid(2, 2)).bind(2)
 

@@ -9,7 +9,7 @@ import distal as dt
 from distal.api.plan import Plan
 from distal.format.format import Format
 from distal.lower import lower
-from distal.lower.plan import Privilege
+from distal.lower.task_graph import Privilege
 
 pytestmark = pytest.mark.legate
 

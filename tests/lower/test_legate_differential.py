@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import distal as dt
 from distal.api.plan import Plan
 from distal.lower import lower
-from distal.lower.plan import Privilege
+from distal.lower.task_graph import Privilege
 from tests._strategies import einsum_oracle, schedules, statements
 from tests._strategies.machines import MACHINES, machine_schedules, machines_of_kind
 

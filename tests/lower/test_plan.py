@@ -11,7 +11,7 @@ import distal as dt
 from distal.format.format import Format
 from distal.lower import lower
 from distal.lower.numpy_exec import run_numpy
-from distal.lower.plan import Privilege, Proj
+from distal.lower.task_graph import Privilege, Proj
 
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
 

@@ -22,7 +22,7 @@ import distal as dt
 from distal.api.plan import Plan
 from distal.errors import DistalError
 from distal.lower import lower
-from distal.lower.plan import Privilege
+from distal.lower.task_graph import Privilege
 from tests._strategies import einsum_oracle, statements
 from tests._strategies.machines import MACHINES, machine_schedules
 

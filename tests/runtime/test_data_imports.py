@@ -29,7 +29,7 @@ ALLOWED = (
     "distal.notation.storage",
     "distal.tile_blas",
     "distal.contract",
-    "distal.lower.plan",
+    "distal.lower.task_graph",
     "distal.lower.executable",
     "distal.redist.moves",
 )

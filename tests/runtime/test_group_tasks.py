@@ -188,7 +188,7 @@ def test_the_executables_cuts_are_those_of_the_real_launch_arguments(machine: rt
     as `operand_cut` said (tile, projection, colors), so what was grouped is what runs."""
     from distal.kernels._algorithms import ALGORITHMS
     from distal.lower.grouping import Cut, operand_cut
-    from distal.lower.plan import Privilege
+    from distal.lower.task_graph import Privilege
     from distal.runtime import _execute
 
     monkeypatch.setenv(ENV, "1")
