@@ -1,6 +1,6 @@
 """Products of tiles at BLAS and bandwidth speed: any einsum of NumPy or CuPy arrays, planned once.
 
-`plan(spec, operands)` turns an einsum pattern over arrays (`"abij,cdij->abcd"`,
+`contraction(spec, operands)` turns an einsum pattern over arrays (`"abij,cdij->abcd"`,
 every output letter in some input, letters repeated within an input for
 diagonals) into a `Contraction`: a short list of steps that `run` executes
 with the arrays' namespace `xp` (NumPy on CPU tiles, CuPy on GPU tiles).
@@ -30,7 +30,7 @@ arrays' strides) to a `calls` counter, so that tests can compare the two.
 
 >>> import numpy as np
 >>> x, y = np.ones((4, 5, 6)), np.ones((6, 5, 3))
->>> c = plan("abc,cbd->ad", (x, y))
+>>> c = contraction("abc,cbd->ad", (x, y))
 >>> print(c.describe())
 GEMM [4x30] @ [30x3] by numpy.matmul, copying operand 2 (90 elements); into the output
 >>> c.run((x, y), np).shape
@@ -50,7 +50,7 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["Contraction", "Pair", "Prepare", "plan", "run", "work"]
+__all__ = ["Contraction", "Pair", "Prepare", "contraction", "run", "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -309,7 +309,7 @@ def _layout(x: Any) -> tuple[int, ...]:
     return tuple(sorted(range(x.ndim), key=lambda a: (-abs(strides[a]), a)))
 
 
-def plan(spec: str, operands: Sequence[Any]) -> Contraction:
+def contraction(spec: str, operands: Sequence[Any]) -> Contraction:
     """The contraction of `spec` over arrays shaped and laid out as `operands` (cached by shapes and layouts)."""
     shapes = tuple(tuple(int(n) for n in x.shape) for x in operands)
     layouts = tuple(_layout(x) for x in operands)
@@ -319,8 +319,8 @@ def plan(spec: str, operands: Sequence[Any]) -> Contraction:
 
 def run(spec: str, operands: Sequence[Any], xp: Any = np, out: Any = None, accumulate: bool = False,
         calls: dict[str, int] | None = None) -> Any:
-    """`plan(spec, operands).run(...)`: the einsum `spec` over `operands` at BLAS speed."""
-    return plan(spec, operands).run(operands, xp, out, accumulate, calls)
+    """`contraction(spec, operands).run(...)`: the einsum `spec` over `operands` at BLAS speed."""
+    return contraction(spec, operands).run(operands, xp, out, accumulate, calls)
 
 
 @functools.lru_cache(maxsize=4096)

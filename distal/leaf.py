@@ -96,7 +96,7 @@ _BLOCK_ELEMENTS = 1 << 19  # elements of an MTTKRP intermediate block (4 MiB of 
 
 def _contract(pattern: str, xp: Any, *operands: Any) -> Any:
     """Any product pattern as `distal.contract` runs it: GEMMs after reshapes, pairwise in the cheapest order."""
-    return contract.plan(pattern, operands).run(operands, xp)
+    return contract.contraction(pattern, operands).run(operands, xp)
 
 
 def _matmul(pattern: str, xp: Any, b: Any, c: Any) -> Any:
@@ -297,7 +297,7 @@ class Leaf:
         if self.pattern is None:
             raise ScheduleError("expected a leaf with its own pattern for compute_into, but found GENERIC")
         if self.contracts:  # planned per tile shape, written straight into `out` where it can
-            contract.plan(self.pattern, operands).run(operands, xp, out=out, accumulate=accumulate, calls=calls)
+            contract.contraction(self.pattern, operands).run(operands, xp, out=out, accumulate=accumulate, calls=calls)
             return
         if xp is np and self.matmul_into and _matrices(operands):
             b, c = operands

@@ -106,7 +106,7 @@ def _run_eager(fast: _Eager, call: _Call) -> Tensor:
     arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in call.arrays]
     value = np.empty(fast.shape, dtype=fast.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        contract.plan(call.spec, arrays).run(arrays, np, out=value)
+        contract.contraction(call.spec, arrays).run(arrays, np, out=value)
     result = Tensor("R", fast.shape, dtype=fast.dtype)
     result.bind(HostStorage(value))
     return result

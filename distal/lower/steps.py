@@ -155,7 +155,7 @@ class BlockValue:
         with views of the same shapes and strides (a point's program runs its steps on the same tiles)."""
         key = tuple((x.shape, getattr(x, "strides", None)) for x in ops)
         if self.planned is None or self.planned[0] != key:
-            self.planned = (key, contract.plan(self.spec, ops))
+            self.planned = (key, contract.contraction(self.spec, ops))
         return self.planned[1]
 
     def run(self, tiles: list[Any], xp: Any, dtype: Any, counts: Counts | None = None,
@@ -214,14 +214,14 @@ class SliceStep(Step):
             if leaf.pattern is None or not leaf.contracts:
                 return None
             views = [tiles[t][idx] for t, idx in self.into]
-            return contract.plan(leaf.pattern, views).describe(self.dtype, xp_name)
+            return contract.contraction(leaf.pattern, views).describe(self.dtype, xp_name)
         value = self.value
         assert value is not None
         if value.factors is None:
             out = tiles[self.out][self.out_idx]
             return self._broadcast_words(out.shape, self.chunk_rows(out, np if xp_name == "numpy" else None))
         views = [tiles[t][idx] for t, idx in value.factors]
-        text = contract.plan(value.spec, views).describe(self.dtype, xp_name, names=value.names)
+        text = contract.contraction(value.spec, views).describe(self.dtype, xp_name, names=value.names)
         if value.leaf is not None or value.keep != self.out_axes or (
                 value.scale != 1 and np.dtype(self.dtype).kind not in "fc"):
             text += f", then {'scaled and ' if value.scale != 1 else ''}stored (broadcast) into the output view"

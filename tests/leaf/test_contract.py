@@ -85,7 +85,7 @@ def test_the_calls_described_are_the_calls_that_run(spec: str) -> None:
     ins, out = spec.split("->")
     ext = {c: int(rng.integers(2, 9)) for c in set(ins.replace(",", ""))}
     ops = [rng.standard_normal([ext[c] for c in ax]) for ax in ins.split(",")]
-    plan = contract.plan(spec, ops)
+    plan = contract.contraction(spec, ops)
     calls: dict[str, int] = {}
     result = np.empty([ext[c] for c in out])
     plan.run(ops, out=result, calls=calls)
@@ -95,28 +95,28 @@ def test_the_calls_described_are_the_calls_that_run(spec: str) -> None:
 
 def test_a_matrix_product_runs_as_one_gemm_without_copies() -> None:
     a, b = np.ones((300, 200)), np.ones((200, 100))
-    text = contract.plan("ij,jk->ik", (a, b)).describe()
+    text = contract.contraction("ij,jk->ik", (a, b)).describe()
     assert text.startswith("GEMM [300x200] @ [200x100] by ") and "copying" not in text
 
 
 def test_the_four_index_contraction_is_one_gemm_on_reshaped_views() -> None:
     t, v = np.ones((4, 5, 6, 7)), np.ones((2, 3, 6, 7))
-    text = contract.plan("abij,cdij->abcd", (t, v)).describe()
+    text = contract.contraction("abij,cdij->abcd", (t, v)).describe()
     assert text.startswith("GEMM [20x42] @ [42x6]") and "copying" not in text and text.endswith("into the output")
 
 
 def test_a_batched_matmul_is_one_batched_gemm_and_ttm_on_the_middle_mode_is_copy_free() -> None:
     a, b = np.ones((8, 30, 20)), np.ones((8, 20, 10))
-    text = contract.plan("bik,bkj->bij", (a, b)).describe()
+    text = contract.contraction("bik,bkj->bij", (a, b)).describe()
     assert text.startswith("batched GEMM 8 x [30x20] @ [20x10] by ") and "copying" not in text
     x, u = np.ones((10, 20, 30)), np.ones((20, 40))
-    text = contract.plan("ijk,jl->ilk", (x, u)).describe()
+    text = contract.contraction("ijk,jl->ilk", (x, u)).describe()
     assert "copying" not in text and text.endswith("; into the output"), text
 
 
 def test_three_operands_run_pairwise_not_as_one_loop() -> None:
     ops = [np.ones((6, 6, 6))] * 3
-    plan = contract.plan("abc,cde,efa->bdf", ops)
+    plan = contract.contraction("abc,cde,efa->bdf", ops)
     assert len(plan.pairs) == 2 and all(p.mode == "gemm" for p in plan.pairs)
     assert plan.flops < 2 * 6 ** 6  # the six-deep loop would be 2 * 6**6
 
@@ -129,7 +129,7 @@ def test_a_layout_that_cannot_be_viewed_is_copied_and_said_so() -> None:
     got = contract.run("ajc,jd->acd", (a, b), calls=calls)
     np.testing.assert_allclose(got, np.einsum("ajc,jd->acd", a, b), rtol=1e-10, atol=1e-12)
     ran = next(iter(calls))
-    assert ran == contract.plan("ajc,jd->acd", (a, b)).describe()
+    assert ran == contract.contraction("ajc,jd->acd", (a, b)).describe()
 
 
 def test_device_tiles_run_through_their_namespace() -> None:
