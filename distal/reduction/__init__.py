@@ -48,7 +48,7 @@ from distal.reduction.system import (
     system_from_machine,
     v100_system,
 )
-from distal.reduction.timing import format_seconds, simulated_seconds
+from distal.reduction.timing import simulated_seconds
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -81,7 +81,6 @@ __all__ = [
     "enumerate_placements",
     "execute",
     "execute_lowered",
-    "format_seconds",
     "groups",
     "layout_from_groups",
     "lower_to_devices",

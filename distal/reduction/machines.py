@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from distal._text import short_seconds_text
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
 from distal.machine.links import Link
 from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
 from distal.reduction.system import system_from_machine
-from distal.reduction.timing import format_seconds
 
 __all__ = ["describe_plan", "machine_plan"]
 
@@ -97,11 +97,11 @@ def describe_plan(plan: ReductionPlan, nbytes: float | None = None, algorithm: s
     single = plan.program == allreduce_program(layout.hierarchy)
     lines.append(f"  program: {plan.program}" + ("  (the single AllReduce)" if single else ""))
     if single:
-        lines.append(f"  predicted {format_seconds(plan.seconds)}; no synthesized program is faster")
+        lines.append(f"  predicted {short_seconds_text(plan.seconds)}; no synthesized program is faster")
     else:
         lines.append(
-            f"  predicted {format_seconds(plan.seconds)}; single AllReduce "
-            f"{format_seconds(plan.allreduce_seconds)} ({plan.speedup:.2f}x faster)"
+            f"  predicted {short_seconds_text(plan.seconds)}; single AllReduce "
+            f"{short_seconds_text(plan.allreduce_seconds)} ({plan.speedup:.2f}x faster)"
         )
     for n, step in enumerate(plan.best.lowered.steps, 1):
         lines.append(f"    {n}. {step}")

@@ -15,6 +15,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from distal._text import short_seconds_text
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
 from distal.machine.level import Level
@@ -24,7 +25,7 @@ from distal.reduction.lowering import LoweredProgram, lower_to_devices
 from distal.reduction.parallelism import DeviceLayout, Placement, SynthesisHierarchy, layout_from_groups
 from distal.reduction.synthesis import Synthesis, synthesize_programs
 from distal.reduction.system import System, system_from_machine
-from distal.reduction.timing import format_seconds, simulated_seconds
+from distal.reduction.timing import simulated_seconds
 
 __all__ = [
     "DEFAULT_BYTES",
@@ -50,7 +51,7 @@ class Ranked:
     seconds: float
 
     def __repr__(self) -> str:
-        return f"<Ranked {_shape(self.program)}: predicted {format_seconds(self.seconds)}>"
+        return f"<Ranked {_shape(self.program)}: predicted {short_seconds_text(self.seconds)}>"
 
 
 def _shape(program: ReductionProgram) -> str:
@@ -161,8 +162,8 @@ class ReductionPlan:
         """One line: the program chosen, over how many devices, and both predictions."""
         devices = len(self.layout.devices)
         return (f"<ReductionPlan {_shape(self.program)} over {devices} device{'' if devices == 1 else 's'}: "
-                f"predicted {format_seconds(self.seconds)}, a single AllReduce "
-                f"{format_seconds(self.allreduce_seconds)}>")
+                f"predicted {short_seconds_text(self.seconds)}, a single AllReduce "
+                f"{short_seconds_text(self.allreduce_seconds)}>")
 
 
 LevelSpec = tuple[str, int, Link]

@@ -32,7 +32,7 @@ from distal.reduction.language import CollectiveKind
 from distal.reduction.lowering import LoweredProgram, LoweredStep
 from distal.reduction.system import System
 
-__all__ = ["ALGORITHMS", "format_seconds", "simulated_seconds", "step_time"]
+__all__ = ["ALGORITHMS", "simulated_seconds", "step_time"]
 
 ALGORITHMS = ("ring", "tree")
 
@@ -148,16 +148,3 @@ def simulated_seconds(lowered: LoweredProgram, nbytes: float, algorithm: str = "
         raise ReductionError(f"expected a positive number of bytes per device, but found {nbytes!r}")
     chunk = nbytes / lowered.chunks
     return sum(step_time(lowered.layout.system, s, chunk, algorithm) for s in lowered.steps)
-
-
-def format_seconds(seconds: float) -> str:
-    """A time with a unit that keeps it readable.
-
-    >>> format_seconds(2.6e-05), format_seconds(0.0016), format_seconds(0.43)
-    ('26.0 us', '1.60 ms', '0.430 s')
-    """
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    if seconds < 1.0:
-        return f"{seconds * 1e3:.2f} ms" if seconds < 0.1 else f"{seconds:.3f} s"
-    return f"{seconds:.2f} s"

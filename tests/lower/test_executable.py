@@ -3,13 +3,10 @@ the only part of lowering (with `distal.lower.task_graph`) that the runtime modu
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import gc
-import importlib.util
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -131,65 +128,7 @@ def test_the_memory_check_goes_through_the_executable() -> None:
         finalize(plan, 2).check_memory(plan, _Runtime(3000))
 
 
-# -- what the runtime imports --------------------------------------------------------------------------
-
-RUNTIME = Path(importlib.util.find_spec("distal.runtime").origin).parent  # type: ignore[arg-type, union-attr]
-OTHERS = {"_redistribute.py", "_factor_grid.py", "_tensor_storage.py", "_holders.py", "_interop.py",
-          "_tensor_data.py"}  # the formatted data's modules (their own test)
-ALLOWED = ("distal.errors", "distal.host", "distal.machine", "distal.format", "distal.notation.storage",
-           "distal.tile_blas", "distal.contract", "distal.lower.task_graph", "distal.lower.executable")
-
-
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _imports(tree: ast.AST) -> list[str]:
-    """Every module a file imports of distal (at any level, in functions too), but under `if TYPE_CHECKING:`."""
-    out: list[str] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            out.extend(a.name for a in node.names)
-        elif (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None
-              and (node.module == "distal" or node.module.startswith("distal."))):
-            for a in node.names:  # `from distal import tile_blas` imports the module distal.tile_blas
-                sub = f"{node.module}.{a.name}"
-                out.append(sub if _is_module(sub) else node.module)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return [m for m in out if m == "distal" or m.startswith("distal.")]
-
-
-def _is_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-@pytest.mark.parametrize("path", sorted(p for p in RUNTIME.glob("*.py") if p.name not in OTHERS), ids=str)
-def test_the_runtime_imports_only_the_executables_types_of_the_compiler(path: Path) -> None:
-    found = _imports(ast.parse(path.read_text()))
-    wrong = [m for m in found
-             if not (m == "distal.runtime" or m.startswith("distal.runtime."))
-             and not any(m == a or m.startswith(a + ".") for a in ALLOWED)]
-    assert not wrong, f"{path.name} imports {wrong}; of the compiler the runtime imports only {ALLOWED}"
-
-
-def test_the_import_check_sees_function_level_imports_and_skips_type_checking_ones() -> None:
-    code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from distal.lower.grouping import Cut\n"
-            "def f():\n    from distal.reduction.machines import machine_plan\n"
-            "    from distal import tile_blas\n")
-    assert _imports(ast.parse(code)) == ["distal.reduction.machines", "distal.tile_blas"]
+# What the runtime imports of the compiler: tests/test_layers.py (runtime_imports_of_the_compiler).
 
 
 def test_a_dropped_plan_with_an_analysis_is_freed() -> None:
