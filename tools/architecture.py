@@ -28,17 +28,13 @@ BEGIN = "<!-- the layers: drawn by tools/architecture.py from tests/test_layers.
 END = "<!-- end of the drawn layers -->"
 
 
-def _lines(path: Path) -> int:
-    return sum(1 for _ in path.open())
-
-
 def _summary(path: Path) -> str:
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     return doc.split("\n")[0]
 
 
 def picture() -> str:
-    """The drawn part: one row per layer (highest first) with its modules, lines, and the layers it imports."""
+    """The drawn part: one row per layer (highest first) with its modules and the layers it imports."""
     known = modules(TREES)
     graph = import_graph(TREES)
     members: dict[int, list[str]] = {n: [] for n in range(len(LAYERS))}
@@ -55,10 +51,9 @@ def picture() -> str:
     count = len(LAYERS)
     out = ["```", "highest layer first; a layer imports only the layers below it (the numbers on the right)", ""]
     for n, prefixes in enumerate(LAYERS):
-        lines = sum(_lines(known[m][0]) for m in members[n])
         below = ", ".join(str(count - b) for b in sorted(uses[n], reverse=True)) or "-"
         label = f"{count - n:2d}  {' '.join(prefixes)}"
-        out.append(f"{label:<52} {len(members[n]):3d} modules {lines:6d} lines   imports: {below}")
+        out.append(f"{label:<52} {len(members[n]):3d} modules   imports: {below}")
     out.append("```")
     out.append("")
     out.append("| layer | module | what it is |")
@@ -68,10 +63,9 @@ def picture() -> str:
             path, _ = known[name]
             rel = path.relative_to(ROOT)
             out.append(f"| {count - n} | `{name}` ([{rel}](../{rel})) | {_summary(path).replace('|', '/')} |")
-    total = sum(_lines(p) for p, _ in known.values())
     cycles = [c for c in _components(graph) if len(c) > 1]
     out.append("")
-    out.append(f"{len(known)} modules, {total} lines; the largest strongly connected set of modules, counting "
+    out.append(f"{len(known)} modules; the largest strongly connected set of modules, counting "
                f"function-level imports, has {max((len(c) for c in cycles), default=1)} module(s).")
     return "\n".join(out)
 
