@@ -196,7 +196,7 @@ def _run_page(page: str) -> list[str]:
                     else:
                         exec(compile(ast.Module([node], []), where, "exec"), scope)
                         shown = None
-            except Exception as error:  # noqa: BLE001 - every failure is reported with its place
+            except Exception as error:  # every failure is reported with its place
                 failures.append(f"{page}:{block.line + node.lineno} `{source.splitlines()[0]}` raised "
                                 f"{type(error).__name__}: {error}")
                 return failures
