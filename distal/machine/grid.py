@@ -99,9 +99,10 @@ GridSize = int | Param
 
 def _unbound(what: str, names: tuple[str, ...]) -> MachineError:
     binding = ", ".join(f"{n}=..." for n in names)
+    mapping = ", ".join(f"{n!r}: ..." for n in names)
     return MachineError(
         f"expected concrete grid sizes for {what}, but found parameter(s) {', '.join(names)}; "
-        f"bind them first (sched.compile({binding}) or machine.bound({{{', '.join(repr(n) for n in names)}: ...}}))"
+        f"bind them first (sched.compile({binding}) or machine.bound({{{mapping}}}))"
     )
 
 

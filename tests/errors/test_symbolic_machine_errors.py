@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 import numpy as np
@@ -35,7 +36,7 @@ CASES: list[tuple[str, Callable[[], object], type[dt.DistalError], str]] = [
      "expected positive integer grid sizes or dt.Param, but found 'gx'"),
     ("processor-count", lambda: _symbolic().size, dt.MachineError,
      "expected concrete grid sizes for the processor count of Machine(Grid(gx, gy)), but found parameter(s) "
-     "gx, gy; bind them first (sched.compile(gx=..., gy=...)"),
+     "gx, gy; bind them first (sched.compile(gx=..., gy=...) or machine.bound({'gx': ..., 'gy': ...}))"),
     ("bind", lambda: _symbolic().bind(2), dt.MachineError,
      "expected concrete grid sizes for binding to real processors of Machine(Grid(gx, gy))"),
     ("coords", lambda: list(_symbolic().coords()), dt.MachineError,
@@ -61,3 +62,14 @@ def test_symbolic_machine_error(name: str, make: Callable[[], object], kind: typ
     with pytest.raises(kind) as err:
         make()
     assert message in str(err.value)
+
+
+def test_the_unbound_grid_hint_is_python() -> None:
+    """Both ways the message offers to bind the sizes parse as Python calls (`{'gx', 'gy': ...}` did not)."""
+    with pytest.raises(dt.MachineError) as err:
+        _ = _symbolic().size
+    hint = str(err.value).split("bind them first (", 1)[1].split("\n", 1)[0].removesuffix(")")
+    calls = hint.split(" or ")
+    assert calls == ["sched.compile(gx=..., gy=...)", "machine.bound({'gx': ..., 'gy': ...})"]
+    for call in calls:
+        assert isinstance(ast.parse(call, mode="eval").body, ast.Call)
