@@ -103,7 +103,8 @@ INLINE_PRINTS = {
 
 # An inline comment after a bare expression shows its value when it starts (after a label such as `F: `)
 # like a Python value; otherwise it is prose.
-SHOWS_A_VALUE = re.compile(r"^([A-Z]\w*: )?([-(\[{'\"0-9]|True\b|False\b|None\b|frozenset\()")
+LABEL = r"[A-Z][\w()]*: "  # a label before the value: `P: `, `F(P(coordinate)): `
+SHOWS_A_VALUE = re.compile("^(" + LABEL + r")?([-(\[{'\"0-9]|True\b|False\b|None\b|frozenset\()")
 
 
 @dataclass
@@ -220,7 +221,7 @@ def _run_page(page: str) -> list[str]:
                     continue
                 if shown is not None and not SHOWS_A_VALUE.match(comment):
                     continue  # prose about the expression
-                comment = re.sub(r"^[A-Z]\w*: ", "", comment)
+                comment = re.sub(f"^{LABEL}", "", comment)
                 if not _inline_match(comment, text.strip()):
                     failures.append(f"{place} says `{comment}` but gave `{text.strip()}`")
         if block.output is not None and not _lines_match(block.output.splitlines(), block_out.getvalue().splitlines()):
