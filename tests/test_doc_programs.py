@@ -221,8 +221,8 @@ def _run_page(page: str) -> list[str]:
                     continue
                 if shown is not None and not SHOWS_A_VALUE.match(comment):
                     continue  # prose about the expression
-                comment = re.sub(f"^{LABEL}", "", comment)
-                if not _inline_match(comment, text.strip()):
+                unlabelled = re.sub(f"^{LABEL}", "", comment)
+                if not (_inline_match(comment, text.strip()) or _inline_match(unlabelled, text.strip())):
                     failures.append(f"{place} says `{comment}` but gave `{text.strip()}`")
         if block.output is not None and not _lines_match(block.output.splitlines(), block_out.getvalue().splitlines()):
             failures.append(f"{where}'s output block shows\n{block.output}\nbut the block printed\n"
