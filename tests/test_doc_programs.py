@@ -243,3 +243,42 @@ def test_every_page_with_a_python_block_is_run() -> None:
     with_code = {p for p in pages if "```python" in (ROOT / p).read_text()}
     assert with_code <= set(PAGES)
     assert os.path.exists(ROOT / "docs" / "tutorial.md")
+
+
+def _gallery():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("algorithm_gallery", ROOT / "docs" / "algorithm_gallery.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GALLERY = sorted(p.stem for p in (ROOT / "docs" / "algorithms").glob("*.md"))
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_the_algorithm_gallery_page_is_what_the_library_builds(name: str) -> None:
+    """docs/algorithms/<name>.md is docs/algorithm_gallery.py's page of the library as it is (schedule, machine,
+    the bytes `plan.stats()` counts), and its python block, pasted after `build`, prints the page's notation."""
+    import json
+
+    import distal as dt
+
+    gallery = _gallery()
+    suite = json.loads(gallery.SUITE.read_text()) if gallery.SUITE.is_file() else None
+    text = (ROOT / "docs" / "algorithms" / f"{name}.md").read_text()
+    assert text.strip() == gallery.page(name, suite).strip(), (
+        f"docs/algorithms/{name}.md is stale: run `python docs/algorithm_gallery.py`")
+    (block,) = (b.code for b in _blocks(f"docs/algorithms/{name}.md"))
+    notation = re.search(r"Concrete index notation:\n\n```\n(.*?)```", text, flags=re.S)
+    assert notation is not None
+    grid, shapes, letters = gallery.CASES[name]
+    tensors = {x: dt.Tensor(x, s) for x, s in zip(letters, shapes, strict=True)}
+    machine = dt.Machine(dt.Grid(*grid))
+    dt.kernels.build(name, machine, *tensors.values())
+    names = {n.id for n in ast.walk(ast.parse(block)) if isinstance(n, ast.Name)} - {"dt", "m", *tensors}
+    scope: dict[str, object] = {"dt": dt, "m": machine, **tensors}  # a trace's `m` is the machine
+    scope.update(zip(sorted(names), dt.index_vars(" ".join(sorted(names))), strict=True))
+    assert str(eval(block, scope)) == notation.group(1).strip()
