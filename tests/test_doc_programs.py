@@ -26,6 +26,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,7 +246,7 @@ def test_every_page_with_a_python_block_is_run() -> None:
     assert os.path.exists(ROOT / "docs" / "tutorial.md")
 
 
-def _gallery():  # type: ignore[no-untyped-def]
+def _gallery() -> Any:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("algorithm_gallery", ROOT / "docs" / "algorithm_gallery.py")
