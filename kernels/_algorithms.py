@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import distal.leaf as leaves
+from distal.errors import MachineError
 from distal.format.format import Format
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Accumulate, Expr, IndexVar, index_vars
@@ -139,8 +140,23 @@ def _johnson(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: d
     return _matmul_3d(s, m).communicate(list(ops), ko).substitute([ii, ji, ki], leaves.GEMM)
 
 
+def _memory(params: dict[str, Any]) -> int | None:
+    """`memory=`, bytes per processor: Solomonik's c and COSMA's grid fit it (with the shape), COSMA's k steps too."""
+    memory = params.get("memory")
+    if memory is None:
+        return None
+    if isinstance(memory, bool) or not isinstance(memory, (int, float)) or not memory > 0:
+        raise MachineError(f"expected memory= as a positive number of bytes per processor, but found {memory!r}")
+    return int(memory)
+
+
+def _itemsize(params: dict[str, Any]) -> int:
+    return int(params.get("itemsize") or 8)
+
+
 def _solomonik_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
-    return Machine(Grid(*solomonik_grid(p, params.get("c"))))
+    memory = _memory(params)  # c fits `memory` when the shape (m, n, k) is given too
+    return Machine(Grid(*solomonik_grid(p, params.get("c"), shape, memory, _itemsize(params))))
 
 
 def _solomonik(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
@@ -157,7 +173,8 @@ def _solomonik(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params:
 
 
 def _cosma_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
-    return Machine(Grid(*cosma_grid(p, shape)))
+    memory = _memory(params)  # the grid fits `memory` when the shape (m, n, k) is given too
+    return Machine(Grid(*cosma_grid(p, shape, memory if shape is not None else None, _itemsize(params))))
 
 
 def _cosma(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
@@ -185,15 +202,32 @@ def _ttv(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[
     )
 
 
-def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+def _grid1(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
     return Machine(Grid(p))
 
 
+def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, Any]) -> Machine:
+    """Grid(p), or with `nodes=` a grid of nodes of processor grids (p / nodes each): paper 7.2.2's node-level
+    then global reduction needs the machine to say where its nodes are."""
+    nodes = params.get("nodes")
+    if nodes is None or nodes == 1:
+        return Machine(Grid(p))
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or p % nodes:
+        raise MachineError(f"expected nodes= a positive divisor of the {p} processors, but found {nodes!r}")
+    return Machine(Grid(nodes), Grid(p // nodes))
+
+
 def _innerprod(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
+    """i over the nodes (and, on a two-level machine, each node's slab over its processors); every point's
+    partial sum is reduced into the scalar: on a two-level machine by the reduction synthesizer's program,
+    within the node first, then between nodes (`PlanBase.reduction`, paper 7.2.2)."""
+    s = s.distribute([i], [io], [ii], m)
+    if m.levels == 1:
+        return s.communicate(list(ops), io).substitute([ii, j, k], leaves.INNERPROD)
     return (
-        s.distribute([i], [io], [ii], m)
-        .communicate(list(ops), io)
-        .substitute([ii, j, k], leaves.INNERPROD)
+        s.distribute([ii], [iio], [iii], m, level=1)
+        .communicate(list(ops), iio)
+        .substitute([iii, j, k], leaves.INNERPROD)
     )
 
 
@@ -240,9 +274,10 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("ttv", "TTV: A(i,j) = B(i,j,k) c(k), c replicated, no communication",
                   ((i, j), (i, j, k), (k,)), _grid2, ("xy -> xy", "xyz -> xy", "z -> **"), _ttv),
         Algorithm("innerprod", "inner product: local reductions, then one global reduction",
-                  ((), (i, j, k), (i, j, k)), _innerprod_machine, (None, "xyz -> x", "xyz -> x"), _innerprod),
+                  ((), (i, j, k), (i, j, k)), _innerprod_machine, (None, "xyz -> x", "xyz -> x"), _innerprod,
+                  hierarchical=True),
         Algorithm("ttm", "TTM: A(i,j,l) = B(i,j,k) C(k,l), i distributed, C replicated, no communication",
-                  ((i, j, l), (i, j, k), (k, l)), _innerprod_machine, ("xyl -> x", "xyz -> x", "zl -> *"), _ttm),
+                  ((i, j, l), (i, j, k), (k, l)), _grid1, ("xyl -> x", "xyz -> x", "zl -> *"), _ttm),
         Algorithm("mttkrp", "MTTKRP (Ballard et al.): B in place on a 3D grid, A, C, D on faces",
                   ((i, l), (i, j, k), (j, l), (k, l)), _mttkrp_machine,
                   ("xl -> x00", "xyz -> xyz", "yl -> 0y0", "zl -> 00z"), _mttkrp),
