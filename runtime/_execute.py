@@ -23,7 +23,10 @@ of shape (1,).
 A plan with a synthesized reduction (`Plan.reduction`, `distal.lower.reductions`)
 runs its REDUCE_ADD launches into per-processor partials, then the
 reduction program and the sums into the output (`_reduce`, its module
-docstring says how).
+docstring says how). A held reduction (`Executable.held`: sequential steps
+under the output's `communicate` loop) runs them into the same partials and,
+after the last launch of each stage, reduces every processor's partial into
+its tile of the output once (`_reduce.fold_held`).
 
 The other jobs of a run are in their own modules: a plan's operands as
 launch arguments (`_launch_args`), the `=` output's new store and the first
@@ -56,7 +59,7 @@ from ._launch_args import launch_arg, pinned_arg
 from ._make import fill, from_numpy, unwritten, zeros
 from ._placed import PlacedOperand, block_tiles, placed_operand, replicate
 from ._recording import recording
-from ._reduce import ReduceRecord, partials_key, partials_store, reduce_into_output
+from ._reduce import ReduceRecord, fold_held, partials_key, partials_store, reduce_into_output
 from ._registry import kernel as kernel_of
 from ._registry import register_kernel
 from ._start import ensure_started
@@ -239,7 +242,7 @@ def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | 
             return
         del _REPLAYS[exe]
         keep_until_fence(kept)  # its partitions go at the next fence, when nothing queued uses them
-    if exe.reduction is not None or trace is not None or not _replay_enabled():
+    if exe.reduction is not None or exe.held is not None or trace is not None or not _replay_enabled():
         _run(plan, exe, trace)
     else:
         with recording(stores_made()) as made:
@@ -262,6 +265,7 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
     if processor_kind(target).device_arrays:
         import cupy  # noqa: F401  (import it here, on the main thread, not inside the first GPU task)
     red = exe.reduction
+    into = red or exe.held  # the launches add into per-processor partials (synthesized or held)
     fresh: list[tuple[Store, tuple[int, ...] | None]] = []  # the `=` output's new store: zeros, or first launch
     placed = _placed_operands(plan, exe, fresh)
     stores = []
@@ -271,11 +275,12 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
         else:
             stores.append(_output_store(plan, info, fresh) if info.output else store_of(plan, info))
     launch_stores = stores
-    if red is not None:
+    if into is not None:
         # every launch reduces into the output (distal.lower.reductions checks it)
         launch_stores = list(stores)
-        launch_stores[red.tensor] = partials_store(plan, red)
-    first = first_launch_writes(plan, launch_stores, placed) if fresh and red is None else None
+        launch_stores[into.tensor] = partials_store(plan, into)
+    first = first_launch_writes(plan, launch_stores, placed) if fresh and into is None else None
+    folds = {fold.after: fold for fold in exe.folds}  # a held reduction's partials into the output, per stage
     # the points of a processor run as one task where the executable grouped them (distal.lower.grouping)
     binding = exe.binding
     if first is None:
@@ -284,10 +289,10 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
     for g, group in enumerate(plan.groups):
         if not group.launches:
             continue
-        if red is None:
+        if into is None:
             key = _key(plan, g, placed)
         else:  # the task body adds into its processor's block of the partials (`_reduce`)
-            key = partials_key(plan, group, red, block_tiles(plan, group, group.body, placed))
+            key = partials_key(plan, group, into, block_tiles(plan, group, group.body, placed))
         for k, launch in enumerate(group.launches):
             launch = exe.launch(launch)
             if first is not None:  # the first launch zeroes the output's tiles itself, then runs the body
@@ -305,6 +310,11 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
                 _run_whole(exe, (g, k), group, key, launch, args, target)
             else:
                 _run_part(plan, exe, (g, k), group, key, launch, launch_stores, placed, target)
+            fold = folds.get((g, k))
+            if fold is not None:  # the stage ends: every processor's held partial into its tile, once
+                assert exe.held is not None
+                fold_held(plan, exe.held, fold, exe.binding, launch_stores[exe.held.tensor],
+                          stores[exe.held.tensor], trace, target)
     if red is not None:
         reduce_into_output(plan, red, exe, launch_stores[red.tensor], stores[red.tensor], trace, target)
     _keep_output(plan, stores, placed)
@@ -317,7 +327,7 @@ def _placed_operands(plan: PlanBase, exe: Executable,
     partials instead). A new output's blocks (`=`) are appended to `fresh` unwritten.
     """
     out: dict[int, PlacedOperand] = {}
-    red = exe.reduction
+    red = exe.reduction or exe.held
     for n, info in enumerate(plan.tensors):
         if red is not None and n == red.tensor:
             continue

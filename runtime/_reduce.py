@@ -68,12 +68,12 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
-from distal.lower.executable import CollectiveStep, Executable, ReductionRun, reduction_plan, reduction_run
+from distal.lower.executable import CollectiveStep, Executable, HeldFold, ReductionRun, reduction_plan, reduction_run
 from distal.lower.task_graph import Box, Group, PlanBase, Reduction
 from distal.machine.grid import Machine
 
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
-from ._make import copy_kernel, from_numpy, zeros
+from ._make import copy_kernel, fill, from_numpy, zeros
 from ._registry import register_kernel
 from ._start import legate_runtime, processor_count
 from ._store import Store, fence, legate_type, tile_of, to_numpy, wrap
@@ -81,7 +81,7 @@ from ._store import Store, fence, legate_type, tile_of, to_numpy, wrap
 if TYPE_CHECKING:
     from distal.reduction.ranking import ReductionPlan
 
-__all__ = ["ReduceRecord", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
+__all__ = ["ReduceRecord", "fold_held", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
            "reduce_on_machine", "reduce_partials"]
 
 _SUMS = ("AllReduce", "ReduceScatter", "Reduce")  # the collectives that sum (`CollectiveStep.collective`)
@@ -590,3 +590,69 @@ def reduce_into_output(plan: PlanBase, red: Reduction, exe: Executable, partials
             box_of_output = wrap(box_of_output.handle.slice(d, slice(lo, hi)), output.dtype)
         point_launch(add, [(source, Privilege.READ), (box_of_output, Privilege.READ_WRITE)], (root,),
                      binding.get(coords[root], 0), target)
+
+
+# -- a plan's held reduction: partials held across sequential steps, reduced once per stage ----------------
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """Add a processor's flat partial, seen as `row`, into its output tile (a Legate reduction buffer)."""
+
+    row: tuple[int, ...]
+
+    def __call__(self, point: tuple[int, ...], source: Any, out: Any) -> None:
+        block = source.reshape(self.row)
+        out += block[tuple(slice(0, n) for n in out.shape)].reshape(out.shape)
+
+
+_fold_keys: dict[_Fold, int] = {}
+
+
+def _fold_key(fold: _Fold) -> int:
+    with _lock:
+        key = _fold_keys.get(fold)
+        if key is None:
+            key = _fold_keys[fold] = register_kernel(fold, "distal_held_fold")
+        return key
+
+
+def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[tuple[int, ...], int],
+              partials: Store, output: Store, trace: list[ReduceRecord] | None, target: str) -> None:
+    """After the last launch of a stage of a held reduction (`distal.lower.reductions.HeldReduction`): every
+    processor of ``fold`` reduces its partial into its box of the output once (REDUCE_ADD: Legate folds the
+    contributions to one tile), as one index launch over the machine's processors where the executable found
+    one (`HeldFold.output`), else one pinned launch per processor; then the partials start at zero again
+    when another stage follows. ``trace`` (if given) receives one `ReduceRecord` per fold."""
+    machine = plan.machine
+    assert machine is not None
+    size = math.prod(red.row)
+    lead = machine.full_shape
+    key = _fold_key(_Fold(tuple(red.row)))
+    if fold.output is not None and fold.partials is not None:
+        stores_of = [partials, output]
+        args = []
+        for store, op in zip(stores_of, (fold.partials, fold.output)):
+            if op.tile is None or op.projection is None:
+                args.append(Arg(store, op.privilege))
+            else:
+                args.append(Arg(store, op.privilege, op.tile,
+                                tuple(p if p.dim is not None else Affine(None, 0, p.offset) for p in op.projection),
+                                op.colors))
+        index_launch(key, lead, args, target=target)
+        launches = 1
+    else:
+        for device, coord, box in fold.points:
+            block = tile_of(partials, (*(1 for _ in lead), size), (*coord, 0))
+            part = output
+            for d, (lo, hi) in enumerate(box):
+                part = wrap(part.handle.slice(d, slice(lo, hi)), output.dtype)
+            point_launch(key, [(block, Privilege.READ), (part, Privilege.REDUCE_ADD)], (device,),
+                         binding.get(coord, 0), target)
+        launches = len(fold.points)
+    if trace is not None:
+        name = plan.tensors[red.tensor].name
+        trace.append(ReduceRecord(f"held partials into {name} after launch {fold.after[1]} of group "
+                                  f"{fold.after[0]}", len(fold.points), launches, size))
+    if not fold.last:
+        fill(partials, 0, (*(1 for _ in lead), size))

@@ -31,8 +31,12 @@ output of an `=` statement starts at zero where it is used (nothing to
 receive); with `+=` its values are read like an input's. A tile reduced into
 (REDUCE_ADD) starts at zero and the part of it its processor does not own is
 sent to the owners after the launch (`reduced`; without a format, all of it
-goes to the global store). Elements of a formatted output written away from
-their owners are sent to them once the plan ends (`returned`).
+goes to the global store). Where the processors hold partials across launches
+(`distal.lower.reductions.reduced_after`: sequential steps under the output's
+`communicate` loop, or a synthesized reduction), each processor's tile is sent
+once, after the launch that ends its stage, however many launches added into
+it. Elements of a formatted output written away from their owners are sent
+to them once the plan ends (`returned`).
 
 Memory per processor is what its formats place on it, plus at each launch
 the data it holds for that launch beyond that (received or cached tiles, its
@@ -73,6 +77,7 @@ from distal.errors import DistalError
 from distal.host import configured_processors
 from distal.lower.grouping import plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
+from distal.lower.reductions import partials_reduction, reduced_after
 from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
 
@@ -492,6 +497,8 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
     figures: list[_LaunchFigures] = []
     warnings: list[str] = [str(lint) for lint in plan.lints]  # the schedule's performance lints first
     traffic = Recorder(owners.level_dims)
+    held = reduced_after(plan)  # partials held across launches: reduced once per stage (issue 34)
+    pending: dict[int, dict[tuple[int, Proc, Box], None]] = {}
     for index, (group, launch) in enumerate(plan.launches()):
         step_recv: dict[Proc, int] = {}
         used: dict[tuple[int, Proc], list[Box]] = {}
@@ -509,12 +516,12 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
                     continue
                 mine = used.setdefault((op.tensor, proc), [])
                 if op.privilege is Privilege.REDUCE_ADD:
-                    # a reduction buffer: starts at zero, sent to the tensor's home after the launch
-                    sent = owners.senders(op.tensor, minus([box], owners.boxes(op.tensor, proc)), proc)
-                    for part, home in sent:
-                        traffic.add(index, "reduce", info.name, proc, home, volume(part) * info.itemsize)
-                    away = sum(volume(part) for part, _ in sent)
-                    reduced[proc] = reduced.get(proc, 0) + away * info.itemsize
+                    # a reduction buffer: starts at zero, sent to the tensor's home after the launch, or
+                    # (partials held across launches) after the launch that ends its stage, once
+                    if held is None:
+                        _send_reduced(owners, traffic, reduced, index, op.tensor, info, proc, box)
+                    else:
+                        pending.setdefault(held[index], {}).setdefault((op.tensor, proc, box), None)
                     extra[proc] = extra.get(proc, 0) + volume(box) * info.itemsize
                     written_bytes += volume(box) * info.itemsize
                     writes.append((op.tensor, box, _OWNERS))
@@ -539,6 +546,8 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
             if base.get(proc, 0) + b > peak.get(proc, 0):
                 peak[proc] = base.get(proc, 0) + b
                 peak_at[proc] = index
+        for n, proc, box in pending.pop(index, {}):
+            _send_reduced(owners, traffic, reduced, index, n, plan.tensors[n], proc, box)
         for n, box, writer in writes:
             sim.write(n, box, writer, index)
         sim.cache = {k: [b for b in v if not is_empty(b)] for k, v in used.items()}
@@ -581,6 +590,16 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
         traffic=traffic.traffic(),
         owners=owners,
     )
+
+
+def _send_reduced(owners: Owners, traffic: Recorder, reduced: dict[Proc, int], index: int, n: int,
+                  info: TensorInfo, proc: Proc, box: Box) -> None:
+    """A reduction buffer's part that ``proc`` does not own, sent to the tensor's home after launch ``index``."""
+    sent = owners.senders(n, minus([box], owners.boxes(n, proc)), proc)
+    for part, home in sent:
+        traffic.add(index, "reduce", info.name, proc, home, volume(part) * info.itemsize)
+    away = sum(volume(part) for part, _ in sent)
+    reduced[proc] = reduced.get(proc, 0) + away * info.itemsize
 
 
 def _launch(plan: PlanBase, group: Group, launch: Launch, fig: _LaunchFigures, tasks: int, why: str) -> LaunchAnalysis:
@@ -637,8 +656,8 @@ def _returned(plan: PlanBase, owners: Owners, sim: _Simulation, returned: dict[P
 def _in_place(plan: PlanBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Which formatted tensors the runtime uses in their device blocks (`in_place`) and which it gathers
     into one store first (`gathered`, `distal.lower.in_place.gathered_tensors`); the output of a
-    synthesized reduction is in neither (its launches write per-processor partials)."""
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    synthesized or held reduction is in neither (its launches write per-processor partials)."""
+    red = partials_reduction(plan)
     gathered = set(gathered_tensors(plan))
     names: dict[bool, list[str]] = {False: [], True: []}
     for n, info in enumerate(plan.tensors):

@@ -46,14 +46,16 @@ from distal.lower.grouping import (
 )
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
 from distal.lower.memory import check_plan_memory, check_store_memory
-from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Proj, Reduction
+from distal.lower.reductions import HeldReduction, held_folds, partials_reduction
+from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
+from distal.lower.tiling import fit_projection
 from distal.machine.grid import Machine
 
 if TYPE_CHECKING:
     from distal.format.layout import Layout
     from distal.reduction.ranking import ReductionPlan
 
-__all__ = ["CACHE_PLANS", "CollectiveStep", "Configuration", "Executable", "InPlaceViews", "ReductionRun",
+__all__ = ["CACHE_PLANS", "CollectiveStep", "Configuration", "Executable", "HeldFold", "InPlaceViews", "ReductionRun",
            "TaskGrouping", "analysis_of", "check_store_memory", "configuration", "finalize", "reduction_plan",
            "reduction_run"]
 
@@ -222,6 +224,24 @@ def reduction_plan(machine_or_levels: Any, groups: Sequence[Sequence[int]] | Non
     return plan_reduction(machine_or_levels, [list(g) for g in groups], nbytes=nbytes, algorithm=algorithm)
 
 
+@dataclass(frozen=True, slots=True)
+class HeldFold:
+    """Where a held reduction (`distal.lower.reductions.HeldReduction`) reduces its partials into the output:
+    after launch ``after`` ((group, index in group)), every processor of ``points`` ((device, abstract
+    processor, output box)) adds its partial once into its box of the output by a Legate reduction. Where
+    every processor of the machine takes part and each one's tile of the output is affine in its coordinate,
+    that is one index launch over the machine's processors (``output``: the output's operand, REDUCE_ADD,
+    projected by the processor coordinate; ``partials``: the partials read, one block per processor);
+    otherwise (``output`` None) one pinned launch per processor. ``last``: no stage follows (the partials are
+    not zeroed again)."""
+
+    after: tuple[int, int]
+    points: tuple[tuple[int, Point, Box], ...]
+    output: Operand | None
+    partials: Operand | None
+    last: bool
+
+
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Executable:
     """A plan finished for ``configuration``: what the runtime needs beyond the plan to run it.
@@ -249,6 +269,8 @@ class Executable:
     program: ReductionRun | None
     whole: Mapping[tuple[int, int], TaskGrouping]
     parts: Mapping[tuple[int, int, int], TaskGrouping]
+    held: HeldReduction | None = None
+    folds: tuple[HeldFold, ...] = ()
 
     @property
     def processors(self) -> int:
@@ -256,8 +278,8 @@ class Executable:
 
     def launch(self, launch: Launch) -> Launch:
         """A launch of the plan as it runs: with a synthesized reduction, the output's operand replaced by the
-        processor blocks of the partials (`partials`)."""
-        return _into_partials(self.reduction, self.partials, launch)
+        processor blocks of the partials (`partials`); so with a held one (`held`)."""
+        return _into_partials(self.reduction or self.held, self.partials, launch)
 
     def check_memory(self, plan: PlanBase, machine: Any, in_use: int = 0, staging: int = 0) -> None:
         """Raise `OutOfMemory` when the plan cannot fit in the system memory of the started runtime
@@ -286,14 +308,16 @@ def finalize(plan: PlanBase, processors: int | None = None) -> Executable:
 
 def _finalize(plan: PlanBase, config: Configuration) -> Executable:
     machine = plan.machine
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
-    partials = partials_operand(plan, red) if red is not None else None
+    into = partials_reduction(plan)  # launches add into per-processor partials: synthesized or held
+    red = into if into is not None and into.synthesized else None
+    held = into if isinstance(into, HeldReduction) else None
+    partials = partials_operand(plan, into) if into is not None else None
     binding: dict[Point, int] = machine.bind(config.processors) if machine is not None and not machine.params else {}
     grouping = config.grouping and machine is not None and not machine.params
     layouts = tuple(placement_layout(info) for info in plan.tensors)
     views: list[InPlaceViews | None] = []
     for n, lay in enumerate(layouts):
-        viewed = launch_views(plan, n, lay) if lay is not None and (red is None or n != red.tensor) else None
+        viewed = launch_views(plan, n, lay) if lay is not None and (into is None or n != into.tensor) else None
         views.append(InPlaceViews(MappingProxyType(viewed)) if viewed else None)
     whole: dict[tuple[int, int], TaskGrouping] = {}
     parts: dict[tuple[int, int, int], TaskGrouping] = {}
@@ -303,7 +327,7 @@ def _finalize(plan: PlanBase, config: Configuration) -> Executable:
             for k, launch in enumerate(group.launches):
                 if launch.pinned:
                     continue
-                launch = _into_partials(red, partials, launch)
+                launch = _into_partials(into, partials, launch)
                 cuts = [_cut(plan, launch, op, layouts, views) for op in launch.operands]
                 if group.covers_domain(launch):
                     def owner(p: Point, group: Group = group) -> int:
@@ -319,7 +343,53 @@ def _finalize(plan: PlanBase, config: Configuration) -> Executable:
                         parts[(g, k, proc)] = found
     return Executable(plan.statement, config, MappingProxyType(binding), grouping, layouts, tuple(views), red,
                       partials, reduction_run(red.plan) if red is not None and red.plan is not None else None,
-                      MappingProxyType(whole), MappingProxyType(parts))
+                      MappingProxyType(whole), MappingProxyType(parts), held,
+                      _folds(plan, held) if held is not None else ())
+
+
+def _folds(plan: PlanBase, held: HeldReduction) -> tuple[HeldFold, ...]:
+    """The held reduction's folds (`HeldFold`), one per stage, at the launches `held_folds` names."""
+    machine = plan.machine
+    assert machine is not None
+    where = [(g, k) for g, group in enumerate(plan.groups) for k in range(len(group.launches))]
+    coords = [tuple(c) for c in machine.coords()]
+    lead = machine.full_shape
+    stages = held_folds(plan, held)
+    out: list[HeldFold] = []
+    for s, (index, members) in enumerate(stages):
+        points = tuple((device, coords[device], box) for device, box in members)
+        output = partials = None
+        if len(points) == len(coords):
+            output = _fold_output(plan, held, points)
+            if output is not None:
+                size = math.prod(held.row)
+                partials = Operand(held.tensor, Privilege.READ, (*(1 for _ in lead), size),
+                                   (*(Proj(d) for d in range(len(lead))), Proj(None, 0, 0)), (*lead, 1))
+        out.append(HeldFold(where[index], points, output, partials, s == len(stages) - 1))
+    return tuple(out)
+
+
+def _fold_output(plan: PlanBase, held: HeldReduction, points: Sequence[tuple[int, Point, Box]]) -> Operand | None:
+    """The output's operand of a fold over every processor: its tile per processor coordinate, when affine."""
+    info = plan.tensors[held.tensor]
+    if not info.shape:
+        return Operand(held.tensor, Privilege.REDUCE_ADD, None, None, None)
+    tile = held.row
+    if tuple(tile) == tuple(info.shape):
+        return Operand(held.tensor, Privilege.REDUCE_ADD, None, None, None)
+    assert plan.machine is not None
+    lead = plan.machine.full_shape
+    projection = []
+    for d, t in enumerate(tile):
+        values = {coord: box[d][0] // t for _, coord, box in points}
+        if any(box[d][0] % t for _, _, box in points):
+            return None
+        proj = fit_projection(values, (0,) * len(lead), lead)
+        if proj is None:
+            return None
+        projection.append(proj)
+    colors = tuple(-(-n // t) for n, t in zip(info.shape, tile))
+    return Operand(held.tensor, Privilege.REDUCE_ADD, tuple(tile), tuple(projection), colors)
 
 
 @dataclass(frozen=True, slots=True)

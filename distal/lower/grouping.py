@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
+from distal.lower.reductions import partials_reduction
 from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
 
 __all__ = ["Cut", "LaunchTasks", "TaskGroups", "check_cuts", "grouping_enabled", "operand_cut",
@@ -255,7 +256,7 @@ def plan_tasks(plan: PlanBase, processors: int, enabled: bool | None = None) -> 
     """Per launch of ``plan`` (in `PlanBase.launches` order), the Legate tasks `distal.runtime` submits for it on
     ``processors`` real processors, with grouping on or off (default: `grouping_enabled`)."""
     on = grouping_enabled() if enabled is None else enabled
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    red = partials_reduction(plan)  # synthesized or held: the output's operand is the partials
     partials = partials_operand(plan, red) if red is not None else None
     layouts = [placement_layout(info) for info in plan.tensors]
     views: dict[int, dict[ViewKey, BlockView]] = {}

@@ -35,17 +35,36 @@ a processor's partial result is that tile. When some reduce into several
 (sequential steps that walk along the output), a processor's partial is the
 whole output (`Reduction.whole`), its contributions at their global place,
 and a group's sum is added into the hull of the group's boxes.
+
+Held partials (issue 34): a reduced output is reduced once per tile it owns
+at the loop its `communicate` names, however many sequential steps run under
+that loop. With Legate's reduction a REDUCE_ADD launch folds every point's
+buffer into the output when the launch ends, so sequential steps under the
+output's communicate loop (Johnson's `kio` under `communicate(A, ko)`,
+Solomonik's Cannon steps) would reduce the same tile once per step. Where a
+processor adds into one tile in several launches of one iteration of that
+loop (a *stage*: the launches that share the values of the steps at and
+above it), the plan holds its partial instead (`HeldReduction`): every
+launch point adds its contribution into its processor's partial (the
+synthesized strategy's per-processor partials store), and after the last
+launch of each stage (`HeldReduction.folds`) every processor's partial is
+reduced into its tile of the output once, by one Legate reduction
+(`held_folds` says which processor adds into which box). A synthesized
+reduction already holds its partials across every launch of the plan.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass, fields
 
+from distal.cin.statements import Forall
 from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
 from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
 
-__all__ = ["STRATEGIES", "choose_reduction"]
+__all__ = ["STRATEGIES", "HeldReduction", "choose_reduction", "held_folds", "partials_reduction", "reduced_after"]
 
 STRATEGIES = ("auto", "synthesized", "legate")
 
@@ -60,8 +79,35 @@ def _hull(boxes: frozenset[Box]) -> Box:
     return tuple((min(lo for lo, _ in d), max(hi for _, hi in d)) for d in dims)
 
 
-def choose_reduction(plan: PlanBase, how: str = "auto") -> Reduction | None:
-    """How the plan's REDUCE_ADD launches into the output run; None when there are none."""
+@dataclass(frozen=True, slots=True)
+class HeldReduction(Reduction):
+    """A Legate reduction whose processors hold their partials across sequential steps (module docstring).
+
+    `folds` are the plan-order indices of the launches (over `PlanBase.launches()`) that end a stage: after
+    each, every processor that added into the output during the stage reduces its partial (`row`-shaped,
+    stored flat, its contribution at offset 0) into its tile once; `across` names the steps held across.
+    """
+
+    folds: tuple[int, ...] = ()
+    across: tuple[str, ...] = ()
+
+
+def choose_reduction(plan: PlanBase, how: str = "auto", communicated_at: int | None = None) -> Reduction | None:
+    """How the plan's REDUCE_ADD launches into the output run; None when there are none.
+
+    ``communicated_at``: how many launch variables (distributed loops, then steps) fix the output's tile,
+    i.e. down to its `communicate` loop (default: worked out from the plan's statement); a Legate reduction
+    whose processors add into one tile over several launches of one iteration of that loop holds their
+    partials across them (`HeldReduction`).
+    """
+    chosen = _choose(plan, how)
+    if chosen is None or chosen.synthesized:
+        return chosen
+    at = communicated_at if communicated_at is not None else _output_communicated_at(plan)
+    return _held(plan, chosen, at) or chosen
+
+
+def _choose(plan: PlanBase, how: str) -> Reduction | None:
     if how not in STRATEGIES:
         raise DistalError(f"expected a reduction strategy in {STRATEGIES}, but found {how!r}")
     out = plan.output
@@ -152,3 +198,137 @@ def choose_reduction(plan: PlanBase, how: str = "auto") -> Reduction | None:
         description=describe_plan(rplan, nbytes, "ring"),
         plan=rplan,
     )
+
+
+# -- held partials ---------------------------------------------------------------------------------------------
+
+
+_COMMUNICATE = re.compile(r"communicate\((\{[^}]*\}|[^,()]+), ([^,()\s]+)\)")
+
+
+def _output_communicated_at(plan: PlanBase) -> int:
+    """How many launch variables fix the output's tile: the distributed loops and the steps down to its
+    `communicate` loop (`distal.lower._communicated_at`'s answer for the output), read from the plan's
+    statement; every launch variable when it is communicated inside the tasks or not at all."""
+    if not plan.groups:
+        return 0
+    group = plan.groups[0]
+    full = len(group.vars)
+    stmt = group.body.stmt
+    chain: list[str] = []
+    while isinstance(stmt, Forall):
+        chain.append(str(stmt.var))
+        stmt = stmt.body
+    steps = [str(v) for v in group.steps]
+    name = plan.output.name
+    at: int | None = None
+    for tensors, var in _COMMUNICATE.findall(plan.statement):
+        names = [t.strip() for t in tensors.strip("{}").split(",")]
+        if name not in names or var not in chain:
+            continue
+        depth = chain.index(var)
+        n = group.distributed + sum(1 for s in steps if s in chain and chain.index(s) <= depth)
+        at = max(at or 0, n)
+    return full if at is None else at
+
+
+def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
+    """``chosen`` (a Legate reduction) holding its partials across the steps under the output's communicate
+    loop, where some processor adds into one tile in several launches of a stage; None where nothing is
+    reduced twice, or the partials have no regular shape (a processor adding into several tiles in one
+    stage, two points of one launch on one processor, a launch writing the output directly)."""
+    machine = plan.machine
+    if machine is None or machine.params or len(machine.full_shape) + 1 > MAX_LAUNCH_DIMS:
+        return None
+    n = chosen.tensor
+    out = plan.tensors[n]
+    stages: list[list[int]] = []
+    keys: list[tuple[int, tuple[int, ...]]] = []
+    row: tuple[int, ...] = ()
+    repeated = False
+    seen_in_stage: dict[int, Box] = {}
+    for index, (group, launch) in enumerate(plan.launches()):
+        op = launch.operands[n]
+        if op.privilege is not Privilege.REDUCE_ADD:
+            return None
+        g = plan.groups.index(group)
+        key = (g, tuple(launch.lower[group.distributed:max(at, group.distributed)]))
+        if not keys or keys[-1] != key:
+            keys.append(key)
+            stages.append([])
+            seen_in_stage = {}
+        stages[-1].append(index)
+        tile = op.tile if op.tile is not None else out.shape
+        row = tuple(max(a, b) for a, b in zip(row, tile)) if row else tuple(tile)
+        here: set[int] = set()
+        for point in launch.points():
+            device = plan.device_of(group, point)
+            if device in here:
+                return None
+            here.add(device)
+            box = op.box(point, out.shape)
+            if _empty(box) and out.shape:
+                continue
+            if device in seen_in_stage:
+                if seen_in_stage[device] != box:
+                    return None
+                repeated = True
+            seen_in_stage[device] = box
+    if not repeated:
+        return None
+    steps = [str(v) for group in plan.groups for v in group.vars[max(at, group.distributed):]]
+    across = tuple(dict.fromkeys(steps))
+    values = {f.name: getattr(chosen, f.name) for f in fields(Reduction)}
+    values.update(row=row or (1,), whole=False,
+                  reason=(f"{chosen.reason} per tile, once after the last step: each processor holds its partial "
+                          f"across step(s) {', '.join(across)}"))
+    return HeldReduction(**values, folds=tuple(stage[-1] for stage in stages), across=across)
+
+
+def held_folds(plan: PlanBase, red: HeldReduction) -> tuple[tuple[int, tuple[tuple[int, Box], ...]], ...]:
+    """Per stage of a held reduction: the plan-order index of its last launch, and every (device, output box)
+    whose partial is reduced after it (each processor that added into the output in the stage, once)."""
+    out = plan.tensors[red.tensor]
+    found: list[tuple[int, tuple[tuple[int, Box], ...]]] = []
+    current: dict[int, Box] = {}
+    folds = set(red.folds)
+    for index, (group, launch) in enumerate(plan.launches()):
+        op = launch.operands[red.tensor]
+        for point in launch.points():
+            box = op.box(point, out.shape)
+            if not (_empty(box) and out.shape):
+                current[plan.device_of(group, point)] = box
+        if index in folds:
+            found.append((index, tuple(sorted(current.items()))))
+            current = {}
+    return tuple(found)
+
+
+def reduced_after(plan: PlanBase) -> dict[int, int] | None:
+    """For a plan whose processors hold partials of the output across launches, the plan-order index of the
+    launch after which the partial added in each launch is reduced into the output (a held reduction: its
+    stage's last launch; a synthesized one: the plan's last launch); None where every launch reduces as it
+    ends (Legate's reduction, nothing held)."""
+    red = plan.reduction
+    count = plan.launch_count()
+    if red is None or count == 0:
+        return None
+    if isinstance(red, HeldReduction):
+        out: dict[int, int] = {}
+        start = 0
+        for end in red.folds:
+            out.update(dict.fromkeys(range(start, end + 1), end))
+            start = end + 1
+        return out
+    if red.synthesized:
+        return dict.fromkeys(range(count), count - 1)
+    return None
+
+
+def partials_reduction(plan: PlanBase) -> Reduction | None:
+    """The plan's reduction when its launches add into per-processor partials instead of the output (a
+    synthesized or a held one: the output's operand is then `distal.lower.grouping.partials_operand`)."""
+    red = plan.reduction
+    if red is not None and (red.synthesized or isinstance(red, HeldReduction)):
+        return red
+    return None

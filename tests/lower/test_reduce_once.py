@@ -1,0 +1,236 @@
+"""A reduced output is reduced once per tile it owns, at the loop its `communicate` names (issue 34, item 1).
+
+Sequential steps under the output's communicate loop (Johnson with B and C
+fetched in two steps `kio` under `communicate(A, ko)`, Solomonik 2.5D's
+Cannon steps, COSMA's steps) used to reduce each processor's tile once per
+step: in the analysis (`stats()`'s reduced bytes and the traffic's "reduce"
+transfers) and in the runtime (one Legate reduction per launch). The plan
+now holds each processor's partial across the steps and reduces it once
+after the last step (`distal.lower.reductions.HeldReduction`). Hand counts:
+on `Grid(2,2,2)` with n = 8, A (`xy -> xy0`) is held by the processors with
+z = 0; each of the four with z = 1 sends its 4x4 float64 tile (128 B) once,
+512 B in all (1024 B before, with two steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal.api.plan import Plan
+
+i, j, k, io, jo, ko, ii, ji, ki, kio, kii, kioo, kioi = dt.index_vars(
+    "i j k io jo ko ii ji ki kio kii kioo kioi")
+
+Z1 = {"(0,0,1)": 128, "(0,1,1)": 128, "(1,0,1)": 128, "(1,1,1)": 128}
+HAND_8 = {"(0,0,0)": 0, "(0,1,0)": 0, "(1,0,0)": 0, "(1,1,0)": 0, **Z1}
+
+
+def _operands(n: int, specs: tuple[str, str, str] | None, data: bool) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    rng = np.random.default_rng(n)
+    fmts = [dt.Format(s, m) for s in specs] if specs is not None else [None, None, None]
+    A = dt.Tensor("A", (n, n), fmts[0])
+    if data:  # small integers: every order of summation gives numpy's result exactly
+        B = dt.Tensor.from_array("B", rng.integers(-4, 5, (n, n)).astype(np.float64), fmts[1])
+        C = dt.Tensor.from_array("C", rng.integers(-4, 5, (n, n)).astype(np.float64), fmts[2])
+    else:
+        B, C = dt.Tensor("B", (n, n), fmts[1]), dt.Tensor("C", (n, n), fmts[2])
+    return A, B, C
+
+
+def johnson_steps(n: int = 8, data: bool = False) -> Plan:
+    """Johnson on Grid(2,2,2) with communicate(A, ko) and B, C fetched in two steps kio under it."""
+    A, B, C = _operands(n, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), data)
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A[i, j] = B[i, k] * C[k, j]
+    return (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .split(ki, kio, kii, n // 4).reorder([kio, ii, ji, kii])
+            .communicate(A, ko).communicate([B, C], kio).compile())
+
+
+def johnson_stages(n: int = 16, data: bool = False) -> Plan:
+    """A user's schedule: steps kioo, kioi under ko, A communicated at kioo: reduced once per kioo value."""
+    A, B, C = _operands(n, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), data)
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A[i, j] = B[i, k] * C[k, j]
+    return (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .split(ki, kio, kii, n // 8).split(kio, kioo, kioi, 2).reorder([kioo, kioi, ii, ji, kii])
+            .communicate(A, kioo).communicate([B, C], kioi).compile())
+
+
+def library(name: str, n: int = 8, data: bool = False, **params: Any) -> Plan:
+    A, B, C = _operands(n, None, data)
+    return dt.kernels.build(name, dt.kernels.machine(name, 8), A, B, C, **params).compile()
+
+
+def inner_product(data: bool = False) -> Plan:
+    """A user's schedule: a scalar reduced over Grid(2), each processor's 8 elements in two steps iio."""
+    iio, iii = dt.index_vars("iio iii")
+    rng = np.random.default_rng(1)
+    a = dt.Tensor("a", ())
+    if data:
+        b = dt.Tensor.from_array("b", rng.integers(-4, 5, 16).astype(np.float64))
+        c = dt.Tensor.from_array("c", rng.integers(-4, 5, 16).astype(np.float64))
+    else:
+        b, c = dt.Tensor("b", (16,)), dt.Tensor("c", (16,))
+    a[()] = b[i] * c[i]
+    return (a.schedule().distribute([i], [io], [ii], dt.Machine(dt.Grid(2)))
+            .split(ii, iio, iii, 4).reorder([iio, iii])
+            .communicate(a, io).communicate([b, c], iio).compile())
+
+
+def _reduce_transfers(plan: Plan) -> list[tuple[int | None, int]]:
+    return sorted((t.launch, t.nbytes) for t in plan.analysis().traffic.transfers if t.kind == "reduce")
+
+
+# -- the analysis: hand counts -------------------------------------------------------------------------------
+
+
+def test_johnson_with_steps_reduces_each_tile_once() -> None:
+    plan = johnson_steps()
+    assert len(plan.groups[0].launches) == 2  # the two steps kio
+    stats = plan.stats()
+    assert stats["total_reduced_bytes"] == 512  # 1024 before: once per step
+    assert stats["reduced_bytes"] == HAND_8
+    # every processor with z = 1 sends its tile to its z = 0 holder once, after the last step (launch 1)
+    assert _reduce_transfers(plan) == [(1, 128)] * 4
+    assert "once after the last step" in plan.explain()
+    assert "across step(s) kio" in stats["reduction"]["reason"]
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_library_solomonik_reduces_each_tile_once(n: int) -> None:
+    plan = library("solomonik", n)
+    assert plan.machine is not None and plan.machine.full_shape == (2, 2, 2)
+    assert len(plan.groups[0].launches) == 8  # two Cannon steps, each split by its rotation
+    tile = (n // 2) ** 2 * 8
+    assert plan.stats()["total_reduced_bytes"] == 4 * tile  # 512 B at n = 8 (1024 B before)
+    assert plan.stats()["reduced_bytes"] == {p: (tile if p.endswith("1)") else 0) for p in HAND_8}
+    assert [launch for launch, _ in _reduce_transfers(plan)] == [7] * 4
+
+
+def test_library_cosma_with_steps_reduces_each_tile_once() -> None:
+    plan = library("cosma", 8, steps=2)
+    assert len(plan.groups[0].launches) == 2
+    assert plan.stats()["total_reduced_bytes"] == 512  # 1024 before
+    assert plan.stats()["reduced_bytes"] == HAND_8
+
+
+def test_library_johnson_reduces_each_tile_once() -> None:
+    plan = library("johnson", 8)
+    assert plan.stats()["total_reduced_bytes"] == 512
+    assert plan.stats()["reduced_bytes"] == HAND_8
+
+
+def test_user_inner_product_with_steps_reduces_once() -> None:
+    plan = inner_product()
+    assert len(plan.groups[0].launches) == 2
+    # a has no format: each processor sends its 8-byte partial to the global store once (32 B before)
+    assert plan.stats()["total_reduced_bytes"] == 16
+    assert _reduce_transfers(plan) == [(1, 8), (1, 8)]
+
+
+def test_communicate_at_a_step_reduces_once_per_iteration_of_that_step() -> None:
+    plan = johnson_stages()
+    assert len(plan.groups[0].launches) == 4  # kioo x kioi
+    # A communicated at kioo: held across kioi, reduced once per kioo value (two stages), 8x8 tiles
+    assert plan.stats()["total_reduced_bytes"] == 2 * 4 * 512
+    assert [launch for launch, _ in _reduce_transfers(plan)] == [1] * 4 + [3] * 4
+
+
+def test_a_plan_without_repeated_tiles_keeps_one_legate_reduction_per_launch() -> None:
+    # communicate(A, kio): the user asked for A per step; each launch reduces as it ends
+    A, B, C = _operands(8, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), False)
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A[i, j] = B[i, k] * C[k, j]
+    plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .split(ki, kio, kii, 2).reorder([kio, ii, ji, kii])
+            .communicate([A, B, C], kio).compile())
+    assert plan.reduction is not None and plan.reduction.reason == "flat machine: one Legate reduction"
+    assert plan.stats()["total_reduced_bytes"] == 1024
+
+
+# -- on Legate: numpy's result, one reduction per tile ----------------------------------------------------------
+
+
+@pytest.fixture
+def reductions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
+    """Every launch the runtime submits for a plan with an argument reduced into (REDUCE_ADD): (how, points)."""
+    from distal.runtime import _execute, _reduce
+    from distal.runtime._launch import Privilege
+
+    seen: list[tuple[str, int]] = []
+
+    def watch(module: Any, name: str) -> None:
+        original: Callable[..., None] = getattr(module, name)
+
+        def wrapped(key: int, *args: Any, **kwargs: Any) -> None:
+            operands = args[1] if name == "index_launch" else args[0]
+            privileges = [getattr(a, "privilege", None) or (a[1] if isinstance(a, tuple) else None)
+                          for a in operands]
+            if Privilege.REDUCE_ADD in privileges:
+                points = int(np.prod(args[0])) if name == "index_launch" else 1
+                seen.append((name, points))
+            original(key, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, wrapped)
+
+    for module in (_execute, _reduce):
+        watch(module, "index_launch")
+        watch(module, "point_launch")
+    yield seen
+
+
+def _run(plan: Plan) -> tuple[np.ndarray, list[Any]]:
+    from distal.runtime import run_plan
+
+    trace: list[Any] = []
+    run_plan(plan, trace=trace, wait=True)
+    return plan.tensor(plan.output).to_numpy(), trace
+
+
+def _operand_arrays(plan: Plan) -> list[np.ndarray]:
+    return [plan.tensor(t).to_numpy() for t in plan.tensors if not t.output]
+
+
+@pytest.mark.legate
+@pytest.mark.parametrize("make", [
+    lambda: johnson_steps(data=True),
+    lambda: library("solomonik", 8, data=True),
+    lambda: library("solomonik", 16, data=True),
+    lambda: library("cosma", 8, data=True, steps=2),
+], ids=["johnson-steps", "solomonik-8", "solomonik-16", "cosma-steps"])
+def test_on_legate_each_tile_is_reduced_once(make: Callable[[], Plan], reductions: list[tuple[str, int]]) -> None:
+    plan = make()
+    b, c = _operand_arrays(plan)
+    got, trace = _run(plan)
+    np.testing.assert_array_equal(got, np.einsum("ik,kj->ij", b, c))
+    # one Legate reduction: an index launch over the 8 processors, each adding its held partial once
+    # (before: one REDUCE_ADD launch per step, and per rotation box for Solomonik)
+    assert reductions == [("index_launch", 8)]
+    assert [record.tasks for record in trace] == [8]
+
+
+@pytest.mark.legate
+def test_on_legate_a_stage_per_iteration_of_the_communicate_loop(reductions: list[tuple[str, int]]) -> None:
+    plan = johnson_stages(data=True)
+    b, c = _operand_arrays(plan)
+    got, trace = _run(plan)
+    np.testing.assert_array_equal(got, np.einsum("ik,kj->ij", b, c))
+    assert reductions == [("index_launch", 8)] * 2
+    assert len(trace) == 2
+
+
+@pytest.mark.legate
+def test_on_legate_an_inner_product_with_steps(reductions: list[tuple[str, int]]) -> None:
+    plan = inner_product(data=True)
+    b, c = _operand_arrays(plan)
+    got, trace = _run(plan)
+    np.testing.assert_array_equal(got.reshape(()), np.einsum("i,i->", b, c))
+    assert reductions == [("index_launch", 2)]
+    assert len(trace) == 1
