@@ -1,8 +1,9 @@
 """The programs the docs show still run, and print what the docs say they print.
 
 Every ```python block of README.md and docs/*.md runs as a reader would paste it: the blocks of one
-page in order, in one namespace per page, in this process (Legate starts once for all pages). Where a
-block shows what it prints, the test compares:
+page in order, in one namespace per page, in one child process for all pages (one Legate start, on the
+2-processor machine the pages describe: LEGATE_CONFIG below). Where a block shows what it prints, the test
+compares:
 
 - a run of `#` comment lines right after a `print(...)` or a bare expression: the printed text (for a bare
   expression, its repr, as the Python prompt shows it), line by line;
@@ -24,8 +25,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import json
 import os
 import re
+import subprocess
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,12 +89,11 @@ SHRINK: dict[str, list[tuple[str, str]]] = {
 }
 SIZED: dict[str, tuple[str, ...]] = {}
 
-# Figures that depend on the machine the page runs on (its CPU, its memory, its calibrated time model), replaced
+# Figures that depend on the machine the page runs on (its CPU and its calibrated time model), replaced
 # by a placeholder in the doc's text and in the printed text before they are compared.
 MACHINE_FIGURES = (
     (r"by (numpy\.matmul|distal's OpenBLAS \w+)", "by <tile BLAS>"),
     (r"predicted [0-9.]+ (ms|us|s)\b", "predicted <time>"),
-    (r"of [0-9.]+ [KMG]iB per processor", "of <memory> per processor"),
 )
 
 
@@ -234,11 +237,31 @@ def _run_page(page: str) -> list[str]:
     return failures
 
 
+# The machine the pages describe: 2 CPU processors sharing 4 GiB (the pages' "2 of 2 cpu processor(s)",
+# "2.0 GiB per processor"), whatever the machine running the suite has.
+LEGATE_CONFIG = "--cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem 4096"
+
+
+def _run_pages(directory: Path) -> dict[str, list[str]]:
+    """Every page's failures, from one child process (one Legate start, on the pages' machine)."""
+    result = directory / "failures.json"
+    env = {**os.environ, "LEGATE_CONFIG": LEGATE_CONFIG}
+    child = subprocess.run([sys.executable, __file__, str(result)], cwd=directory, env=env,
+                           capture_output=True, text=True, timeout=600)
+    if not result.is_file():
+        pytest.fail(f"the child running the pages' blocks failed ({child.returncode}):\n{child.stdout}\n{child.stderr}")
+    failures: dict[str, list[str]] = json.loads(result.read_text())
+    return failures
+
+
+@pytest.fixture(scope="module")
+def page_failures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    return _run_pages(tmp_path_factory.mktemp("doc_programs"))  # pictures the blocks write land there
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_the_page_s_programs_run_and_print_what_it_shows(page: str, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # pictures a block writes land here
-    failures = _run_page(page)
+def test_the_page_s_programs_run_and_print_what_it_shows(page: str, page_failures: dict[str, list[str]]) -> None:
+    failures = page_failures[page]
     assert not failures, "\n\n".join(failures)
 
 
@@ -266,8 +289,6 @@ GALLERY = sorted(p.stem for p in (ROOT / "docs" / "algorithms").glob("*.md"))
 def test_the_algorithm_gallery_page_is_what_the_library_builds(name: str) -> None:
     """docs/algorithms/<name>.md is docs/algorithm_gallery.py's page of the library as it is (schedule, machine,
     the bytes `plan.stats()` counts), and its python block, pasted after `build`, prints the page's notation."""
-    import json
-
     import distal as dt
 
     gallery = _gallery()
@@ -286,3 +307,7 @@ def test_the_algorithm_gallery_page_is_what_the_library_builds(name: str) -> Non
     scope: dict[str, object] = {"dt": dt, "m": machine, **tensors}  # a trace's `m` is the machine
     scope.update(zip(sorted(names), dt.index_vars(" ".join(sorted(names))), strict=True))
     assert str(eval(block, scope)) == notation.group(1).strip()
+
+
+if __name__ == "__main__":  # the child of _run_pages: run every page, write {page: failures} to argv[1]
+    Path(sys.argv[1]).write_text(json.dumps({page: _run_page(page) for page in PAGES}))
