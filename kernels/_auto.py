@@ -5,11 +5,14 @@ shadow tensors with the same shapes and no data) for a few variants: the
 library's machine for the processor count (over-decomposed where the
 algorithm needs it, so no processor is idle), the given machine when it has
 the right dimensionality (hierarchical machines for the 2-D algorithms), and
-chunk sizes for SUMMA and step counts for COSMA. Each plan is timed by
-`distal.model.predict` on a machine model (`model=`; default: this machine,
-calibrated, for CPU machines, and the Lassen GPU node for GPU machines) with
-the given machine's processor count, nodes being its inner grid on a
-hierarchical machine. The fastest plan whose peak memory fits the bound
+chunk sizes for SUMMA and step counts for COSMA. Each plan is timed as
+`Plan.predict()` and explain() time it (`distal.model.explain.predicted`) on a
+machine model (`model=`; default: this machine, calibrated, for CPU machines,
+and the Lassen GPU node for GPU machines): on this machine's model on the
+processors the run will have (Legate's configured ones), on another model on
+the given machine's processor count, nodes being a hierarchical plan
+machine's inner grids. Its bytes ("comm N B/proc") are the most one processor
+of the plan receives and reduces, as its analysis counts them. The fastest plan whose peak memory fits the bound
 (`memory=` bytes per processor, else the model's processor memory) wins; a
 plan that leaves processors idle wins only if it is predicted faster than
 every plan that uses them all. The winner is built on the real operands, and
@@ -36,7 +39,7 @@ from distal._text import seconds_text as _fmt
 from distal.errors import DistalError, MachineError
 from distal.lower import compile_schedule
 from distal.machine.grid import Grid, Machine
-from distal.machine.level import node_size
+from distal.model.explain import predicted
 from distal.notation.ast import Access
 from distal.notation.tensor_base import TensorBase
 from distal.notation.visit import product_factors
@@ -102,8 +105,11 @@ def _variants(
 
 
 def candidates(machine: Machine, *operands: TensorBase, memory: int | None = None,
-               model: Any = None) -> list[Candidate]:
-    """Every variant auto considers, each timed by the model on `machine.size` processors."""
+               model: Any = None, processors: int | None = None) -> list[Candidate]:
+    """Every variant auto considers, each timed by the model on `processors` real processors (default: on this
+    machine's model the Legate processors configured, the run's; on another model `machine.size`), as
+    `Plan.predict()` and explain() time its plan (`distal.model.explain.predicted`), with the bytes its plan's
+    analysis counts (`distal.search.moved_bytes`)."""
     ops = tuple(operands)
     fitting = [a for a in ALGORITHMS.values() if _fits(a, ops)]
     if not fitting:
@@ -112,25 +118,21 @@ def candidates(machine: Machine, *operands: TensorBase, memory: int | None = Non
     mm = model if model is not None else default_model(machine)
     if not isinstance(mm, time_model.MachineModel):
         raise DistalError(f"expected a distal.model.MachineModel as model=, but found {mm!r}")
-    if machine.levels > 1:
-        per_node = node_size(machine)  # a node is the inner grids
-        if per_node is not None:
-            mm = mm.with_(per_node=per_node)
     bound = memory if memory is not None else mm.processor.memory
     shape: tuple[int, ...] | None = None
     if fitting[0].matmul:
         m_, n_ = ops[0].concrete_shape()
         shape = (m_, n_, ops[1].concrete_shape()[1])
     p = machine.size
+    real = processors if processors is not None else search.timing_processors(machine, mm)
     out = []
     for alg in fitting:
         for m, params in _variants(alg, p, shape, machine):
             shadows = [TensorBase(t.name, t.shape, dtype=t.dtype) for t in ops]
             plan = compile_schedule(build_named(alg.name, m, *shadows, **params))
-            pred = time_model.predict(plan, mm, p)
-            comm = max((r["intra_bytes"] + r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor),
-                       default=0)
-            out.append(Candidate(alg.name, m, tuple(sorted(params.items())), pred.seconds, int(comm),
+            pred = predicted(plan, mm, real)  # a hierarchical machine's outer level is the model's nodes
+            comm = search.moved_bytes(plan)
+            out.append(Candidate(alg.name, m, tuple(sorted(params.items())), pred.seconds, comm,
                                  pred.peak_bytes, pred.peak_bytes <= bound, pred.idle))
     return out
 
@@ -184,7 +186,7 @@ def machine_auto(p: int, shape: Any = None, memory: int | None = None, model: An
                            f"but found {shape!r}")
     m_, n_, k_ = (int(x) for x in shape)
     ops = (TensorBase("A", (m_, n_)), TensorBase("B", (m_, k_)), TensorBase("C", (k_, n_)))
-    cands = candidates(Machine(Grid(p, kind=kind)), *ops, memory=memory, model=model)
+    cands = candidates(Machine(Grid(p, kind=kind)), *ops, memory=memory, model=model, processors=p)
     return _best(cands).machine
 
 

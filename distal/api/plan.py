@@ -34,7 +34,7 @@ from distal.lower.executable import analysis_of
 from distal.lower.numpy_exec import run_numpy
 from distal.lower.plan_picture import figure
 from distal.lower.task_graph import PlanBase
-from distal.model.explain import explain
+from distal.model.explain import explain, predicted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -103,12 +103,15 @@ class Plan(PlanBase):
         return self.analysis().as_dict()
 
     def predict(self, model: MachineModel | None = None, processors: int | None = None) -> Prediction:
-        """The predicted time on a machine model (`distal.model.predict`; default: this machine, calibrated).
+        """The predicted time on a machine model (`distal.model.predict`; default: this machine, calibrated):
+        the one explain() reports and auto's notes give (`distal.model.explain.predicted`).
 
-        `processors` is the number of real processors (default: one per point of
-        the plan's machine; fewer run several points each, block-wise).
+        `processors` is the number of real processors (default: on this machine's model the Legate
+        processors configured, the run that happens; on a model of another machine one per point of the
+        plan's machine; points outnumbering processors run several each, block-wise). Another count is
+        written into the summary.
         """
-        return time_model.predict(self, model if model is not None else time_model.this_machine(), processors)
+        return predicted(self, model if model is not None else time_model.this_machine(), processors)
 
     def explain(self, model: MachineModel | None = None) -> str:
         """A readable report of `analysis()` and the predicted time on `model` (`distal.model.explain`)."""

@@ -7,8 +7,12 @@ placement per tensor and how the runtime uses it, per launch who sends what
 to whom (the analysis's `traffic`), totals and peak memory per processor,
 the memory `run()` checks (`distal.lower.memory`), the plan's lints and
 warnings, a distributed reduction's strategy and program, and the predicted
-time with its parts (`distal.model.predict` on `model`; default: this
-machine, calibrated once).
+time with its parts (`predicted`: `distal.model.predict` on `model`, default
+this machine, calibrated once, on the processors the run will have; the one
+time `Plan.predict()` and auto's notes give). The model section's bytes per
+processor are the analysis's, split as the traffic table splits them: a node
+is the plan's machine's outermost level (a flat machine's processors are its
+nodes).
 
 Every figure is a field of the plan's analysis (`distal.lower.executable.analysis_of`,
 `distal.lower.analysis`, where the execution-space cost model is described):
@@ -41,7 +45,8 @@ from distal.model.hardware import MachineModel, ModelError
 from distal.model.predict import Prediction, predict
 from distal.model.sysmem import configured_memory
 
-__all__ = ["TABLE_LAUNCHES", "TABLE_ROWS", "explain", "explain_lines", "explained", "summary_lines"]
+__all__ = ["TABLE_LAUNCHES", "TABLE_ROWS", "default_processors", "explain", "explain_lines", "explained", "predicted",
+           "summary_lines"]
 
 
 def explain(plan: PlanBase, model: MachineModel | None = None) -> str:
@@ -68,38 +73,69 @@ def explain(plan: PlanBase, model: MachineModel | None = None) -> str:
 
 def explained(plan: PlanBase, model: MachineModel | None = None,
               analysis: PlanAnalysis | None = None) -> tuple[Prediction | None, str, str]:
-    """The prediction `plan.explain()` reports, the model's name and, when there is none, why.
+    """The prediction `plan.explain()` reports (`predicted`), the model's name and, when there is none, why."""
+    if model is None:
+        model = calibrate.this_machine()
+    try:
+        return predicted(plan, model, None, analysis), model.name, ""
+    except ModelError as exc:
+        return None, model.name, exc.message
 
-    On this machine's model the plan is timed on the real processors Legate is configured with (the run that
-    happens: its points bound to them, grouped into the tasks explain() counts) against the memory Legate
-    has; on another model, on one processor per point of the plan's machine.
+
+def default_processors(plan: PlanBase, model: MachineModel) -> int | None:
+    """The real processors a prediction assumes when the caller asks for none (None: one per point).
+
+    On this machine's model, the processors the run will really have: the Legate processors of the plan's
+    kind configured (`distal.host.configured_processors`, the ones `analysis_of(plan)` counts its tasks on);
+    on a model of another machine (a preset), which this host does not run, one per point of the plan's
+    machine (the text says so).
+    """
+    if model.name != "this-machine":
+        return None
+    return configured_processors(plan.machine.kind if plan.machine is not None else "cpu")
+
+
+def predicted(plan: PlanBase, model: MachineModel | None = None, processors: int | None = None,
+              analysis: PlanAnalysis | None = None) -> Prediction:
+    """The one predicted time of `plan` on `model` (default: this machine, calibrated once): what `Plan.predict()`,
+    explain() and auto's notes report.
+
+    `processors` defaults to `default_processors` (this machine's model: Legate's configured processors, the
+    run that happens: its points bound to them, grouped into the tasks explain() counts; another model: one per
+    point of the plan's machine); any other assumption is written into the summary (`Prediction.assumption`).
+    A hierarchical machine's outer level is the model's nodes (a point of it is a node holding its inner
+    grids' processors), as explain()'s traffic table splits bytes. On this machine's model the peak is compared
+    with the memory Legate will have, not the host's share. Raises `ModelError` where the model cannot time it.
     """
     if model is None:
         model = calibrate.this_machine()
     if plan.machine is not None and plan.machine.levels > 1 and not plan.machine.params:
-        # the plan's own nodes: a point of the machine's outer level is a node (its inner grids' processors),
-        # the split explain's traffic table uses, as auto times hierarchical machines
         per_node = node_size(plan.machine)
         if per_node is not None:
             model = model.with_(per_node=per_node)
+    default = default_processors(plan, model)
+    points = plan.machine.size if plan.machine is not None and not plan.machine.params else 1
+    real = processors if processors is not None else default
+    if real is None or (default is None and real == points):
+        assumption = "one per point of the plan's machine"
+    elif default is not None and real != default:
+        assumption = f"processors={real} as asked; the run has Legate's {default} configured"
+    elif default is None:
+        assumption = f"processors={real} as asked"
+    else:
+        assumption = ""
     source = ""
-    processors: int | None = None
     if model.name == "this-machine":  # compare with the memory Legate will have, not the host's share
-        kind = plan.machine.kind if plan.machine is not None else "cpu"
-        processors = analysis.real_processors if analysis is not None else configured_processors(kind)
         conf = configured_memory()
         if conf is not None:
             model = model.with_(processor=replace(model.processor, memory=max(conf.per_processor, 1)))
             source = f"{conf.source}, shared by {conf.processors} CPU processor(s)"
         else:
             source = "the calibrated host memory per core: LEGATE_CONFIG gives no --sysmem"
-    try:
-        got = predict(plan, model, processors, analysis)
-    except ModelError as exc:
-        return None, model.name, exc.message
-    if source:
-        got = replace(got, memory_source=source)
-    return got, model.name, ""
+    if analysis is None:
+        analysis = analysis_of(plan)
+    got = predict(plan, model, real, analysis)
+    return replace(got, memory_source=source or got.memory_source, assumption=assumption)
 
 
 def explain_lines(plan: PlanBase, model: MachineModel | None = None, analysis: PlanAnalysis | None = None,

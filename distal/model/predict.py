@@ -81,10 +81,15 @@ class Prediction:
     `seconds` is the critical path; `compute_seconds` and `comm_seconds` sum
     the slowest processor's compute and communication over the steps;
     `exposed_comm_seconds` is what overlap did not hide. `processors` holds,
-    per real processor, compute seconds, bytes received inside and between
-    nodes, bytes reduced, points run, Legate tasks run (`tasks`: the points
-    grouped as the runtime groups them) and peak bytes. `idle` counts real
-    processors that run no launch point.
+    per real processor, compute seconds, the bytes the model copies to it
+    over links inside and between its nodes (`intra_bytes`, `inter_bytes`:
+    nothing on a shared-memory model), the bytes it receives as the plan's
+    analysis counts them (`received_bytes`, split as explain()'s traffic table
+    splits them into `inside_node_bytes`, `between_nodes_bytes` and
+    `store_bytes`: nodes are the plan's machine's outermost level), bytes
+    reduced, points run, Legate tasks run (`tasks`: the points grouped as the
+    runtime groups them) and peak bytes. `idle` counts real processors that
+    run no launch point.
     """
 
     model: str
@@ -102,6 +107,9 @@ class Prediction:
     per_processor: tuple[dict[str, Any], ...] = field(repr=False)
     step_times: tuple[dict[str, float], ...] = field(repr=False)
     memory_source: str = ""  # where `memory_bytes` comes from (empty: the model's processor)
+    # the processors assumed when they are not the ones the run has (`distal.model.explain.predicted`): empty for
+    # Legate's configured processors on this machine's model, else e.g. "one per point of the plan's machine"
+    assumption: str = ""
     points: int = 0  # launch points over all launches
     tasks: int = 0  # Legate tasks they run as (`distal.lower.grouping.plan_tasks`)
 
@@ -122,19 +130,25 @@ class Prediction:
         fit = "fits" if self.fits else "DOES NOT FIT"
         source = self.memory_source or f"{self.model}'s processor memory"
         idle = f", {self.idle} idle" if self.idle else ""
-        return (f"predicted {_fmt(self.seconds)} on {self.model} ({self.processors_total} processors{idle}): "
+        assumed = f"; {self.assumption}" if self.assumption else ""
+        return (f"predicted {_fmt(self.seconds)} on {self.model} ({self.processors_total} processors{idle}{assumed}): "
                 f"compute {_fmt(self.compute_seconds)}, communication {_fmt(self.comm_seconds)} "
                 f"({_fmt(self.exposed_comm_seconds)} not hidden), runtime {_fmt(self.launch_seconds)} over "
                 f"{self.steps} step(s) of {self.points} point(s) in {self.tasks} Legate task(s); peak memory "
                 f"{_mib(self.peak_bytes)} of {_mib(self.memory_bytes)} per processor ({source}; {fit})")
 
     def describe(self) -> str:
+        """The summary, then per real processor its points, tasks, compute, the bytes it receives (the plan's
+        analysis: inside the node, from other nodes and from global stores, nodes being the plan's machine's
+        outermost level as explain()'s traffic table splits them), reduces and peaks at."""
         lines = [self.summary()]
         for row in self.per_processor[:16]:
-            lines.append(f"  processor {row['processor']} (node {row['node']}): {row['points']} point(s) in "
+            node = f" (node {row['shown_node']})" if row.get("shown_node") is not None else ""
+            store = f", {_mib(row['store_bytes'])} from global stores" if row.get("store_bytes") else ""
+            lines.append(f"  processor {row['processor']}{node}: {row['points']} point(s) in "
                          f"{row['tasks']} Legate task(s), "
-                         f"compute {_fmt(row['compute_seconds'])}, receives {_mib(row['intra_bytes'])} inside "
-                         f"the node and {_mib(row['inter_bytes'])} from other nodes, reduces "
+                         f"compute {_fmt(row['compute_seconds'])}, receives {_mib(row['inside_node_bytes'])} inside "
+                         f"the node and {_mib(row['between_nodes_bytes'])} from other nodes{store}, reduces "
                          f"{_mib(row['reduced_bytes'])}, peak {_mib(row['peak_bytes'])}")
         if len(self.per_processor) > 16:
             lines.append(f"  ... {len(self.per_processor) - 16} more processors")
@@ -578,12 +592,29 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
     peak_real: dict[int, int] = defaultdict(int)
     for c, r in bind.items():
         peak_real[r] += int(peak_abs.get(c, 0))
+    # what each real processor receives as the plan's analysis counts it (its abstract processors' reads), split
+    # as explain()'s traffic table splits it: nodes are the plan's machine's outermost level (a flat machine's
+    # grid is a grid of nodes); without the analysis (exact=False), the model's copies inside and between its nodes
+    split: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # inside the node, other nodes, stores
+    if analysis is not None:
+        for transfer in analysis.traffic.transfers:
+            if transfer.kind == "read" and transfer.receiver is not None:
+                part = split[bind.get(transfer.receiver, 0)]
+                part[2 if transfer.store else 0 if transfer.inside_node else 1] += transfer.nbytes
+    else:
+        for r in range(real):
+            split[r] = [intra_total.get(r, 0.0), inter_total.get(r, 0.0), 0.0]
+    flat = machine is not None and machine.levels == 1  # its processors are its nodes: no node of the model shown
     per = []
     for r in range(real):
+        inside, between, store = split.get(r, (0.0, 0.0, 0.0))
         per.append({"processor": r, "node": model.node_of(r), "points": points_total.get(r, 0),
                     "tasks": tasks_total.get(r, 0),
                     "compute_seconds": comp_total.get(r, 0.0), "intra_bytes": intra_total.get(r, 0.0),
                     "inter_bytes": inter_total.get(r, 0.0), "reduced_bytes": red_total.get(r, 0.0),
+                    "inside_node_bytes": inside, "between_nodes_bytes": between, "store_bytes": store,
+                    "received_bytes": inside + between + store,
+                    "shown_node": None if flat else model.node_of(r),
                     "peak_bytes": peak_real.get(r, 0)})
     used = sum(1 for r in range(real) if points_total.get(r, 0))
     return Prediction(model.name, used, real, total, comp_sum, comm_sum, exposed, runtime, len(launches),

@@ -12,10 +12,12 @@ from distal.search.auto import (
     auto_schedule,
     default_machine,
     default_model,
+    moved_bytes,
     options,
     realise,
     resolve_machine,
+    timing_processors,
 )
 
-__all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "options", "realise",
-           "resolve_machine"]
+__all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "moved_bytes", "options",
+           "realise", "resolve_machine", "timing_processors"]

@@ -1,8 +1,10 @@
 """The auto search: a schedule for any statement, chosen by distal's time model (`Schedule.auto`, `dt.einsum`).
 
 Candidates, each compiled on shadow tensors (same names, shapes, dtypes and
-formats, no data) and timed by `distal.model.predict` on `machine.size`
-processors:
+formats, no data) and timed as `Plan.predict()` and explain() time the plan
+(`distal.model.explain.predicted`): on this machine's model on the processors
+the run will have (Legate's configured processors, `timing_processors`), on a
+model of another machine on `machine.size` processors:
 
 * one task on one processor (the statement's default schedule);
 * the index variables distributed onto 1-, 2- and 3-D grids of the
@@ -34,7 +36,11 @@ The fastest candidate whose peak memory per processor fits the bound
 processors idle wins only when predicted faster than every plan using them
 all. The winner is built on the real tensors: an ordinary Schedule (its
 trace replays it) whose notes, shown by explain(), list every candidate with
-its predicted time, bytes moved and peak memory, and is of the class of the
+its predicted time (its plan's `Plan.predict()`; for dt.einsum the copy of
+host operands onto Legate, which the ranking adds, is given apart), bytes
+moved (the most one processor of its plan receives and reduces, as the plan's
+analysis counts them: `stats()`'s `received_bytes` plus `reduced_bytes`,
+`moved_bytes`) and peak memory, and is of the class of the
 schedule it was given (commands applied to it: a user's `dt.Schedule` stays
 one). Shadows and candidates are `TensorBase` and `ScheduleBase` objects,
 compiled by `distal.lower.compile_schedule` and timed by `distal.model.predict`.
@@ -58,15 +64,17 @@ from distal.errors import DistalError, MachineError, ScheduleError, ShapeError
 from distal.format.format import Format
 from distal.host import config_flag, configured_processors
 from distal.lower import compile_schedule
+from distal.lower.executable import analysis_of
 from distal.machine.grid import Grid, Machine, processor_kind
+from distal.model.explain import predicted
 from distal.notation.ast import Access, Assignment, Expr, IndexVar
 from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "options", "realise",
-           "resolve_machine"]
+__all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "moved_bytes", "options",
+           "realise", "resolve_machine", "timing_processors"]
 
 S = TypeVar("S", bound=ScheduleBase)
 
@@ -81,8 +89,8 @@ class Option:
 
     kind: str  # "one task", "distributed", "library", "eager"
     what: str  # in words
-    seconds: float
-    comm_bytes: int  # most bytes one processor receives and reduces
+    seconds: float  # the plan's predicted time (`Plan.predict()`'s and explain()'s, `distal.model.explain.predicted`)
+    comm_bytes: int  # most bytes one processor receives and reduces, as the plan's analysis counts them
     peak_bytes: int  # most memory one processor holds
     fits: bool
     idle: int  # processors that run nothing
@@ -93,11 +101,18 @@ class Option:
     order: tuple[int, ...] = ()  # the statement's inputs in the algorithm's operand order
     machine: Machine | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    copy_seconds: float = 0.0  # dt.einsum: copying host operands onto Legate before the plan runs
+
+    @property
+    def total_seconds(self) -> float:
+        """What auto ranks by: the plan's predicted time and the copy of host operands onto Legate."""
+        return self.seconds + self.copy_seconds
 
     def describe(self) -> str:
         idle = f", {self.idle} processor(s) idle" if self.idle else ""
         fit = "" if self.fits else " (over the memory bound)"
-        return (f"{self.what}: predicted {_fmt(self.seconds)}, moves {_bytes(self.comm_bytes)} per processor, "
+        copy = f" plus {_fmt(self.copy_seconds)} copying host operands onto Legate" if self.copy_seconds else ""
+        return (f"{self.what}: predicted {_fmt(self.seconds)}{copy}, moves {_bytes(self.comm_bytes)} per processor, "
                 f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
 
 
@@ -148,9 +163,28 @@ def default_model(machine: Machine) -> Any:
     return time_model.this_machine()
 
 
-def _predicted(sched: ScheduleBase, mm: Any, processors: int) -> Any:
-    """The time model's prediction for `sched`'s plan on `processors` processors of model `mm`."""
-    return time_model.predict(compile_schedule(sched), mm, processors)
+def timing_processors(machine: Machine, mm: Any) -> int:
+    """The real processors auto times candidates on: on this machine's model the processors the run will have
+    (Legate's configured processors of the machine's kind, `Plan.predict()`'s and explain()'s default), on a
+    model of another machine the processors of `machine`."""
+    if getattr(mm, "name", "") == "this-machine":
+        return configured_processors(machine.kind)
+    return machine.size
+
+
+def moved_bytes(plan: Any) -> int:
+    """The most bytes one processor of `plan` receives and reduces, as its analysis counts them
+    (`stats()`'s `received_bytes` plus `reduced_bytes`, `distal.lower.executable.analysis_of`)."""
+    data = analysis_of(plan)
+    return max((data.received.get(q, 0) + data.reduced.get(q, 0) for q in {*data.received, *data.reduced}),
+               default=0)
+
+
+def _predicted(sched: ScheduleBase, mm: Any, processors: int) -> tuple[Any, int]:
+    """The prediction for `sched`'s plan on `processors` processors of model `mm` (the one `Plan.predict()` and
+    explain() give, `distal.model.explain.predicted`), and the most bytes one of its processors moves."""
+    plan = compile_schedule(sched)
+    return predicted(plan, mm, processors), moved_bytes(plan)
 
 
 class Library(Protocol):
@@ -324,20 +358,21 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
     extents = {v: n for v, n in _extents(source).items() if n >= 2}
     copy_in = _moving(schedule, False, mm) if eager else 0.0
 
+    real = timing_processors(m, mm)
+
     def timed(sched: ScheduleBase, kind_: str, what: str, **fields: Any) -> Option:
         with warnings.catch_warnings():  # a candidate's traps and fallbacks are its predicted time, not warnings
             warnings.simplefilter("ignore", UserWarning)
-            pred = _predicted(sched, mm, p)
-        comm = max((r["intra_bytes"] + r["inter_bytes"] + r["reduced_bytes"] for r in pred.per_processor), default=0)
-        return Option(kind_, what, pred.seconds + copy_in, int(comm), pred.peak_bytes, pred.peak_bytes <= bound,
-                      pred.idle, **fields)
+            pred, comm = _predicted(sched, mm, real)
+        return Option(kind_, what, pred.seconds, comm, pred.peak_bytes, pred.peak_bytes <= bound,
+                      pred.idle, copy_seconds=copy_in, **fields)
 
     one = timed(_shadow(source, {}), "one task", "one task on one processor")
     found = [one]
     if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            pred = _predicted(_shadow(source, {}), mm, 1)
+            pred = time_model.predict(compile_schedule(_shadow(source, {})), mm, 1)
         back = _moving(schedule, True, mm)
         leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)",
@@ -372,14 +407,14 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
                     except (ScheduleError, ShapeError):
                         continue
     for o in library.options(schedule, m, memory, mm) if library is not None else ():
-        found.append(replace(o, seconds=o.seconds + copy_in))
+        found.append(replace(o, copy_seconds=copy_in))
     return found
 
 
 def _best(found: list[Option]) -> Option:
     """The fastest option that fits (any, when none fits); on a tie, the one leaving fewer processors idle."""
     ok = [o for o in found if o.fits] or found
-    return min(ok, key=lambda o: (o.seconds, o.idle, o.peak_bytes))
+    return min(ok, key=lambda o: (o.total_seconds, o.idle, o.peak_bytes))
 
 
 def auto_schedule(schedule: S, machine: Machine | Grid | None = None, *, memory: int | None = None,
@@ -403,15 +438,20 @@ def auto_schedule(schedule: S, machine: Machine | Grid | None = None, *, memory:
         raise ScheduleError(f"auto: expected tensors of concrete shapes, but {exc.message}",
                             str(schedule.source)) from None
     m = resolve_machine(machine)
-    found = options(schedule, m, memory=memory, model=model, eager=eager, formats=formats, library=library)
+    mm = model if model is not None else default_model(m)
+    found = options(schedule, m, memory=memory, model=mm, eager=eager, formats=formats, library=library)
     best = _best(found)
     ok = [o for o in found if o.fits]
     why = "least predicted time" if len(ok) > 1 else "the only candidate that fits" if ok else \
         "least predicted time; no candidate fits the memory bound"
     if best.idle and best.kind != "eager":
         why += f"; {best.idle} of {m.size} processors idle: the work is too small to pay for spreading it"
-    notes = [f"auto: chose {best.describe()} ({why}), on {m.size} {m.kind} processor(s)"]
-    ranked = sorted(found, key=lambda o: o.seconds)
+    real = timing_processors(m, mm)
+    where = f"on {m.size} {m.kind} processor(s)"
+    if real != m.size:
+        where = f"on {m!r}'s {m.size} {m.kind} processor(s), timed on the {real} Legate is configured with"
+    notes = [f"auto: chose {best.describe()} ({why}), {where}"]
+    ranked = sorted(found, key=lambda o: o.total_seconds)
     notes += [f"auto: considered {o.describe()}" for o in ranked[:24]]
     if len(ranked) > 24:
         notes.append(f"auto: and {len(ranked) - 24} more candidates, slower")

@@ -108,7 +108,8 @@ def test_explain_shows_the_predicted_time() -> None:
     text = plan.explain(model.lassen_gpu())
     p = plan.predict(model.lassen_gpu())
     assert f"  predicted time (lassen-gpu model, distal.model): {p.summary()}" in text
-    assert "    processor 3 (node 0): 2 point(s)" in text
+    assert "    processor 3: 2 point(s)" in text  # a flat machine: its processors are the nodes, none shown
+    assert "(4 processors; one per point of the plan's machine)" in p.summary()  # a model of another machine
 
 
 @pytest.mark.parametrize("name", ["summa", "cannon", "johnson"])
