@@ -37,6 +37,7 @@ from distal.lower.describe import describe, leaf_text
 from distal.lower.executable import analysis_of
 from distal.lower.in_place import placement_layout
 from distal.lower.memory import memory_line
+from distal.lower.reductions import HeldReduction
 from distal.lower.task_graph import PlanBase
 from distal.lower.traffic import Split
 from distal.machine.level import node_size
@@ -263,6 +264,10 @@ def _runtime_text(plan: PlanBase, n: int, data: PlanAnalysis) -> str:
     if red is not None and red.synthesized and n == red.tensor and placement_layout(info) is not None:
         return ("the launches write per-processor partials; the reduced result is one store, laid out by its "
                 "format after")
+    if isinstance(red, HeldReduction) and n == red.tensor and placement_layout(info) is not None:
+        across = ", ".join(red.across) or "the steps"
+        return (f"the launches add into per-processor partials held across {across}, each reduced into its tile "
+                f"once per stage")
     if info.name in data.gathered:
         if info.output and plan.zero_output:
             return (f"gathered into one store: a new one the launches write ({_GATHERED_WHY}); it is laid out by "
