@@ -13,7 +13,10 @@ With a synthesized reduction (`PlanBase.reduction`), the buffer of a point is
 added into its processor's partial result instead; after the last launch
 the plan's program sums the partials (`distal.reduction.execute_lowered`,
 the collectives step by step) and the first device of each group adds its
-sum into the group's output box, as on Legate.
+sum into the group's output box, as on Legate. With a held reduction
+(`distal.lower.reductions.HeldReduction`) the partials are added into the
+output after the last launch of each stage, each processor's once, and
+start at zero again, as on Legate.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
+from distal.lower.reductions import HeldReduction, held_folds, partials_reduction
 from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
 
 __all__ = ["run_numpy"]
@@ -99,15 +103,16 @@ def run_numpy(plan: PlanBase, device: Callable[[np.ndarray], Any] | None = None)
     fresh = first_launch_fresh(plan)
     arrays = initial_data(plan, fresh)
     out = plan.tensors.index(plan.output)
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    red = partials_reduction(plan)  # synthesized or held: points add into their processor's partial
     partials = None
     if red is not None:
         assert plan.machine is not None
         partials = np.zeros((plan.machine.size, math.prod(red.row)), dtype=plan.tensors[red.tensor].dtype)
+    folds = dict(held_folds(plan, red)) if isinstance(red, HeldReduction) else {}
     for number, (group, launch) in enumerate(plan.launches()):
         for point in launch.points():
             tiles: list[Any] = []
-            folds = []
+            adds = []
             for op in launch.operands:
                 info = plan.tensors[op.tensor]
                 box = op.box(point, info.shape)
@@ -117,7 +122,7 @@ def run_numpy(plan: PlanBase, device: Callable[[np.ndarray], Any] | None = None)
                     buffer = np.zeros_like(view)
                     if red is not None and partials is not None and op.tensor == red.tensor:
                         view = partial_view(red, partials[plan.device_of(group, point)], box)
-                    folds.append((view, buffer))
+                    adds.append((view, buffer))
                     tiles.append(buffer)
                 elif op.privilege is Privilege.READ:
                     tiles.append(view.copy())  # a task must not change what it only reads
@@ -129,8 +134,14 @@ def run_numpy(plan: PlanBase, device: Callable[[np.ndarray], Any] | None = None)
                 group.body.run_fresh(point, position, *args)
             else:
                 group.body(point, *args)
-            for view, buffer in folds:
+            for view, buffer in adds:
                 view += buffer
-    if red is not None and partials is not None:
+        if number in folds and partials is not None:  # a held reduction's stage ends: each partial once
+            assert red is not None
+            for holder, box in folds[number]:
+                index = (*(slice(lo, hi) for lo, hi in box), Ellipsis)
+                arrays[red.tensor][index] += partial_view(red, partials[holder], box)
+            partials[...] = 0
+    if red is not None and red.synthesized and partials is not None:
         _finish(plan, red, partials, arrays[red.tensor])
     plan.tensor(plan.output).set_array(arrays[out])

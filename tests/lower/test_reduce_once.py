@@ -155,6 +155,37 @@ def test_a_plan_without_repeated_tiles_keeps_one_legate_reduction_per_launch() -
     assert plan.stats()["total_reduced_bytes"] == 1024
 
 
+@pytest.mark.parametrize("make", [
+    lambda: johnson_steps(data=True),
+    lambda: library("solomonik", 16, data=True),
+    lambda: johnson_stages(data=True),
+], ids=["johnson-steps", "solomonik-16", "stages"])
+def test_the_numpy_executor_holds_the_partials_too(make: Callable[[], Plan],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from distal.lower import numpy_exec
+
+    plan = make()
+    b, c = _operand_arrays(plan)
+    folded: list[int] = []
+    original = numpy_exec.partial_view
+
+    def view(red: Any, flat: np.ndarray, box: Any) -> np.ndarray:
+        folded.append(1)
+        return original(red, flat, box)
+
+    monkeypatch.setattr(numpy_exec, "partial_view", view)
+    numpy_exec.run_numpy(plan)
+    np.testing.assert_array_equal(plan.tensor(plan.output).to_numpy(), np.einsum("ik,kj->ij", b, c))
+    assert folds_of(plan) * 8 <= len(folded)
+
+
+def folds_of(plan: Plan) -> int:
+    from distal.lower.reductions import HeldReduction
+
+    assert isinstance(plan.reduction, HeldReduction)
+    return len(plan.reduction.folds)
+
+
 # -- on Legate: numpy's result, one reduction per tile ----------------------------------------------------------
 
 
