@@ -155,7 +155,7 @@ def summary_lines(plan: PlanBase, data: PlanAnalysis, found: tuple[Prediction | 
     calls the leaves run, the predicted time against memory."""
     got, name, why = found
     kind = plan.machine.kind if plan.machine is not None else "cpu"
-    real = data.real_processors
+    real = got.processors_total if got is not None else data.real_processors  # the processors it was timed on
     if plan.eager:
         where = f"runs eagerly in this process with NumPy, no Legate tasks ({plan.eager})"
     else:
@@ -169,8 +169,9 @@ def summary_lines(plan: PlanBase, data: PlanAnalysis, found: tuple[Prediction | 
         time = f"predicted time: none ({why})"
     else:
         fit = "fits" if got.fits else "DOES NOT FIT"
-        time = (f"predicted {seconds_text(got.seconds)} ({name} model); peak memory {_bytes(got.peak_bytes)} of "
-                f"{_bytes(got.memory_bytes)} per processor ({fit})")
+        assumed = f"; {got.assumption}" if got.assumption else ""  # processors other than the run's
+        time = (f"predicted {seconds_text(got.seconds)} ({name} model{assumed}); peak memory "
+                f"{_bytes(got.peak_bytes)} of {_bytes(got.memory_bytes)} per processor ({fit})")
         if plan.eager:
             time = "as Legate tasks it would be " + time
     return [f"summary: {where}", f"  calls: {calls}", f"  {time}"]

@@ -142,7 +142,12 @@ def test_library_plans_predict_one_time(name: str, grid: tuple[int, ...]) -> Non
     assert f"processors={plan.machine.size + 1} as asked" in asked.summary()
     lassen = plan.predict(model.lassen_gpu())
     assert "one per point of the plan's machine" in lassen.summary()
-    assert lassen.summary() in plan.explain(model.lassen_gpu())
+    text = plan.explain(model.lassen_gpu())
+    assert lassen.summary() in text
+    points = plan.machine.size
+    assert f"summary: runs on {points} of {points} cpu processor(s)" in text  # was "of 2": Legate's, not the model's
+    assert (f"  predicted {seconds_text(lassen.seconds)} (lassen-gpu model; one per point of the plan's machine); "
+            in text)
 
 
 def _chosen_time(notes: tuple[str, ...] | list[str]) -> str:
