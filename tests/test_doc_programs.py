@@ -90,6 +90,7 @@ SHRINK: dict[str, list[tuple[str, str]]] = {
 MACHINE_FIGURES = (
     (r"by (numpy\.matmul|distal's OpenBLAS \w+)", "by <tile BLAS>"),
     (r"predicted [0-9.]+ (ms|us|s)\b", "predicted <time>"),
+    (r"plus [0-9.]+ (ms|us|s) copying", "plus <time> copying"),
 )
 
 
