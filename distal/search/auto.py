@@ -444,9 +444,9 @@ def auto_schedule(schedule: S, machine: Machine | Grid | None = None, *, memory:
     ok = [o for o in found if o.fits]
     why = "least predicted time" if len(ok) > 1 else "the only candidate that fits" if ok else \
         "least predicted time; no candidate fits the memory bound"
-    if best.idle and best.kind != "eager":
-        why += f"; {best.idle} of {m.size} processors idle: the work is too small to pay for spreading it"
     real = timing_processors(m, mm)
+    if best.idle and best.kind != "eager":
+        why += f"; {best.idle} of {real} processors idle: the work is too small to pay for spreading it"
     where = f"on {m.size} {m.kind} processor(s)"
     if real != m.size:
         where = f"on {m!r}'s {m.size} {m.kind} processor(s), timed on the {real} Legate is configured with"

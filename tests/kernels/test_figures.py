@@ -195,3 +195,17 @@ def test_the_model_section_and_the_traffic_table_name_one_node() -> None:
 def _parse_bytes(text: str) -> float:
     value, unit = text.split()
     return float(value) * {"KiB": 1024, "MiB": 2**20, "B": 1}[unit]
+
+
+def test_auto_on_a_machine_larger_than_legate_s_says_what_it_timed_on() -> None:
+    """auto on Grid(4) where Legate has fewer processors: timed on those, and its note says so."""
+    from distal.host import configured_processors
+
+    real = configured_processors("cpu")
+    if real >= 4:
+        pytest.skip("Legate is configured with 4 processors or more here")
+    a, _ = _matvec(512)
+    chose = next(n for n in a.schedule().auto(dt.Machine(dt.Grid(4))).notes if n.startswith("auto: chose"))
+    assert f"on Machine(Grid(4))'s 4 cpu processor(s), timed on the {real} Legate is configured with" in chose
+    if "processors idle" in chose:
+        assert f"of {real} processors idle" in chose
