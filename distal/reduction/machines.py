@@ -11,15 +11,18 @@ executes such a plan on Legate.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from distal._text import short_seconds_text
 from distal.errors import ReductionError
 from distal.machine.grid import Machine
 from distal.machine.links import Link
+from distal.reduction.lowering import LoweredProgram
 from distal.reduction.ranking import DEFAULT_BYTES, ReductionPlan, allreduce_program, plan_reduction
-from distal.reduction.system import system_from_machine
+from distal.reduction.system import System, system_from_machine
+from distal.reduction.timing import step_time
 
-__all__ = ["describe_plan", "machine_plan"]
+__all__ = ["describe_plan", "machine_plan", "retimed_seconds"]
 
 
 def machine_plan(
@@ -54,6 +57,40 @@ def machine_plan(
     system = system_from_machine(machine, ics, gpus=machine.kind == "gpu")
     grps = [list(range(system.size))] if groups is None else [[int(d) for d in g] for g in groups]
     return plan_reduction(system, grps, nbytes=nbytes, algorithm=algorithm, max_size=max_size)
+
+
+def retimed_seconds(
+    plan: ReductionPlan,
+    nbytes: float,
+    interconnects: Sequence[Link],
+    algorithm: str = "ring",
+) -> tuple[float, float]:
+    """The chosen program's and the single AllReduce's time on other links, one per level of the plan's system.
+
+    The plan was ranked on the links the lowering knew (`system_from_machine`'s defaults); a time model with
+    its own links (a Lassen node's NVLink, X-bus and EDR port) re-times the same lowered steps on them: the
+    same device groups and chunks, each step's port loads and latency terms on `interconnects`
+    (`distal.reduction.timing.step_time`). Level 0 is the link between nodes.
+
+    >>> import distal as dt
+    >>> from distal.machine.links import Link
+    >>> plan = machine_plan(dt.Machine(dt.Grid(2), dt.Grid(4)), nbytes=8.0)
+    >>> fast = (Link("ib", 25e9, 1.5e-6), Link("nvlink", 75e9, 1e-6))
+    >>> [round(t * 1e6, 1) for t in retimed_seconds(plan, 8.0, fast)]
+    [9.0, 21.0]
+    """
+    old = plan.layout.system
+    links = tuple(interconnects)
+    if len(links) != len(old.levels):
+        raise ReductionError(f"expected {len(old.levels)} interconnects (one per level of {old}), "
+                             f"but found {len(links)}")
+    system = System(tuple(replace(lv, link=link) for lv, link in zip(old.levels, links)))
+
+    def timed(lowered: LoweredProgram) -> float:
+        chunk = float(nbytes) / lowered.chunks
+        return sum(step_time(system, s, chunk, algorithm) for s in lowered.steps)
+
+    return timed(plan.best.lowered), timed(plan.allreduce.lowered)
 
 
 def _bytes(nbytes: float) -> str:
