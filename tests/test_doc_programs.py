@@ -275,6 +275,34 @@ def test_the_adjustments_still_apply() -> None:
         assert all(p in lines for p in prints), (page, prints)
 
 
+# Dotted names in the docs that are placeholders, not names.
+NOT_NAMES = {"distal.runtime._x"}
+
+
+def test_every_name_the_docs_give_exists() -> None:
+    """Each `dt.X...` or `distal.x.y...` a page names in code quotes is a module or an attribute distal has."""
+    import importlib
+
+    missing = []
+    for page in PAGES:
+        text = (ROOT / page).read_text()
+        for match in re.finditer(r"`((?:dt|distal)(?:\.[A-Za-z_]\w*)+)", text):
+            if match.group(1) in NOT_NAMES:
+                continue
+            parts = ["distal" if n == "dt" else n for n in match.group(1).split(".")]
+            for known in range(len(parts), 0, -1):
+                try:
+                    found: object = importlib.import_module(".".join(parts[:known]))
+                    break
+                except ImportError:
+                    continue
+            for attribute in parts[known:]:
+                if not hasattr(found, attribute):
+                    missing.append(f"{page}:{text.count(chr(10), 0, match.start()) + 1} {match.group(1)}")
+                    break
+                found = getattr(found, attribute)
+    assert not missing, "\n".join(missing)
+
 def _gallery() -> Any:
     import importlib.util
 
