@@ -268,7 +268,7 @@ def _runtime_text(plan: PlanBase, n: int, data: PlanAnalysis) -> str:
     if isinstance(red, HeldReduction) and n == red.tensor and placement_layout(info) is not None:
         across = ", ".join(red.across) or "the steps"
         return (f"the launches add into per-processor partials held across {across}, each reduced into its tile "
-                f"once per stage")
+                f"once per stage; the reduced result is one store, laid out by its format after")
     if info.name in data.gathered:
         if info.output and plan.zero_output:
             return (f"gathered into one store: a new one the launches write ({_GATHERED_WHY}); it is laid out by "
