@@ -23,8 +23,16 @@ explain's exact accounting takes minutes at this scale). Writes
 bench/results/weak_scaling.json and weak_scaling_matmul.png,
 weak_scaling_higher.png (per-node GFLOP/s, or GB/s for TTV and innerprod).
 
+The library chooses as DISTAL did (issue 34): Solomonik's layers c and COSMA's
+grid fit the processor's memory (`kernels.machine(name, p, shape,
+memory=...)`), and innerprod runs on a two-level machine of the nodes
+(`kernels.machine("innerprod", p, nodes=...)`): its partial sums are reduced by
+the reduction synthesizer's program, within the node, then between nodes
+(paper 7.2.2: "a node-level reduction followed by a global reduction").
+
 Run: `python bench/weak_scaling.py` or `distal bench weak-scaling`
-(`--nodes 1,2,4` for fewer points).
+(`--nodes 1,2,4` for fewer points; `--update` replaces only the cases run in
+the recorded JSON and redraws the plots from all of them).
 """
 
 from __future__ import annotations
@@ -60,6 +68,12 @@ def _shapes(name: str, nodes: int, kind: str) -> list[tuple[int, ...]]:
         return [(n, n)] * 3
     n0, l0 = HIGHER_N0[name]
     n = round(n0 * nodes ** (1 / 3))
+    if name == "innerprod" and nodes > 1:
+        # on the two-level machine i is split over the nodes, then over each node's processors: distal's lowering
+        # tiles a nested split only when it is even (otherwise every task gets the whole tensor), so n is the
+        # nearest multiple of the processors (4096 instead of 3870 at 128 GPU nodes, 5120 instead of 4876 at 256)
+        procs = nodes * machine_model(kind).per_node
+        n = procs * max(1, round(n / procs))
     return {"ttv": [(n, n), (n, n, n), (n,)], "innerprod": [(), (n, n, n), (n, n, n)],
             "ttm": [(n, n, l0), (n, n, n), (n, l0)], "mttkrp": [(n, l0), (n, n, n), (n, l0), (n, l0)]}[name]
 
@@ -88,7 +102,12 @@ def predict_case(name: str, nodes: int, kind: str) -> dict[str, Any]:
     shape = (shapes[0][0], shapes[0][1], shapes[1][1]) if name in MATMUL else None
     mm = machine_model(kind)
     procs = nodes * mm.per_node
-    machine = kernels.machine(name, procs, shape)
+    if name in ("solomonik", "cosma"):  # c and the grid fit the processor's memory, as DISTAL chose them
+        machine = kernels.machine(name, procs, shape, memory=mm.processor.memory)
+    elif name == "innerprod" and nodes > 1:  # a node-level, then a global reduction (paper 7.2.2)
+        machine = kernels.machine(name, procs, nodes=nodes)
+    else:
+        machine = kernels.machine(name, procs, shape)
     t0 = time.perf_counter()
     plan = kernels.build(name, machine, *ops).compile()
     compile_s = time.perf_counter() - t0
@@ -101,6 +120,19 @@ def predict_case(name: str, nodes: int, kind: str) -> dict[str, Any]:
     for r in pred.per_processor:
         into_node[r["node"]] = into_node.get(r["node"], 0.0) + r["inter_bytes"]
     reduced = max((r["reduced_bytes"] for r in pred.per_processor), default=0.0)
+    red = plan.reduction
+    reduction = None if red is None else {
+        "strategy": red.strategy, "reason": red.reason, "program": red.program or None,
+        "steps": [step.split(" over ")[0] for step in red.steps], "groups": len(red.groups),
+        "seconds": red.seconds, "allreduce_seconds": red.allreduce_seconds}
+    if reduction is not None and red is not None and red.synthesized and red.plan is not None:
+        from distal.reduction.machines import retimed_seconds
+
+        # the program as the lowering timed it (default links: 8 GB/s, 10 us between nodes) and on the model's
+        # own links (the node's port `inter`, its outermost link `intra`)
+        best, single = retimed_seconds(red.plan, red.nbytes, (mm.inter, mm.intra))
+        reduction["seconds_on_model_links"] = best
+        reduction["allreduce_seconds_on_model_links"] = single
     return {"algorithm": name, "kind": kind, "nodes": nodes, "processors": procs,
             "shape": [list(s) for s in shapes], "machine": repr(machine), "launches": plan.launch_count(),
             "compile_seconds": compile_s, "predict_seconds": predict_s, "seconds": pred.seconds, "per_node": rate,
@@ -108,7 +140,8 @@ def predict_case(name: str, nodes: int, kind: str) -> dict[str, Any]:
             "memory_per_processor": pred.memory_bytes, "idle_processors": pred.idle,
             "max_inter_node_bytes": max(into_node.values(), default=0.0), "max_reduced_bytes": reduced,
             "compute_seconds": pred.compute_seconds, "comm_seconds": pred.comm_seconds,
-            "exposed_comm_seconds": pred.exposed_comm_seconds, "runtime_seconds": pred.launch_seconds}
+            "exposed_comm_seconds": pred.exposed_comm_seconds, "runtime_seconds": pred.launch_seconds,
+            "reduction": reduction}
 
 
 def plot(rows: list[dict[str, Any]]) -> list[Path]:
@@ -169,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", default=",".join(map(str, NODES)))
     parser.add_argument("--algorithms", default=",".join((*MATMUL, *HIGHER_N0)))
     parser.add_argument("--kinds", default="cpu,gpu", help="cpu, gpu or both")
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the cases run in the recorded weak_scaling.json, keep the others")
     args = parser.parse_args(argv)
     nodes = [int(x) for x in args.nodes.split(",")]
     names = args.algorithms.split(",")
@@ -182,6 +217,15 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'fits' if row['fits'] else 'OUT OF MEMORY'} ({row['peak_bytes_per_processor'] / 2**30:.1f} "
                       f"GiB), compile {row['compile_seconds']:.2f} s, predict {row['predict_seconds']:.2f} s",
                       file=sys.stderr, flush=True)
+    if args.update and (RESULTS / "weak_scaling.json").exists():
+        import json
+
+        ran = {(r["kind"], r["algorithm"], r["nodes"]) for r in rows}
+        kept = [r for r in json.loads((RESULTS / "weak_scaling.json").read_text())["rows"]
+                if (r["kind"], r["algorithm"], r["nodes"]) not in ran]
+        order = {(k, a): i for i, (k, a) in enumerate((k, a) for k in ("cpu", "gpu") for a in (*MATMUL, *HIGHER_N0))}
+        rows = sorted(kept + rows, key=lambda r: (order.get((r["kind"], r["algorithm"]), 99), r["nodes"]))
+        nodes = sorted({r["nodes"] for r in rows})
     at_max = [r for r in rows if r["nodes"] == max(nodes)]
     summary = {
         "max_nodes": max(nodes),
