@@ -103,7 +103,7 @@ def _machine_free(text: str) -> str:
 
 # print(...) lines whose inline comment is what they print (other inline comments on prints are prose).
 INLINE_PRINTS = {
-    "docs/tutorial.md": ("print(s)", "print(Tt.format, Vt.format, Rt.format)"),
+    "docs/tutorial.md": ("print(s)", "print(Tt.format, Vt.format, Rt.format)", "print(m)"),
 }
 
 
