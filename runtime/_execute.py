@@ -267,11 +267,13 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
     red = exe.reduction
     into = red or exe.held  # the launches add into per-processor partials (synthesized or held)
     fresh: list[tuple[Store, tuple[int, ...] | None]] = []  # the `=` output's new store: zeros, or first launch
-    placed = _placed_operands(plan, exe, fresh)
+    placed = kept = _placed_operands(plan, exe, fresh)
+    if exe.held is not None and exe.held.tensor in placed:  # the launches add into partials, the folds into blocks
+        placed = {n: v for n, v in kept.items() if n != exe.held.tensor}
     stores = []
     for n, info in enumerate(plan.tensors):
-        if n in placed:
-            stores.append(placed[n].held.blocks)  # read and written in place, block by block
+        if n in kept:
+            stores.append(kept[n].held.blocks)  # read and written in place, block by block
         else:
             stores.append(_output_store(plan, info, fresh) if info.output else store_of(plan, info))
     launch_stores = stores
@@ -317,21 +319,24 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
                           stores[exe.held.tensor], trace, target)
     if red is not None:
         reduce_into_output(plan, red, exe, launch_stores[red.tensor], stores[red.tensor], trace, target)
-    _keep_output(plan, stores, placed)
+    _keep_output(plan, stores, kept)
 
 
 def _placed_operands(plan: PlanBase, exe: Executable,
                      fresh: list[tuple[Store, tuple[int, ...] | None]]) -> dict[int, PlacedOperand]:
     """The tensors whose tiles in every launch are their format's device blocks: used in place
     (`Executable.views`; the output of a synthesized reduction is not, its launches write per-processor
-    partials instead). A new output's blocks (`=`) are appended to `fresh` unwritten.
+    partials instead; a held reduction's output is, where the executable gives it views, and only its folds
+    use it). A new output's blocks (`=`) are appended to `fresh` unwritten.
     """
     out: dict[int, PlacedOperand] = {}
-    red = exe.reduction or exe.held
+    red = exe.reduction
     for n, info in enumerate(plan.tensors):
         if red is not None and n == red.tensor:
             continue
         views = exe.views[n]
+        if exe.held is not None and n == exe.held.tensor:
+            views = exe.held_views  # only the folds use the blocks: the launches add into partials
         if info.output and plan.zero_output:
             lay = exe.layouts[n]
             if lay is None or views is None:

@@ -628,6 +628,11 @@ def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[t
     assert machine is not None
     size = math.prod(red.row)
     lead = machine.full_shape
+    if fold.blocks:  # the output in its format's device blocks (``output`` is the block store)
+        _fold_into_blocks(plan, red, fold, binding, partials, output, target)
+        launches = 1 if fold.block_projection is not None and fold.output is not None else len(fold.points)
+        _folded(plan, red, fold, launches, size, trace, partials)
+        return
     key = _fold_key(_Fold(tuple(red.row)))
     if fold.output is not None and fold.partials is not None:
         stores_of = [partials, output]
@@ -650,9 +655,58 @@ def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[t
             point_launch(key, [(block, Privilege.READ), (part, Privilege.REDUCE_ADD)], (device,),
                          binding.get(coord, 0), target)
         launches = len(fold.points)
+    _folded(plan, red, fold, launches, size, trace, partials)
+
+
+def _folded(plan: PlanBase, red: Reduction, fold: HeldFold, launches: int, size: int,
+            trace: list[ReduceRecord] | None, partials: Store) -> None:
+    """A fold's record, and its partials zeroed when another stage follows."""
     if trace is not None:
         name = plan.tensors[red.tensor].name
         trace.append(ReduceRecord(f"held partials into {name} after launch {fold.after[1]} of group "
                                   f"{fold.after[0]}", len(fold.points), launches, size))
     if not fold.last:
-        fill(partials, 0, (*(1 for _ in lead), size))
+        assert plan.machine is not None
+        fill(partials, 0, (*(1 for _ in plan.machine.full_shape), size))
+
+
+@dataclass(eq=False)
+class _FoldIntoBlock:
+    """Add a processor's flat partial, seen as `row`, into its box of its output block (flat, seen as `tile`);
+    ``boxes``: per launch point (a processor coordinate, or the device of a pinned launch), that box."""
+
+    row: tuple[int, ...]
+    tile: tuple[int, ...]
+    boxes: dict[tuple[int, ...], Box]
+
+    def __call__(self, point: tuple[int, ...], source: Any, out: Any) -> None:
+        box = self.boxes[tuple(int(x) for x in point)]
+        target = out.reshape(self.tile)[tuple(slice(lo, hi) for lo, hi in box)]
+        target += source.reshape(self.row)[tuple(slice(0, hi - lo) for lo, hi in box)]
+
+
+def _fold_into_blocks(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[tuple[int, ...], int],
+                      partials: Store, blocks: Store, target: str) -> None:
+    assert plan.machine is not None
+    lead = plan.machine.full_shape
+    size = math.prod(red.row)
+    tile = fold.block_tile
+    block = (*([1] * (blocks.ndim - 1)), blocks.shape[-1])
+    if fold.output is not None and fold.partials is not None and fold.block_projection is not None:
+        boxes = {coord: local for (_, coord, _), (_, local) in zip(fold.points, fold.blocks)}
+        key = register_kernel(_FoldIntoBlock(tuple(red.row), tile, boxes), "distal_held_fold_blocks",
+                              transient=True)
+        op = fold.partials
+        assert op.tile is not None and op.projection is not None
+        args = [Arg(partials, Privilege.READ, op.tile, op.projection, op.colors),
+                Arg(blocks, Privilege.REDUCE_ADD, block, fold.block_projection)]
+        index_launch(key, lead, args, target=target)
+        return
+    boxes = {(device,): local for (device, _, _), (_, local) in zip(fold.points, fold.blocks)}
+    key = register_kernel(_FoldIntoBlock(tuple(red.row), tile, boxes), "distal_held_fold_blocks", transient=True)
+    for (device, coord, _), (color, _) in zip(fold.points, fold.blocks):
+        mine = tile_of(partials, (*(1 for _ in lead), size), (*coord, 0))
+        into = tile_of(blocks, block, color)
+        point_launch(key, [(mine, Privilege.READ), (into, Privilege.REDUCE_ADD)], (device,),
+                     binding.get(coord, 0), target)
+

@@ -240,6 +240,12 @@ class HeldFold:
     output: Operand | None
     partials: Operand | None
     last: bool
+    # the output read in place in its device blocks (`Executable.views` has its launches' views): per point of
+    # ``points``, its block's coordinates in the block store and its box in that block; with ``output``, the
+    # projection from processor coordinate to block coordinates of the index launch
+    blocks: tuple[tuple[Point, Box], ...] = ()
+    block_projection: tuple[Proj, ...] | None = None
+    block_tile: tuple[int, ...] = ()  # the padded shape of one block of the output's layout (stored flat)
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -256,6 +262,10 @@ class Executable:
     steps. ``whole``: per (group, launch) over the whole domain, its task groups; ``parts``: per (group,
     launch, processor) of a launch over part of the domain, the task groups of that processor's box
     (absent: one task per point). A launch is named by its group's index and its index in the group.
+    ``held``: the plan's held reduction (`distal.lower.reductions.HeldReduction`; None: none), whose launches
+    add into the same partials (``partials``) and whose ``folds`` reduce them into the output after each
+    stage: into its device blocks where ``held_views`` (the launches' views of the output's blocks, which
+    the folds take their blocks from) is given, else into one store laid out by its format after.
     """
 
     statement: str
@@ -271,6 +281,7 @@ class Executable:
     parts: Mapping[tuple[int, int, int], TaskGrouping]
     held: HeldReduction | None = None
     folds: tuple[HeldFold, ...] = ()
+    held_views: InPlaceViews | None = None
 
     @property
     def processors(self) -> int:
@@ -317,8 +328,16 @@ def _finalize(plan: PlanBase, config: Configuration) -> Executable:
     layouts = tuple(placement_layout(info) for info in plan.tensors)
     views: list[InPlaceViews | None] = []
     for n, lay in enumerate(layouts):
-        viewed = launch_views(plan, n, lay) if lay is not None and (into is None or n != into.tensor) else None
+        viewed = launch_views(plan, n, lay) if lay is not None and (red is None or n != red.tensor) else None
         views.append(InPlaceViews(MappingProxyType(viewed)) if viewed else None)
+    held_views = None
+    folds: tuple[HeldFold, ...] = ()
+    if held is not None:
+        # the launches add into partials; the folds reduce into the output's blocks where they can
+        held_views, views[held.tensor] = views[held.tensor], None
+        folds = _folds(plan, held, held_views, layouts[held.tensor])
+        if any(not fold.blocks for fold in folds):
+            held_views = None  # reduced into one store, laid out by its format after
     whole: dict[tuple[int, int], TaskGrouping] = {}
     parts: dict[tuple[int, int, int], TaskGrouping] = {}
     if grouping:
@@ -343,19 +362,23 @@ def _finalize(plan: PlanBase, config: Configuration) -> Executable:
                         parts[(g, k, proc)] = found
     return Executable(plan.statement, config, MappingProxyType(binding), grouping, layouts, tuple(views), red,
                       partials, reduction_run(red.plan) if red is not None and red.plan is not None else None,
-                      MappingProxyType(whole), MappingProxyType(parts), held,
-                      _folds(plan, held) if held is not None else ())
+                      MappingProxyType(whole), MappingProxyType(parts), held, folds, held_views)
 
 
-def _folds(plan: PlanBase, held: HeldReduction) -> tuple[HeldFold, ...]:
-    """The held reduction's folds (`HeldFold`), one per stage, at the launches `held_folds` names."""
+def _folds(plan: PlanBase, held: HeldReduction, views: InPlaceViews | None, lay: Layout | None
+           ) -> tuple[HeldFold, ...]:
+    """The held reduction's folds (`HeldFold`), one per stage, at the launches `held_folds` names; with the
+    output's ``views`` (its launches' operands read in its device blocks), the blocks each fold reduces into
+    (none where a tile spans several blocks: the output is then one store)."""
     machine = plan.machine
     assert machine is not None
+    launches = list(plan.launches())
     where = [(g, k) for g, group in enumerate(plan.groups) for k in range(len(group.launches))]
     coords = [tuple(c) for c in machine.coords()]
     lead = machine.full_shape
     stages = held_folds(plan, held)
     out: list[HeldFold] = []
+    start = 0
     for s, (index, members) in enumerate(stages):
         points = tuple((device, coords[device], box) for device, box in members)
         output = partials = None
@@ -365,7 +388,44 @@ def _folds(plan: PlanBase, held: HeldReduction) -> tuple[HeldFold, ...]:
                 size = math.prod(held.row)
                 partials = Operand(held.tensor, Privilege.READ, (*(1 for _ in lead), size),
                                    (*(Proj(d) for d in range(len(lead))), Proj(None, 0, 0)), (*lead, 1))
-        out.append(HeldFold(where[index], points, output, partials, s == len(stages) - 1))
+        blocks = _fold_blocks(plan, held, views, launches[start:index + 1], points) if views is not None else ()
+        projection = None
+        if blocks and output is not None:
+            projection = _fit_blocks(lead, [coord for _, coord, _ in points], [color for color, _ in blocks])
+            if projection is None:
+                output = partials = None  # one pinned launch per processor, each into its block
+        tile = tuple(lay.tile) if blocks and lay is not None else ()
+        out.append(HeldFold(where[index], points, output, partials, s == len(stages) - 1, blocks, projection,
+                            tile))
+        start = index + 1
+    return tuple(out)
+
+
+def _fold_blocks(plan: PlanBase, held: HeldReduction, views: InPlaceViews, stage: Sequence[tuple[Group, Launch]],
+                 points: Sequence[tuple[int, Point, Box]]) -> tuple[tuple[Point, Box], ...]:
+    """Per point of a fold, its block's coordinates and its box in the block, from the view of the stage's
+    last launch it ran in; () where some tile spans several blocks."""
+    found: dict[int, tuple[Point, Box]] = {}
+    for group, launch in stage:
+        op = launch.operands[held.tensor]
+        view = views.of(launch, op)
+        if view.span is not None:
+            return ()
+        for p in launch.points():
+            found[plan.device_of(group, p)] = (tuple(c.at(p) for c in view.projection), view.local(p))
+    if any(device not in found for device, _, _ in points):
+        return ()
+    return tuple(found[device] for device, _, _ in points)
+
+
+def _fit_blocks(lead: Sequence[int], coords: Sequence[Point], colors: Sequence[Point]) -> tuple[Proj, ...] | None:
+    """The projection from processor coordinate to block coordinates through the given pairs, if affine."""
+    out = []
+    for d in range(len(colors[0]) if colors else 0):
+        proj = fit_projection({c: color[d] for c, color in zip(coords, colors)}, (0,) * len(lead), tuple(lead))
+        if proj is None:
+            return None
+        out.append(proj)
     return tuple(out)
 
 
