@@ -77,7 +77,7 @@ from distal.errors import DistalError
 from distal.host import configured_processors
 from distal.lower.grouping import plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
-from distal.lower.reductions import partials_reduction, reduced_after
+from distal.lower.reductions import reduced_after
 from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
 
@@ -656,8 +656,9 @@ def _returned(plan: PlanBase, owners: Owners, sim: _Simulation, returned: dict[P
 def _in_place(plan: PlanBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Which formatted tensors the runtime uses in their device blocks (`in_place`) and which it gathers
     into one store first (`gathered`, `distal.lower.in_place.gathered_tensors`); the output of a
-    synthesized or held reduction is in neither (its launches write per-processor partials)."""
-    red = partials_reduction(plan)
+    synthesized reduction is in neither (its launches write per-processor partials; a held reduction's
+    partials are reduced into the output's blocks where its launches could have read them in place)."""
+    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
     gathered = set(gathered_tensors(plan))
     names: dict[bool, list[str]] = {False: [], True: []}
     for n, info in enumerate(plan.tensors):
