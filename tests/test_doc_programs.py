@@ -327,13 +327,14 @@ def test_every_name_the_docs_give_exists() -> None:
             if match.group(1) in NOT_NAMES:
                 continue
             parts = ["distal" if n == "dt" else n for n in match.group(1).split(".")]
+            found: object = None
             for known in range(len(parts), 0, -1):
                 try:
-                    found: object = importlib.import_module(".".join(parts[:known]))
+                    found = importlib.import_module(".".join(parts[:known]))
                     break
                 except ImportError:
                     continue
-            for attribute in parts[known:]:
+            for attribute in parts[known:] if found is not None else parts:
                 if not hasattr(found, attribute):
                     missing.append(f"{page}:{text.count(chr(10), 0, match.start()) + 1} {match.group(1)}")
                     break
