@@ -43,7 +43,8 @@ class Algorithm:
     # operand index variables, output first, e.g. ((i, j), (i, k), (k, j)) for matmul
     indices: tuple[tuple[IndexVar, ...], ...]
     machine: MachineFn
-    formats: tuple[str | None, ...]  # one distribution per operand (None: not distributed)
+    # one distribution per operand (None: not distributed), the same at every level, or one per level (a tuple)
+    formats: tuple[str | tuple[str, ...] | None, ...]
     schedule: ScheduleFn
     matmul: bool = False
     hierarchical: bool = False  # also runs on two-level machines (a grid of nodes of processor grids)
@@ -64,10 +65,12 @@ class Algorithm:
             out[self.indices[0]] = rhs
 
     def format_of(self, n: int, machine: Machine) -> Format | None:
-        """Operand n's format on `machine`: the same distribution at every level."""
+        """Operand n's format on `machine`: the same distribution at every level, or the one of each level."""
         spec = self.formats[n]
         if spec is None:
             return None
+        if isinstance(spec, tuple):
+            return Format(spec[0] if machine.levels == 1 else list(spec[:machine.levels]), machine)
         return Format(spec if machine.levels == 1 else [spec] * machine.levels, machine)
 
 
@@ -218,16 +221,17 @@ def _innerprod_machine(p: int, shape: Sequence[int] | None, params: dict[str, An
 
 
 def _innerprod(s: ScheduleBase, m: Machine, ops: tuple[TensorBase, ...], params: dict[str, Any]) -> ScheduleBase:
-    """i over the nodes (and, on a two-level machine, each node's slab over its processors); every point's
-    partial sum is reduced into the scalar: on a two-level machine by the reduction synthesizer's program,
-    within the node first, then between nodes (`PlanBase.reduction`, paper 7.2.2)."""
+    """i over the processors; on a two-level machine i over the nodes and j over each node's processors (one
+    launch: a tile's colour is one launch dimension per tensor dimension). Every point's partial sum is reduced
+    into the scalar: on a two-level machine by the reduction synthesizer's program, within the node first, then
+    between nodes (`PlanBase.reduction`; paper 7.2.2: "a node-level reduction followed by a global reduction")."""
     s = s.distribute([i], [io], [ii], m)
     if m.levels == 1:
         return s.communicate(list(ops), io).substitute([ii, j, k], leaves.INNERPROD)
     return (
-        s.distribute([ii], [iio], [iii], m, level=1)
-        .communicate(list(ops), iio)
-        .substitute([iii, j, k], leaves.INNERPROD)
+        s.distribute([j], [jo], [ji], m, level=1)
+        .communicate(list(ops), jo)
+        .substitute([ii, ji, k], leaves.INNERPROD)
     )
 
 
@@ -274,8 +278,8 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("ttv", "TTV: A(i,j) = B(i,j,k) c(k), c replicated, no communication",
                   ((i, j), (i, j, k), (k,)), _grid2, ("xy -> xy", "xyz -> xy", "z -> **"), _ttv),
         Algorithm("innerprod", "inner product: local reductions, then one global reduction",
-                  ((), (i, j, k), (i, j, k)), _innerprod_machine, (None, "xyz -> x", "xyz -> x"), _innerprod,
-                  hierarchical=True),
+                  ((), (i, j, k), (i, j, k)), _innerprod_machine,
+                  (None, ("xyz -> x", "xyz -> y"), ("xyz -> x", "xyz -> y")), _innerprod, hierarchical=True),
         Algorithm("ttm", "TTM: A(i,j,l) = B(i,j,k) C(k,l), i distributed, C replicated, no communication",
                   ((i, j, l), (i, j, k), (k, l)), _grid1, ("xyl -> x", "xyz -> x", "zl -> *"), _ttm),
         Algorithm("mttkrp", "MTTKRP (Ballard et al.): B in place on a 3D grid, A, C, D on faces",
