@@ -100,3 +100,16 @@ def test_innerprod_keeps_its_one_level_machine() -> None:
     assert kernels.machine("innerprod", 8) == dt.Machine(dt.Grid(8))
     with pytest.raises(dt.MachineError, match="expected nodes= a positive divisor of the 8 processors"):
         kernels.machine("innerprod", 8, nodes=3)
+
+
+@pytest.mark.legate
+def test_innerprod_on_a_two_level_machine_runs_on_legate() -> None:
+    rng = np.random.default_rng(2)
+    n = 13
+    a = dt.Tensor("a", ())
+    B = dt.Tensor.from_array("B", rng.standard_normal((n, n, n)))
+    C = dt.Tensor.from_array("C", rng.standard_normal((n, n, n)))
+    sched = kernels.build("innerprod", kernels.machine("innerprod", 4, nodes=2), a, B, C)
+    assert sched.compile().reduction.synthesized  # type: ignore[union-attr]
+    sched.evaluate()
+    np.testing.assert_allclose(a.to_numpy(), np.sum(B.to_numpy() * C.to_numpy()), rtol=1e-10)
