@@ -143,6 +143,19 @@ def test_communicate_at_a_step_reduces_once_per_iteration_of_that_step() -> None
     assert [launch for launch, _ in _reduce_transfers(plan)] == [1] * 4 + [3] * 4
 
 
+def test_a_synthesized_reduction_is_counted_once_too() -> None:
+    # reduction="synthesized": every point adds into its processor's partial, the program runs once at the end
+    A, B, C = _operands(8, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), False)
+    m = dt.Machine(dt.Grid(2, 2, 2))
+    A[i, j] = B[i, k] * C[k, j]
+    plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+            .split(ki, kio, kii, 2).reorder([kio, ii, ji, kii])
+            .communicate(A, ko).communicate([B, C], kio).compile(reduction="synthesized"))
+    assert plan.reduction is not None and plan.reduction.synthesized
+    assert plan.stats()["total_reduced_bytes"] == 512  # 1024 before
+    assert [launch for launch, _ in _reduce_transfers(plan)] == [1] * 4
+
+
 def test_a_plan_without_repeated_tiles_keeps_one_legate_reduction_per_launch() -> None:
     # communicate(A, kio): the user asked for A per step; each launch reduces as it ends
     A, B, C = _operands(8, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), False)
@@ -265,3 +278,20 @@ def test_on_legate_an_inner_product_with_steps(reductions: list[tuple[str, int]]
     np.testing.assert_array_equal(got.reshape(()), np.einsum("i,i->", b, c))
     assert reductions == [("index_launch", 2)]
     assert len(trace) == 1
+
+
+@pytest.mark.legate
+def test_on_legate_idle_processors_fold_pinned_once_each(reductions: list[tuple[str, int]]) -> None:
+    # Grid(2, 2, 4), n = 9, 3 steps: the 4 processors with z = 3 have no work; the 12 others each reduce
+    # their held tile once, in a launch pinned to them (no index launch over every processor)
+    m = dt.Machine(dt.Grid(2, 2, 4))
+    rng = np.random.default_rng(9)
+    b, c = (rng.integers(-4, 5, (9, 9)).astype(np.float64) for _ in range(2))
+    A = dt.Tensor("A", (9, 9), dt.Format("xy -> xy0", m))
+    B = dt.Tensor.from_array("B", b, dt.Format("xz -> x0z", m))
+    C = dt.Tensor.from_array("C", c, dt.Format("zy -> 0yz", m))
+    plan = dt.kernels.build("cosma", m, A, B, C, steps=3).compile()
+    got, trace = _run(plan)
+    np.testing.assert_array_equal(got, b @ c)
+    assert reductions == [("point_launch", 1)] * 12
+    assert [record.tasks for record in trace] == [12]
