@@ -506,6 +506,7 @@ class _IntoPartials:
     index: int
     lead: int  # leading processor dimensions of the block
     boxes: dict[tuple[int, ...], Box]
+    direct: bool = False  # the body adds into the partial itself (a held reduction), no zero buffer
 
     def __call__(self, point: tuple[int, ...], *tiles: Any) -> None:
         args = list(tiles)
@@ -515,6 +516,10 @@ class _IntoPartials:
         real = block.reshape(self.reduction.row)[tuple(slice(lo, hi) for lo, hi in self.reduction.local(box))]
         if not box:
             real = real.reshape(())
+        if self.direct:  # the task body adds into its output tile: straight into the held partial
+            args[self.index] = real
+            self.kernel(point, *args)
+            return
         buffer = real.copy()
         buffer[...] = 0
         args[self.index] = buffer
@@ -531,7 +536,7 @@ def partials_key(plan: PlanBase, group: Group, red: Reduction, kernel: Any) -> i
     boxes = {p: launch.operands[red.tensor].box(p, info.shape)
              for launch in group.launches for p in launch.points()}
     assert plan.machine is not None
-    wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes)
+    wrapper = _IntoPartials(kernel, red, red.tensor, len(plan.machine.full_shape), boxes, not red.synthesized)
     return register_kernel(wrapper, f"{group.body.name}_partials", transient=True)
 
 

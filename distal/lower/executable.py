@@ -340,7 +340,7 @@ def _finalize(plan: PlanBase, config: Configuration) -> Executable:
             held_views = None  # reduced into one store, laid out by its format after
     whole: dict[tuple[int, int], TaskGrouping] = {}
     parts: dict[tuple[int, int, int], TaskGrouping] = {}
-    if grouping:
+    if grouping and held is None:  # a held reduction's points run one task each (`grouping.HELD_UNGROUPED`)
         boxes: dict[tuple[Any, ...], TaskGrouping | None] = {}
         for g, group in enumerate(plan.groups):
             for k, launch in enumerate(group.launches):
