@@ -498,6 +498,7 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
     warnings: list[str] = [str(lint) for lint in plan.lints]  # the schedule's performance lints first
     traffic = Recorder(owners.level_dims)
     held = reduced_after(plan)  # partials held across launches: reduced once per stage (issue 34)
+    reduced_into = plan.reduction.tensor if held is not None and plan.reduction is not None else -1
     pending: dict[int, dict[tuple[int, Proc, Box], None]] = {}
     for index, (group, launch) in enumerate(plan.launches()):
         step_recv: dict[Proc, int] = {}
@@ -515,7 +516,7 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
                 if is_empty(box) and info.shape:
                     continue
                 mine = used.setdefault((op.tensor, proc), [])
-                if op.privilege is Privilege.REDUCE_ADD:
+                if op.privilege is Privilege.REDUCE_ADD or (held is not None and op.tensor == reduced_into):
                     # a reduction buffer: starts at zero, sent to the tensor's home after the launch, or
                     # (partials held across launches) after the launch that ends its stage, once
                     if held is None:

@@ -118,7 +118,7 @@ def run_numpy(plan: PlanBase, device: Callable[[np.ndarray], Any] | None = None)
                 box = op.box(point, info.shape)
                 index: tuple[Any, ...] = (*(slice(lo, hi) for lo, hi in box), Ellipsis)
                 view = arrays[op.tensor][index]
-                if op.privilege is Privilege.REDUCE_ADD:
+                if op.privilege is Privilege.REDUCE_ADD or (red is not None and op.tensor == red.tensor):
                     buffer = np.zeros_like(view)
                     if red is not None and partials is not None and op.tensor == red.tensor:
                         view = partial_view(red, partials[plan.device_of(group, point)], box)

@@ -236,7 +236,9 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
     """``chosen`` (a Legate reduction) holding its partials across the steps under the output's communicate
     loop, where some processor adds into one tile in several launches of a stage; None where nothing is
     reduced twice, or the partials have no regular shape (a processor adding into several tiles in one
-    stage, two points of one launch on one processor, a launch writing the output directly)."""
+    stage, two points of one launch on one processor, a launch overwriting the output). A launch whose
+    points add into distinct tiles (READ_WRITE: the last step where only some processors have work) adds
+    into the partials too."""
     machine = plan.machine
     if machine is None or machine.params or len(machine.full_shape) + 1 > MAX_LAUNCH_DIMS:
         return None
@@ -249,8 +251,8 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
     seen_in_stage: dict[int, Box] = {}
     for index, (group, launch) in enumerate(plan.launches()):
         op = launch.operands[n]
-        if op.privilege is not Privilege.REDUCE_ADD:
-            return None
+        if op.privilege not in (Privilege.REDUCE_ADD, Privilege.READ_WRITE):
+            return None  # (a launch adding into the output directly, one point per tile, adds into its partial)
         g = plan.groups.index(group)
         key = (g, tuple(launch.lower[group.distributed:max(at, group.distributed)]))
         if not keys or keys[-1] != key:
@@ -279,8 +281,9 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
     steps = [str(v) for group in plan.groups for v in group.vars[max(at, group.distributed):]]
     across = tuple(dict.fromkeys(steps))
     values = {f.name: getattr(chosen, f.name) for f in fields(Reduction)}
+    base = chosen.reason if " writes " not in chosen.reason else "one Legate reduction"
     values.update(row=row or (1,), whole=False,
-                  reason=(f"{chosen.reason} per tile, once after the last step: each processor holds its partial "
+                  reason=(f"{base} per tile, once after the last step: each processor holds its partial "
                           f"across step(s) {', '.join(across)}"))
     return HeldReduction(**values, folds=tuple(stage[-1] for stage in stages), across=across)
 

@@ -14,6 +14,7 @@ z = 0; each of the four with z = 1 sends its 4x4 float64 tile (128 B) once,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -295,3 +296,70 @@ def test_on_legate_idle_processors_fold_pinned_once_each(reductions: list[tuple[
     np.testing.assert_array_equal(got, b @ c)
     assert reductions == [("point_launch", 1)] * 12
     assert [record.tasks for record in trace] == [12]
+
+
+def _random_cases(count: int) -> list[tuple[int, tuple[int, int, int], int, bool, bool]]:
+    rng = np.random.default_rng(34)
+    grids = [(2, 2, 2), (2, 1, 2), (1, 2, 3), (2, 2, 3), (3, 1, 2)]
+    return [(int(rng.integers(5, 14)), grids[int(rng.integers(len(grids)))], int(rng.integers(2, 4)),
+             bool(rng.integers(2)), bool(rng.integers(2))) for _ in range(count)]
+
+
+def _random_plan(n: int, grid: tuple[int, int, int], steps: int, placed: bool, accumulate: bool,
+                 data: bool) -> tuple[Plan, np.ndarray, np.ndarray, np.ndarray]:
+    """Johnson's cube with k's block fetched in `steps` chunks under communicate(A, ko)."""
+    m = dt.Machine(dt.Grid(*grid))
+    rng = np.random.default_rng(n * 100 + steps)
+    b, c, a0 = (rng.integers(-4, 5, (n, n)).astype(np.float64) for _ in range(3))
+    fmts = [dt.Format(s, m) for s in ("xy -> xy0", "xz -> x0z", "zy -> 0yz")] if placed else [None] * 3
+    A = dt.Tensor.from_array("A", a0, fmts[0]) if data and accumulate else dt.Tensor("A", (n, n), fmts[0])
+    B = dt.Tensor.from_array("B", b, fmts[1]) if data else dt.Tensor("B", (n, n), fmts[1])
+    C = dt.Tensor.from_array("C", c, fmts[2]) if data else dt.Tensor("C", (n, n), fmts[2])
+    if accumulate:
+        A[i, j] += B[i, k] * C[k, j]
+    else:
+        A[i, j] = B[i, k] * C[k, j]
+    kblock = -(-n // grid[2])
+    chunk = max(1, -(-kblock // steps))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # idle processors, where the grid is larger than the blocks
+        plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
+                .split(ki, kio, kii, chunk).reorder([kio, ii, ji, kii])
+                .communicate(A, ko).communicate([B, C], kio).compile())
+    return plan, b, c, (a0 if accumulate else np.zeros_like(a0))
+
+
+def _hand_reduced(n: int, grid: tuple[int, int, int], placed: bool) -> int:
+    """Each processor with work sends its A tile once: all of it (no format), or nothing where it holds it
+    (z = 0 with `xy -> xy0`)."""
+    total = 0
+    blocks = [-(-n // g) for g in grid]
+    for x in range(grid[0]):
+        for y in range(grid[1]):
+            for z in range(grid[2]):
+                rows = max(min(n, (x + 1) * blocks[0]) - x * blocks[0], 0)
+                cols = max(min(n, (y + 1) * blocks[1]) - y * blocks[1], 0)
+                ks = max(min(n, (z + 1) * blocks[2]) - z * blocks[2], 0)
+                if rows and cols and ks and not (placed and z == 0):
+                    total += rows * cols * 8
+    return total
+
+
+@pytest.mark.parametrize("case", _random_cases(24))
+def test_random_held_plans_count_each_tile_once(case: tuple[int, tuple[int, int, int], int, bool, bool]) -> None:
+    n, grid, steps, placed, accumulate = case
+    plan, _, _, _ = _random_plan(n, grid, steps, placed, accumulate, False)
+    assert plan.stats()["total_reduced_bytes"] == _hand_reduced(n, grid, placed)
+
+
+@pytest.mark.legate
+def test_random_held_plans_on_legate_equal_einsum() -> None:
+    held = 0
+    for n, grid, steps, placed, accumulate in _random_cases(24):
+        plan, b, c, a0 = _random_plan(n, grid, steps, placed, accumulate, True)
+        from distal.lower.reductions import HeldReduction
+
+        held += isinstance(plan.reduction, HeldReduction)
+        got, _ = _run(plan)
+        np.testing.assert_array_equal(got, a0 + np.einsum("ik,kj->ij", b, c), err_msg=str((n, grid, steps)))
+    assert held >= 12  # most cases hold their partials (a single step per processor does not)
