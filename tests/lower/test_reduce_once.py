@@ -363,3 +363,17 @@ def test_random_held_plans_on_legate_equal_einsum() -> None:
         got, _ = _run(plan)
         np.testing.assert_array_equal(got, a0 + np.einsum("ik,kj->ij", b, c), err_msg=str((n, grid, steps)))
     assert held >= 12  # most cases hold their partials (a single step per processor does not)
+
+
+@pytest.mark.parametrize(("procs", "grid", "steps"), [(18, (3, 3, 2), 3), (32, (4, 4, 2), 4), (27, (3, 3, 3), 3)])
+def test_library_solomonik_reduces_once_however_many_cannon_steps(procs: int, grid: tuple[int, int, int],
+                                                                 steps: int) -> None:
+    # n = 12: each processor with z != 0 sends its (12/gx x 12/gy) tile of A once; before, once per Cannon step
+    A, B, C = _operands(12, None, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = dt.kernels.build("solomonik", dt.kernels.machine("solomonik", procs), A, B, C).compile()
+    assert plan.machine is not None and plan.machine.full_shape == grid
+    assert len({launch.lower[-1] for launch in plan.groups[0].launches}) == steps
+    tile = (12 // grid[0]) * (12 // grid[1]) * 8
+    assert plan.stats()["total_reduced_bytes"] == grid[0] * grid[1] * (grid[2] - 1) * tile
