@@ -8,6 +8,8 @@ compares:
 - a run of `#` comment lines right after a `print(...)` or a bare expression: the printed text (for a bare
   expression, its repr, as the Python prompt shows it), line by line;
 - an output block (a fence without a language) right after the python block: the text printed by the block;
+- a session (a fence without a language of `>>> ` prompts, or a `$ distal ...` command line): each prompt runs
+  in the page's namespace, the command in a child, and prints the lines after it (white space normalised);
 - an inline comment after a bare expression that starts like a value (SHOWS_A_VALUE, after a label such as
   `F: `), or after a `print(...)` listed in INLINE_PRINTS: the value (or the printed line), which the comment
   starts with; prose may follow after ':', ',' or a space. Other inline comments are prose.
@@ -95,6 +97,7 @@ MACHINE_FIGURES = (
     (r"by (numpy\.matmul|distal's OpenBLAS \w+)", "by <tile BLAS>"),
     (r"predicted [0-9.]+ (ms|us|s)\b", "predicted <time>"),
     (r"plus [0-9.]+ (ms|us|s) copying", "plus <time> copying"),
+    (r"programs \([0-9.]+ s\)", "programs (<time>)"),  # the synthesizer's own search time
 )
 
 
@@ -131,6 +134,58 @@ def _blocks(page: str) -> list[Block]:
         line = text.count("\n", 0, match.start()) + 1
         blocks.append(Block(page, line, match.group(1), match.group(3)))
     return blocks
+
+
+def _prompt_blocks(page: str) -> list[Block]:
+    """Fences without a language that are a session: `>>> ` Python prompts or a `$ distal ...` command line,
+    each followed by what it prints."""
+    text = (ROOT / page).read_text()
+    return [Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), None)
+            for m in re.finditer(r"^```\n((?:>>> |\$ distal ).*?)^```\n", text, flags=re.S | re.M)]
+
+
+def _flat(text: str) -> str:
+    return _machine_free(" ".join(text.split()))
+
+
+def _run_prompts(block: Block, scope: dict[str, object]) -> list[str]:
+    """Runs a session block: each `>>> ` statement (with its `... ` lines) in the page's namespace, or the
+    `$ distal` command; what it prints (an error as `Name: message`) must be the lines after it, compared
+    with white space normalised (the docs wrap long lines)."""
+    import shlex
+
+    failures = []
+    steps: list[tuple[int, str, list[str]]] = []
+    for number, line in enumerate(block.code.splitlines(), start=block.line + 1):
+        if line.startswith((">>> ", "$ ")):
+            steps.append((number, line[4:] if line.startswith(">>> ") else line[2:], []))
+        elif line.startswith("... ") and steps and not steps[-1][2]:
+            steps[-1] = (steps[-1][0], steps[-1][1] + "\n" + line[4:], [])
+        elif steps:
+            steps[-1][2].append(line)
+    for number, source, expected in steps:
+        if block.code.startswith("$ "):
+            words = shlex.split(source)
+            run = subprocess.run([str(Path(sys.executable).parent / "distal"), *words[1:]], capture_output=True,
+                                 text=True, timeout=300)
+            printed = run.stdout + run.stderr
+        else:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                try:
+                    try:
+                        value = eval(compile(source, f"{block.page}:{number}", "eval"), scope)
+                        if value is not None:
+                            print(repr(value))
+                    except SyntaxError:
+                        exec(compile(source, f"{block.page}:{number}", "exec"), scope)
+                except Exception as error:  # the session shows it as `Name: message`
+                    print(f"{type(error).__name__}: {error}")
+            printed = out.getvalue()
+        if not _ellipsis_match(_flat("\n".join(expected)), _flat(printed)):
+            failures.append(f"{block.page}:{number} `{source}` shows\n" + "\n".join(expected)
+                            + f"\nbut printed\n{printed}")
+    return failures
 
 
 def _ellipsis_match(expected: str, actual: str) -> bool:
@@ -181,9 +236,12 @@ def _run_page(page: str) -> list[str]:
     scope: dict[str, object] = {"__name__": "__doc__"}
     if page in PRELUDES:
         exec(compile(PRELUDES[page], f"{page} (prelude)", "exec"), scope)
-    for block in _blocks(page):
+    for block in sorted([*_blocks(page), *_prompt_blocks(page)], key=lambda b: b.line):
         first = block.code.splitlines()[0]
         if (page, first) in SKIPPED:
+            continue
+        if block.output is None and block.code.startswith((">>> ", "$ distal ")):
+            failures += _run_prompts(block, scope)
             continue
         code = block.code
         for old, new in SHRINK.get(page, ()):
