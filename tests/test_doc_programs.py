@@ -370,6 +370,35 @@ def test_the_readme_s_command_lines_run() -> None:
                              capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, f"{' '.join(words)} exited {run.returncode}:\n{run.stdout}\n{run.stderr}"
 
+
+# docs/redistribution.md's printed programs (fences without a language, first line the source type): the mesh
+# the prose gives each; the target is the block's last type.
+PROGRAM_MESHES = {"[6, 1{y,x}12]": "x=3,y=4,z=2", "[32{x,y}512, 128]": "x=4,y=4", "[3{x}12, 2{y}12]": "x=4,y=6",
+                  "[1{y,x}8, 8, 8, 4]": "x=4,y=2,z=4", "[360, 184{c}368, 320]": "a=2,b=2,c=2"}
+
+
+def test_the_redistribution_programs_the_page_prints() -> None:
+    """Each program docs/redistribution.md prints is what `print(dt.synthesize(source, target, mesh))` prints,
+    and the Shardy excerpt for `[4{x}16, 8{u}8] -> [16, 2{x}8]` on `x=4,u=1` is what `to_shardy()` writes."""
+    import distal as dt
+
+    text = (ROOT / "docs" / "redistribution.md").read_text()
+    seen = set()
+    for match in re.finditer(r"^```\n(.*?)^```\n", text, flags=re.S | re.M):
+        lines = match.group(1).splitlines()
+        if lines[0] in PROGRAM_MESHES:
+            target = [line for line in lines if line.startswith("[")][-1]
+            program = dt.synthesize(dt.DistType.parse(lines[0]), dt.DistType.parse(target),
+                                    dt.Mesh.parse(PROGRAM_MESHES[lines[0]]))
+            assert _lines_match(lines, str(program).splitlines()), f"{lines[0]}:\n{program}"
+            seen.add(lines[0])
+        elif lines[0].lstrip().startswith("%0 = sdy."):
+            program = dt.synthesize(dt.DistType.parse("[4{x}16, 8{u}8]"), dt.DistType.parse("[16, 2{x}8]"),
+                                    dt.Mesh.parse("x=4,u=1"))
+            assert _lines_match(lines, program.to_shardy().splitlines()), program.to_shardy()
+            seen.add("shardy")
+    assert seen == {*PROGRAM_MESHES, "shardy"}
+
 # Dotted names in the docs that are placeholders, not names.
 NOT_NAMES = {"distal.runtime._x"}
 
