@@ -113,3 +113,16 @@ def test_innerprod_on_a_two_level_machine_runs_on_legate() -> None:
     assert sched.compile().reduction.synthesized  # type: ignore[union-attr]
     sched.evaluate()
     np.testing.assert_allclose(a.to_numpy(), np.sum(B.to_numpy() * C.to_numpy()), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,procs,memory", [("cosma", 8, 7500), ("solomonik", 64, 1000)])
+def test_the_grid_chosen_under_memory_computes_the_product(name: str, procs: int, memory: int) -> None:
+    rng = np.random.default_rng(3)
+    n = 32
+    A = dt.Tensor("A", (n, n))
+    B = dt.Tensor.from_array("B", rng.standard_normal((n, n)))
+    C = dt.Tensor.from_array("C", rng.standard_normal((n, n)))
+    machine = kernels.machine(name, procs, (n, n, n), memory=memory)
+    assert machine != kernels.machine(name, procs, (n, n, n))
+    kernels.build(name, machine, A, B, C).evaluate(backend="reference")
+    np.testing.assert_allclose(A.to_numpy(), B.to_numpy() @ C.to_numpy(), rtol=1e-10, atol=1e-10)
