@@ -242,7 +242,7 @@ def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | 
             return
         del _REPLAYS[exe]
         keep_until_fence(kept)  # its partitions go at the next fence, when nothing queued uses them
-    if exe.reduction is not None or exe.held is not None or trace is not None or not _replay_enabled():
+    if exe.reduction is not None or trace is not None or not _replay_enabled():
         _run(plan, exe, trace)
     else:
         with recording(stores_made()) as made:
@@ -252,6 +252,24 @@ def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | 
                                     live_bytes())
     if wait:
         fence()
+
+
+# A held reduction's partials, kept per finished plan (dropped with it) and zeroed at the start of each run, so
+# that a run makes no store and is replayed (`_Replay`); its recorded launches would keep the store anyway.
+_HELD_PARTIALS: weakref.WeakKeyDictionary[Executable, Store] = weakref.WeakKeyDictionary()
+
+
+def _held_partials(plan: PlanBase, exe: Executable) -> Store:
+    """The partials a held reduction's launches add into (`_reduce.partials_store`), zero: made at the first
+    run, filled with zeros by a launch at the next ones."""
+    assert exe.held is not None and plan.machine is not None
+    store = _HELD_PARTIALS.get(exe)
+    if store is None:
+        store = _HELD_PARTIALS[exe] = partials_store(plan, exe.held)
+    else:
+        size = math.prod(exe.held.row)
+        fill(store, 0, (*(1 for _ in plan.machine.full_shape), size))
+    return store
 
 
 def _replay_enabled() -> bool:
@@ -280,7 +298,7 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
     if into is not None:
         # every launch reduces into the output (distal.lower.reductions checks it)
         launch_stores = list(stores)
-        launch_stores[into.tensor] = partials_store(plan, into)
+        launch_stores[into.tensor] = partials_store(plan, into) if red is not None else _held_partials(plan, exe)
     first = first_launch_writes(plan, launch_stores, placed) if fresh and into is None else None
     folds = {fold.after: fold for fold in exe.folds}  # a held reduction's partials into the output, per stage
     # the points of a processor run as one task where the executable grouped them (distal.lower.grouping)

@@ -377,3 +377,19 @@ def test_library_solomonik_reduces_once_however_many_cannon_steps(procs: int, gr
     assert len({launch.lower[-1] for launch in plan.groups[0].launches}) == steps
     tile = (12 // grid[0]) * (12 // grid[1]) * 8
     assert plan.stats()["total_reduced_bytes"] == grid[0] * grid[1] * (grid[2] - 1) * tile
+
+
+@pytest.mark.legate
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_on_legate_a_held_plan_runs_again_and_is_replayed(accumulate: bool) -> None:
+    # the partials are kept per finished plan and zeroed at each run: the second run makes no store, the
+    # third replays its launches; every run gives numpy's result (`+=` adds it again each time)
+    from distal.runtime import _execute
+
+    plan, b, c, a0 = _random_plan(8, (2, 2, 2), 2, True, accumulate, True)
+    expected = a0.copy()
+    for _ in range(3):
+        plan.run()
+        expected = (expected if accumulate else np.zeros_like(expected)) + b @ c
+        np.testing.assert_array_equal(plan.tensor(plan.output).to_numpy(), expected)
+    assert _execute.replay_of(_execute.executable_of(plan)) is not None
