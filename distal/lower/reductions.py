@@ -282,7 +282,7 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
     across = tuple(dict.fromkeys(steps))
     values = {f.name: getattr(chosen, f.name) for f in fields(Reduction)}
     base = chosen.reason if " writes " not in chosen.reason else "one Legate reduction"
-    values.update(row=row or (1,), whole=False,
+    values.update(row=row or (1,), whole=False, nbytes=float(out.itemsize * math.prod(row or (1,))),
                   reason=(f"{base} per tile, once after the last step: each processor holds its partial "
                           f"across step(s) {', '.join(across)}"))
     return HeldReduction(**values, folds=tuple(stage[-1] for stage in stages), across=across)
