@@ -167,7 +167,8 @@ def lower(sched: ScheduleBase, bindings: Mapping[str, int] | None = None, *, rot
                 bindings=sched.bindings)
 
     # 5. reduction
-    strategy = choose_reduction(plan, reduce_how)
+    out_index = next(n for n, info in enumerate(infos) if info.output)
+    strategy = choose_reduction(plan, reduce_how, fixed_by[out_index])
     if strategy is not None:
         plan = replace(plan, reduction=strategy)
         _log("reduction", f"{infos[strategy.tensor].name}: {strategy.summary()}"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distal.format.layout import Layout, layout
+from distal.lower.reductions import partials_reduction
 from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, TensorInfo
 
 __all__ = ["BlockView", "block_projection", "element_block", "gathered", "gathered_tensors", "launch_views",
@@ -237,9 +238,9 @@ def placement_layout(info: TensorInfo) -> Layout | None:
 
 def gathered_tensors(plan: PlanBase) -> tuple[int, ...]:
     """The tensors (indices into ``plan.tensors``) with a format that running ``plan`` gathers into one
-    store instead of reading and writing them in their device blocks. The output of a synthesized
-    reduction is not among them (its launches write per-processor partials, reduced by the program)."""
-    red = plan.reduction if plan.reduction is not None and plan.reduction.synthesized else None
+    store instead of reading and writing them in their device blocks. The output of a synthesized or held
+    reduction is not among them (its launches write per-processor partials, reduced into it afterwards)."""
+    red = partials_reduction(plan)
     out: list[int] = []
     for n, info in enumerate(plan.tensors):
         if red is not None and n == red.tensor:

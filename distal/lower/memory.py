@@ -53,6 +53,7 @@ from typing import Any
 from distal._text import bytes_text
 from distal.errors import OutOfMemory
 from distal.lower.analysis import PlanAnalysis, Proc, analyse, proc_text
+from distal.lower.reductions import partials_reduction
 from distal.lower.task_graph import PlanBase
 
 __all__ = ["OVERHEAD_BYTES", "OVERHEAD_FRACTION", "MemoryNeed", "check_plan_memory",
@@ -124,12 +125,19 @@ def _plan_memory(plan: PlanBase, data: PlanAnalysis) -> MemoryNeed:
         held = sum(placed[info.name].values()) if info.name in placed else 0
         where = "its format's tiles" if info.name in placed else "one global store"
         resident.append((f"{info.name}{list(info.shape)} {info.dtype} ({where})", max(whole, held)))
-    red = plan.reduction
-    if red is not None and red.synthesized and plan.machine is not None:
-        # per-processor partials, and their copy with one row per device that the program reduces
+    red = partials_reduction(plan)
+    if red is not None and plan.machine is not None:
+        # per-processor partials: a synthesized program's, with their copy of one row per device it reduces;
+        # a held reduction's, one store kept with the finished plan between runs
         procs = math.prod(plan.machine.full_shape)
-        resident.append((f"partials of the synthesized reduction into {plan.tensors[red.tensor].name} "
-                         f"({procs} x {list(red.row)}, twice)", int(2 * procs * red.nbytes)))
+        name = plan.tensors[red.tensor].name
+        if red.synthesized:
+            resident.append((f"partials of the synthesized reduction into {name} ({procs} x {list(red.row)}, "
+                             "twice)", int(2 * procs * red.nbytes)))
+        else:
+            one = math.prod(red.row) * plan.tensors[red.tensor].itemsize
+            resident.append((f"partials of the held reduction into {name} ({procs} x {list(red.row)})",
+                             int(procs * one)))
     per_proc = data.placement.per_processor
     best: Proc | None = None
     working = 0

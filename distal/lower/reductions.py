@@ -56,10 +56,8 @@ reduction already holds its partials across every launch of the plan.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, fields
 
-from distal.cin.statements import Forall
 from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
 from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
@@ -92,19 +90,18 @@ class HeldReduction(Reduction):
     across: tuple[str, ...] = ()
 
 
-def choose_reduction(plan: PlanBase, how: str = "auto", communicated_at: int | None = None) -> Reduction | None:
+def choose_reduction(plan: PlanBase, how: str, communicated_at: int) -> Reduction | None:
     """How the plan's REDUCE_ADD launches into the output run; None when there are none.
 
     ``communicated_at``: how many launch variables (distributed loops, then steps) fix the output's tile,
-    i.e. down to its `communicate` loop (default: worked out from the plan's statement); a Legate reduction
+    i.e. down to its `communicate` loop (`distal.lower._communicated_at`); a Legate reduction
     whose processors add into one tile over several launches of one iteration of that loop holds their
     partials across them (`HeldReduction`).
     """
     chosen = _choose(plan, how)
     if chosen is None or chosen.synthesized:
         return chosen
-    at = communicated_at if communicated_at is not None else _output_communicated_at(plan)
-    return _held(plan, chosen, at) or chosen
+    return _held(plan, chosen, communicated_at) or chosen
 
 
 def _choose(plan: PlanBase, how: str) -> Reduction | None:
@@ -203,33 +200,6 @@ def _choose(plan: PlanBase, how: str) -> Reduction | None:
 # -- held partials ---------------------------------------------------------------------------------------------
 
 
-_COMMUNICATE = re.compile(r"communicate\((\{[^}]*\}|[^,()]+), ([^,()\s]+)\)")
-
-
-def _output_communicated_at(plan: PlanBase) -> int:
-    """How many launch variables fix the output's tile: the distributed loops and the steps down to its
-    `communicate` loop (`distal.lower._communicated_at`'s answer for the output), read from the plan's
-    statement; every launch variable when it is communicated inside the tasks or not at all."""
-    if not plan.groups:
-        return 0
-    group = plan.groups[0]
-    full = len(group.vars)
-    stmt = group.body.stmt
-    chain: list[str] = []
-    while isinstance(stmt, Forall):
-        chain.append(str(stmt.var))
-        stmt = stmt.body
-    steps = [str(v) for v in group.steps]
-    name = plan.output.name
-    at: int | None = None
-    for tensors, var in _COMMUNICATE.findall(plan.statement):
-        names = [t.strip() for t in tensors.strip("{}").split(",")]
-        if name not in names or var not in chain:
-            continue
-        depth = chain.index(var)
-        n = group.distributed + sum(1 for s in steps if s in chain and chain.index(s) <= depth)
-        at = max(at or 0, n)
-    return full if at is None else at
 
 
 def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:

@@ -393,3 +393,14 @@ def test_on_legate_a_held_plan_runs_again_and_is_replayed(accumulate: bool) -> N
         expected = (expected if accumulate else np.zeros_like(expected)) + b @ c
         np.testing.assert_array_equal(plan.tensor(plan.output).to_numpy(), expected)
     assert _execute.replay_of(_execute.executable_of(plan)) is not None
+
+
+def test_the_memory_check_counts_the_held_partials() -> None:
+    """A held reduction keeps one partial per processor (8 x A's 4x4 tile of float64 here) with the plan: the
+    memory run() checks lists it among the stores."""
+    from distal.lower.memory import plan_memory
+
+    plan = johnson_steps()
+    need = plan_memory(plan)
+    held = [(what, n) for what, n in need.resident if what.startswith("partials of the held reduction")]
+    assert held == [("partials of the held reduction into A (8 x [4, 4])", 8 * 4 * 4 * 8)]
