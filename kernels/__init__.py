@@ -47,12 +47,19 @@ def machine(name: str, nprocs: int, shape: Sequence[int] | None = None, **params
       the largest cube that fits would leave processors idle (1x1x1 on 2 to 7).
     - Solomonik 2.5D: q x q x c with q*q*c == nprocs, c <= q, most layers
       (`c=` sets the layers); otherwise over-decomposed to the fewest points
-      q*q*c >= nprocs, bound block-wise.
+      q*q*c >= nprocs, bound block-wise. With `memory=` bytes per processor
+      and `shape`, c fits it (`solomonik_bytes`): the most layers of an exact
+      grid that fits, else the fewest over-decomposed points that fit (as
+      DISTAL chose c on Lassen, paper 7.1.2).
     - COSMA: gx*gy*gz == nprocs minimising the words each processor moves for
-      `shape` (m, n, k); its sequential steps over k come from
-      `build("cosma", ..., memory=bytes per processor)` (the fewest that fit).
-    - innerprod, TTM: a 1-D grid of nprocs (i distributed). MTTKRP: the most
-      cubic gx*gy*gz == nprocs.
+      `shape` (m, n, k); with `memory=` only grids whose tiles fit
+      (`cosma_bytes`; when none fits, the one needing least memory). Its
+      sequential steps over k come from `build("cosma", ..., memory=bytes per
+      processor)` (the fewest that fit).
+    - innerprod: a 1-D grid of nprocs (i distributed), or with `nodes=`
+      Machine(Grid(nodes), Grid(nprocs // nodes)), a two-level machine whose
+      reduction is synthesized, within the node first (paper 7.2.2). TTM: a
+      1-D grid of nprocs. MTTKRP: the most cubic gx*gy*gz == nprocs.
     - "auto": the machine of the algorithm `build("auto", ...)` would choose
       for `shape` (matmul (m, n, k)) on nprocs processors, by predicted time
       (`distal.model`; `model=` picks the machine model).

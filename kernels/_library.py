@@ -62,7 +62,8 @@ def lookup(name: str) -> Algorithm:
 def describe(name: str) -> str:
     """One line on the algorithm, its machine and its formats."""
     alg = lookup(name)
-    return f"{alg.name}: {alg.summary}; formats {', '.join(str(f) for f in alg.formats)}"
+    formats = (" / ".join(f) if isinstance(f, tuple) else str(f) for f in alg.formats)  # one per level: a / b
+    return f"{alg.name}: {alg.summary}; formats {', '.join(formats)}"
 
 
 def machine_named(name: str, nprocs: int, shape: Sequence[int] | None = None, **params: Any) -> Machine:

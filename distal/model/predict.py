@@ -66,6 +66,7 @@ from distal.lower.analysis import Owners, PlanAnalysis, meet
 from distal.lower.executable import analysis_of
 from distal.lower.grouping import plan_tasks
 from distal.lower.task_graph import PlanBase, Privilege
+from distal.machine.level import node_size
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.transfers import BoxIndex, Copy, arrivals, collect, deliver
 from distal.notation.ast import Access, BinaryOp, Literal, Neg, Sum
@@ -643,12 +644,21 @@ def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:
 
 
 def _synthesized_seconds(plan: PlanBase, model: MachineModel) -> float:
-    """The synthesized reduction program's time, as `distal.reduction` simulated it when the plan was lowered.
+    """The synthesized reduction program's time on `model`'s links.
 
-    The program is not re-timed on `model`'s links: its time is the lowering's, on the system
-    `distal.reduction` built from the plan's machine and `distal.machine.links`.
+    The lowering ranked the program on the links `distal.reduction` knows for the plan's machine
+    (`system_from_machine`'s defaults). On a model whose node is the plan's inner level (a machine of
+    nodes x processors, `per_node` processors each, not one shared memory), the same lowered steps are
+    re-timed on the model's own links (`distal.reduction.machines.retimed_seconds`: the node's port
+    `inter` between nodes, its outermost link `intra` inside one); otherwise the lowering's time stands.
     """
     red = plan.reduction
     assert red is not None
+    machine = plan.machine
+    if (red.plan is not None and machine is not None and machine.levels == 2 and not machine.params
+            and node_size(machine) == model.per_node and not model.shared_memory):
+        from distal.reduction.machines import retimed_seconds  # the synthesizer loads only for its plans
+
+        return retimed_seconds(red.plan, red.nbytes, (model.inter, model.intra))[0]
     return float(red.seconds)
 

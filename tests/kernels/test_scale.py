@@ -96,6 +96,25 @@ def test_innerprod_on_a_two_level_machine_reduces_within_the_node_first() -> Non
     np.testing.assert_allclose(a.to_numpy(), np.sum(B.to_numpy() * C.to_numpy()), rtol=1e-10)
 
 
+def test_innerprods_synthesized_reduction_is_timed_on_the_models_links() -> None:
+    """On Lassen's model (a node of 4 GPUs, its EDR port between nodes) the program the lowering ranked on the
+    default links (a 10 us NIC) is re-timed on the model's own links."""
+    from distal import model
+    from distal.model.predict import predict
+    from distal.reduction.machines import retimed_seconds
+
+    machine = kernels.machine("innerprod", 8, nodes=2)
+    a, B, C = dt.Tensor("a", ()), dt.Tensor("B", (16, 16, 16)), dt.Tensor("C", (16, 16, 16))
+    plan = kernels.build("innerprod", machine, a, B, C).compile()
+    red = plan.reduction
+    assert red is not None and red.synthesized and red.plan is not None
+    lassen = model.lassen_gpu().with_(per_node=4)
+    retimed = retimed_seconds(red.plan, red.nbytes, (lassen.inter, lassen.intra))[0]
+    assert retimed != red.seconds
+    got = predict(plan, lassen, 8)
+    assert got.step_times[-1]["reduce"] == pytest.approx(retimed)
+
+
 def test_innerprod_keeps_its_one_level_machine() -> None:
     assert kernels.machine("innerprod", 8) == dt.Machine(dt.Grid(8))
     with pytest.raises(dt.MachineError, match="expected nodes= a positive divisor of the 8 processors"):
