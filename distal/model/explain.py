@@ -110,6 +110,8 @@ def predicted(plan: PlanBase, model: MachineModel | None = None, processors: int
     """
     if model is None:
         model = calibrate.this_machine()
+    if not isinstance(model, MachineModel):
+        raise ModelError(f"expected a distal.model.MachineModel, but found {model!r}")
     if plan.machine is not None and plan.machine.levels > 1 and not plan.machine.params:
         per_node = node_size(plan.machine)
         if per_node is not None:
