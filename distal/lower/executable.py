@@ -228,12 +228,12 @@ def reduction_plan(machine_or_levels: Any, groups: Sequence[Sequence[int]] | Non
 class HeldFold:
     """Where a held reduction (`distal.lower.reductions.HeldReduction`) reduces its partials into the output:
     after launch ``after`` ((group, index in group)), every processor of ``points`` ((device, abstract
-    processor, output box)) adds its partial once into its box of the output by a Legate reduction. Where
-    every processor of the machine takes part and each one's tile of the output is affine in its coordinate,
-    that is one index launch over the machine's processors (``output``: the output's operand, REDUCE_ADD,
-    projected by the processor coordinate; ``partials``: the partials read, one block per processor);
-    otherwise (``output`` None) one pinned launch per processor. ``last``: no stage follows (the partials are
-    not zeroed again)."""
+    processor, output box)) adds its partial once into its box of the output, by one launch pinned to it that
+    reads and writes the box (`runtime/_reduce.fold_held`). ``output`` and ``partials`` (the output's operand
+    projected by the processor coordinate, and the partials read, one block per processor, where every
+    processor takes part and each one's tile is affine in its coordinate) describe the same fold as one index
+    launch; the runtime does not use them since that launch's reduction instances cost more than the pinned
+    launches. ``last``: no stage follows (the partials are not zeroed again)."""
 
     after: tuple[int, int]
     points: tuple[tuple[int, Point, Box], ...]

@@ -48,8 +48,9 @@ above it), the plan holds its partial instead (`HeldReduction`): every
 launch point adds its contribution into its processor's partial (the
 synthesized strategy's per-processor partials store), and after the last
 launch of each stage (`HeldReduction.folds`) every processor's partial is
-reduced into its tile of the output once, by one Legate reduction
-(`held_folds` says which processor adds into which box). A synthesized
+added into its tile of the output once, by a launch pinned to that processor
+that reads and writes the tile (`held_folds` says which processor adds into
+which box). A synthesized
 reduction already holds its partials across every launch of the plan.
 """
 
@@ -251,10 +252,10 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
     steps = [str(v) for group in plan.groups for v in group.vars[max(at, group.distributed):]]
     across = tuple(dict.fromkeys(steps))
     values = {f.name: getattr(chosen, f.name) for f in fields(Reduction)}
-    base = chosen.reason if " writes " not in chosen.reason else "one Legate reduction"
+    why = chosen.reason.removesuffix(": one Legate reduction") if " writes " not in chosen.reason else ""
     values.update(row=row or (1,), whole=False, nbytes=float(out.itemsize * math.prod(row or (1,))),
-                  reason=(f"{base} per tile, once after the last step: each processor holds its partial "
-                          f"across step(s) {', '.join(across)}"))
+                  reason=(f"{why + ': ' if why else ''}each processor holds its partial across step(s) "
+                          f"{', '.join(across)} and adds it into its tile once, after the last step"))
     return HeldReduction(**values, folds=tuple(stage[-1] for stage in stages), across=across)
 
 

@@ -100,7 +100,7 @@ def test_johnson_with_steps_reduces_each_tile_once() -> None:
     assert stats["reduced_bytes"] == HAND_8
     # every processor with z = 1 sends its tile to its z = 0 holder once, after the last step (launch 1)
     assert _reduce_transfers(plan) == [(1, 128)] * 4
-    assert "once after the last step" in plan.explain()
+    assert "adds it into its tile once, after the last step" in plan.explain()
     assert "across step(s) kio" in stats["reduction"]["reason"]
 
 
