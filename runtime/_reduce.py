@@ -552,14 +552,15 @@ class _AddBox:
         out += block.reshape(out.shape)
 
 
-_add_keys: dict[_AddBox, int] = {}
+_kernel_keys: dict[Any, int] = {}
 
 
-def _add_key(add: _AddBox) -> int:
+def _registered(kernel: Any, name: str) -> int:
+    """The runtime key of `kernel` (a frozen, hashable callable), registered once per distinct value."""
     with _lock:
-        key = _add_keys.get(add)
+        key = _kernel_keys.get(kernel)
         if key is None:
-            key = _add_keys[add] = register_kernel(add, "distal_reduction_add")
+            key = _kernel_keys[kernel] = register_kernel(kernel, name)
         return key
 
 
@@ -588,7 +589,7 @@ def reduce_into_output(plan: PlanBase, red: Reduction, exe: Executable, partials
     result = reduce_on_machine(machine, flat, red.groups, exe.program, trace)
     for devices, box in zip(red.groups, red.boxes):
         root = devices[0]
-        add = _add_key(_AddBox(red.row, red.local(box)))
+        add = _registered(_AddBox(red.row, red.local(box)), "distal_reduction_add")
         source = wrap(result.handle.slice(0, slice(root, root + 1)), result.dtype)
         box_of_output = output
         for d, (lo, hi) in enumerate(box):
@@ -611,17 +612,6 @@ class _Fold:
         out += block[tuple(slice(0, n) for n in out.shape)].reshape(out.shape)
 
 
-_fold_keys: dict[_Fold, int] = {}
-
-
-def _fold_key(fold: _Fold) -> int:
-    with _lock:
-        key = _fold_keys.get(fold)
-        if key is None:
-            key = _fold_keys[fold] = register_kernel(fold, "distal_held_fold")
-        return key
-
-
 def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[tuple[int, ...], int],
               partials: Store, output: Store, trace: list[ReduceRecord] | None, target: str) -> None:
     """After the last launch of a stage of a held reduction (`distal.lower.reductions.HeldReduction`): every
@@ -642,7 +632,7 @@ def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[t
     if fold.blocks:  # the output in its format's device blocks (``output`` is the block store)
         _fold_into_blocks(plan, red, fold, binding, partials, output, target)
     else:
-        key = _fold_key(_Fold(tuple(red.row)))
+        key = _registered(_Fold(tuple(red.row)), "distal_held_fold")
         for device, coord, box in fold.points:
             block = tile_of(partials, (*(1 for _ in lead), size), (*coord, 0))
             part = output
