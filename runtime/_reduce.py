@@ -623,8 +623,7 @@ def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[t
 
     Not a Legate reduction (REDUCE_ADD): its reduction instances of the folded tiles cost each run about as
     much system time as the whole product (Solomonik 2.5D at n = 2048 on 2 CPUs: ~170 ms of kernel time a
-    run, 0 with READ_WRITE; `HeldFold.output` and ``block_projection``, the index launch's operands, are
-    no longer used here)."""
+    run, 0 with READ_WRITE)."""
     machine = plan.machine
     assert machine is not None
     size = math.prod(red.row)

@@ -47,8 +47,7 @@ from distal.lower.grouping import (
 from distal.lower.in_place import BlockView, ViewKey, launch_views, placement_layout, view_key
 from distal.lower.memory import check_plan_memory, check_store_memory
 from distal.lower.reductions import HeldReduction, held_folds, partials_reduction
-from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Proj, Reduction
-from distal.lower.tiling import fit_projection
+from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Proj, Reduction
 from distal.machine.grid import Machine
 
 if TYPE_CHECKING:
@@ -229,22 +228,16 @@ class HeldFold:
     """Where a held reduction (`distal.lower.reductions.HeldReduction`) reduces its partials into the output:
     after launch ``after`` ((group, index in group)), every processor of ``points`` ((device, abstract
     processor, output box)) adds its partial once into its box of the output, by one launch pinned to it that
-    reads and writes the box (`runtime/_reduce.fold_held`). ``output`` and ``partials`` (the output's operand
-    projected by the processor coordinate, and the partials read, one block per processor, where every
-    processor takes part and each one's tile is affine in its coordinate) describe the same fold as one index
-    launch; the runtime does not use them since that launch's reduction instances cost more than the pinned
-    launches. ``last``: no stage follows (the partials are not zeroed again)."""
+    reads and writes the box (`runtime/_reduce.fold_held`; an index launch of REDUCE_ADD did this first, and its
+    reduction instances cost more than the pinned launches). ``last``: no stage follows (the partials are not
+    zeroed again)."""
 
     after: tuple[int, int]
     points: tuple[tuple[int, Point, Box], ...]
-    output: Operand | None
-    partials: Operand | None
     last: bool
     # the output read in place in its device blocks (`Executable.views` has its launches' views): per point of
-    # ``points``, its block's coordinates in the block store and its box in that block; with ``output``, the
-    # projection from processor coordinate to block coordinates of the index launch
+    # ``points``, its block's coordinates in the block store and its box in that block
     blocks: tuple[tuple[Point, Box], ...] = ()
-    block_projection: tuple[Proj, ...] | None = None
     block_tile: tuple[int, ...] = ()  # the padded shape of one block of the output's layout (stored flat)
 
 
@@ -375,28 +368,14 @@ def _folds(plan: PlanBase, held: HeldReduction, views: InPlaceViews | None, lay:
     launches = list(plan.launches())
     where = [(g, k) for g, group in enumerate(plan.groups) for k in range(len(group.launches))]
     coords = [tuple(c) for c in machine.coords()]
-    lead = machine.full_shape
     stages = held_folds(plan, held)
     out: list[HeldFold] = []
     start = 0
     for s, (index, members) in enumerate(stages):
         points = tuple((device, coords[device], box) for device, box in members)
-        output = partials = None
-        if len(points) == len(coords):
-            output = _fold_output(plan, held, points)
-            if output is not None:
-                size = math.prod(held.row)
-                partials = Operand(held.tensor, Privilege.READ, (*(1 for _ in lead), size),
-                                   (*(Proj(d) for d in range(len(lead))), Proj(None, 0, 0)), (*lead, 1))
         blocks = _fold_blocks(plan, held, views, launches[start:index + 1], points) if views is not None else ()
-        projection = None
-        if blocks and output is not None:
-            projection = _fit_blocks(lead, [coord for _, coord, _ in points], [color for color, _ in blocks])
-            if projection is None:
-                output = partials = None  # one pinned launch per processor, each into its block
         tile = tuple(lay.tile) if blocks and lay is not None else ()
-        out.append(HeldFold(where[index], points, output, partials, s == len(stages) - 1, blocks, projection,
-                            tile))
+        out.append(HeldFold(where[index], points, s == len(stages) - 1, blocks, tile))
         start = index + 1
     return tuple(out)
 
@@ -416,40 +395,6 @@ def _fold_blocks(plan: PlanBase, held: HeldReduction, views: InPlaceViews, stage
     if any(device not in found for device, _, _ in points):
         return ()
     return tuple(found[device] for device, _, _ in points)
-
-
-def _fit_blocks(lead: Sequence[int], coords: Sequence[Point], colors: Sequence[Point]) -> tuple[Proj, ...] | None:
-    """The projection from processor coordinate to block coordinates through the given pairs, if affine."""
-    out = []
-    for d in range(len(colors[0]) if colors else 0):
-        proj = fit_projection({c: color[d] for c, color in zip(coords, colors)}, (0,) * len(lead), tuple(lead))
-        if proj is None:
-            return None
-        out.append(proj)
-    return tuple(out)
-
-
-def _fold_output(plan: PlanBase, held: HeldReduction, points: Sequence[tuple[int, Point, Box]]) -> Operand | None:
-    """The output's operand of a fold over every processor: its tile per processor coordinate, when affine."""
-    info = plan.tensors[held.tensor]
-    if not info.shape:
-        return Operand(held.tensor, Privilege.REDUCE_ADD, None, None, None)
-    tile = held.row
-    if tuple(tile) == tuple(info.shape):
-        return Operand(held.tensor, Privilege.REDUCE_ADD, None, None, None)
-    assert plan.machine is not None
-    lead = plan.machine.full_shape
-    projection = []
-    for d, t in enumerate(tile):
-        values = {coord: box[d][0] // t for _, coord, box in points}
-        if any(box[d][0] % t for _, _, box in points):
-            return None
-        proj = fit_projection(values, (0,) * len(lead), lead)
-        if proj is None:
-            return None
-        projection.append(proj)
-    colors = tuple(-(-n // t) for n, t in zip(info.shape, tile))
-    return Operand(held.tensor, Privilege.REDUCE_ADD, tuple(tile), tuple(projection), colors)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from distal.lower.task_graph import Box, Launch, Operand, Privilege, Proj, TensorInfo
 
-__all__ = ["ROTATIONS", "TileChoice", "build_launches", "busy", "busy_boxes", "choose_tiles", "fit_projection"]
+__all__ = ["ROTATIONS", "TileChoice", "build_launches", "busy", "busy_boxes", "choose_tiles"]
 
 ROTATIONS = ("points", "boxes")
 
@@ -97,12 +97,6 @@ def _fit(values: dict[Point, int], lower: Point, upper: Point) -> Proj | None:
         ):
             return Proj(k, coeff, offset)
     return None
-
-
-def fit_projection(values: dict[Point, int], lower: Point, upper: Point) -> Proj | None:
-    """An affine map `coeff * p[k] + offset` through the given (point, value) pairs over [lower, upper), if one
-    exists (a constant where every value is one)."""
-    return _fit(values, lower, upper)
 
 
 def _points(lower: Point, upper: Point) -> list[Point]:
