@@ -44,14 +44,15 @@ def _operands(n: int, specs: tuple[str, str, str] | None, data: bool) -> tuple[d
     return A, B, C
 
 
-def johnson_steps(n: int = 8, data: bool = False) -> Plan:
-    """Johnson on Grid(2,2,2) with communicate(A, ko) and B, C fetched in two steps kio under it."""
+def johnson_steps(n: int = 8, data: bool = False, a_at: Any = None, **options: Any) -> Plan:
+    """Johnson on Grid(2,2,2) with communicate(A, ko) (or `a_at`) and B, C fetched in two steps kio under
+    it, compiled with `options`."""
     A, B, C = _operands(n, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), data)
     m = dt.Machine(dt.Grid(2, 2, 2))
     A[i, j] = B[i, k] * C[k, j]
     return (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
             .split(ki, kio, kii, n // 4).reorder([kio, ii, ji, kii])
-            .communicate(A, ko).communicate([B, C], kio).compile())
+            .communicate(A, ko if a_at is None else a_at).communicate([B, C], kio).compile(**options))
 
 
 def johnson_stages(n: int = 16, data: bool = False) -> Plan:
@@ -146,12 +147,7 @@ def test_communicate_at_a_step_reduces_once_per_iteration_of_that_step() -> None
 
 def test_a_synthesized_reduction_is_counted_once_too() -> None:
     # reduction="synthesized": every point adds into its processor's partial, the program runs once at the end
-    A, B, C = _operands(8, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), False)
-    m = dt.Machine(dt.Grid(2, 2, 2))
-    A[i, j] = B[i, k] * C[k, j]
-    plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
-            .split(ki, kio, kii, 2).reorder([kio, ii, ji, kii])
-            .communicate(A, ko).communicate([B, C], kio).compile(reduction="synthesized"))
+    plan = johnson_steps(reduction="synthesized")
     assert plan.reduction is not None and plan.reduction.synthesized
     assert plan.stats()["total_reduced_bytes"] == 512  # 1024 before
     assert [launch for launch, _ in _reduce_transfers(plan)] == [1] * 4
@@ -159,12 +155,7 @@ def test_a_synthesized_reduction_is_counted_once_too() -> None:
 
 def test_a_plan_without_repeated_tiles_keeps_one_legate_reduction_per_launch() -> None:
     # communicate(A, kio): the user asked for A per step; each launch reduces as it ends
-    A, B, C = _operands(8, ("xy -> xy0", "xz -> x0z", "zy -> 0yz"), False)
-    m = dt.Machine(dt.Grid(2, 2, 2))
-    A[i, j] = B[i, k] * C[k, j]
-    plan = (A.schedule().distribute([i, j, k], [io, jo, ko], [ii, ji, ki], m)
-            .split(ki, kio, kii, 2).reorder([kio, ii, ji, kii])
-            .communicate([A, B, C], kio).compile())
+    plan = johnson_steps(a_at=kio)
     assert plan.reduction is not None and plan.reduction.reason == "flat machine: one Legate reduction"
     assert plan.stats()["total_reduced_bytes"] == 1024
 
