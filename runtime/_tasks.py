@@ -96,6 +96,8 @@ def _body(ctx: Any) -> None:
         if _is_gpu_variant(ctx):
             with device_scope(ctx) as view:
                 kernel(key)[1](point, *[view(store) for store in stores])
+                if any(kind == 2 for kind, _ in slots):
+                    _settle()
         else:  # CPU and OpenMP processors: NumPy views of the stores, no device scope
             asarray = np.asarray
             kernel(key)[1](point, *[asarray(store) for store in stores])
@@ -142,6 +144,22 @@ def device_scope(ctx: Any) -> Iterator[Callable[[Any], Any]]:
         return
     with cupy.cuda.ExternalStream(int(stream)):
         yield cupy.asarray
+
+
+def _settle() -> None:
+    """Wait for this task's work on its stream (the current one inside `device_scope`).
+
+    Legate may give the tasks of one GPU one reduction instance, whose
+    contributions must then be atomic. A kernel's `out += tile` on CuPy is a
+    read, an add and a write: two tasks whose kernels overlap on the GPU
+    (each task's body returns once its work is queued, and the next task's
+    kernel starts on another stream) lose one of the two sums. The GPU run
+    of tests/lower/test_legate_differential.py saw exactly that: k reduced
+    over Grid(3, kind="gpu") on one GPU, half of the output missing one
+    point's partial. Waiting before the body returns orders the tasks'
+    additions, as the CPU's one-task-at-a-time processors do.
+    """
+    _device_module().cuda.get_current_stream().synchronize()
 
 
 _invoker: list[Any] = []  # the `_Direct` class, made on first use (it derives from Legate's invoker)
