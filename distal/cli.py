@@ -44,13 +44,16 @@ BENCHES = {
     "runtime-costs": "runtime_costs.py",  # the runtime's costs as launches grow to 512 points, and the overlap
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
+    "gpu-checks": "gpu_checks.py",  # needs GPUs: every check on GPU processors equal to NumPy (one rank)
+    "gpu-reduce-repro": "gpu_reduce_repro.py",  # needs GPUs: a reduction over GPU points, run many times
     "check": "check.py",  # reruns the tracked ratios and compares them with bench/results/ (exit 1: one fell)
     "breakdown": "breakdown.py",  # diagnosis, when named: where every millisecond of a small plan goes
     "fixed-cost": "fixed_cost.py",  # diagnosis, when named: fixed cost of a plan (=, +=) and of a task point
     "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
-_ONLY_WHEN_NAMED = {"gpu-gemm", "check", "breakdown", "fixed-cost", "profile-higher", "report"}
+_ONLY_WHEN_NAMED = {"gpu-gemm", "gpu-checks", "gpu-reduce-repro", "check", "breakdown", "fixed-cost", "profile-higher",
+                    "report"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
@@ -210,7 +213,7 @@ def _bench_parser() -> argparse.ArgumentParser:
         description="Run distal's benchmarks (the scripts in bench/ of a distal checkout) and record their "
         "results as JSON with a description of the machine. Each benchmark prints its own progress.",
         epilog=f"benchmarks: {', '.join(BENCHES)}; run only when named: "
-        f"{', '.join(n for n in BENCHES if n in _ONLY_WHEN_NAMED)} (gpu-gemm needs GPUs; check exits 1 when a "
+        f"{', '.join(n for n in BENCHES if n in _ONLY_WHEN_NAMED)} (the gpu- ones need GPUs; check exits 1 when a "
         "ratio fell; breakdown, fixed-cost and profile-higher diagnose where time goes; report "
         "prints Markdown tables of the records). "
         "Arguments after -- go to every benchmark script, e.g. distal bench matmul -- --quick",
