@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         legate_runtime,
         prepare_at_import,
         processor_count,
+        rank_count,
     )
     from ._store import Store, fence, tile_of, to_numpy, wrap
     from ._tasks import generic_task
@@ -66,7 +67,8 @@ _LAZY = {
     **dict.fromkeys(("Kernel", "KernelFailure", "check_failures", "register_kernel"), "_registry"),
     **dict.fromkeys(("DriverInfo", "build_shim", "load_driver"), "_shim"),
     **dict.fromkeys(
-        ("MachineInfo", "ensure_started", "is_started", "legate_runtime", "prepare_at_import", "processor_count"),
+        ("MachineInfo", "ensure_started", "is_started", "legate_runtime", "prepare_at_import", "processor_count",
+         "rank_count"),
         "_start",
     ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
@@ -120,6 +122,7 @@ __all__ = [
     "point_launch",
     "prepare_at_import",
     "processor_count",
+    "rank_count",
     "reduce_arrays",
     "reduce_on_machine",
     "reduce_partials",

@@ -14,6 +14,7 @@ import numpy as np
 
 from distal.errors import ShapeError
 
+from ._copy import copy_store
 from ._launch import Arg, Privilege, index_launch
 from ._make import copy_kernel, zeros
 from ._start import legate_runtime
@@ -25,7 +26,7 @@ __all__ = ["legate_input"]
 def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:
     """A `Store` distal owns holding the data of an object with ``__legate_data_interface__``, and its shape.
 
-    The data is copied by Legate (``issue_copy``), store to store, so the
+    The data is copied on Legate (`_copy.copy_store`), store to store, so the
     caller's array stays its own and nothing goes through the host. A 0-d
     array gives a store of shape (1,). None for any other object.
     """
@@ -44,7 +45,7 @@ def legate_input(array: Any) -> tuple[Store, tuple[int, ...]] | None:
     runtime = legate_runtime()
     own = wrap(runtime.create_store(legate_type(kind), shape or (1,)), kind)
     if shape and not handle.transformed and not handle.has_scalar_storage:
-        runtime.issue_copy(own.handle, handle)
+        copy_store(own.handle, handle)
     else:
         # a view (a slice, a transpose), a scalar or a one-element array held as a future (cuPyNumeric's
         # (1, 1)): Legate's copy takes none of them; one task copies it

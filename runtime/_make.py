@@ -1,4 +1,4 @@
-"""Making stores: from a NumPy array, or filled with a value by a task; and the copy kernel (`copy_kernel`).
+"""Making stores: from a NumPy array, or filled with a value by a task (`copy_kernel` is `_copy`'s).
 
 Both ways write the whole store before anyone can launch on it (guards for
 LEGATE_NOTES.md behaviours 2 and 3): an array is copied in whole, and a fill
@@ -26,6 +26,7 @@ import numpy as np
 
 from distal.errors import NotSupportedYet
 
+from ._copy import copy_kernel, copy_store
 from ._launch import Arg, Privilege, index_launch, tile_colors
 from ._registry import register_kernel
 from ._start import ensure_started, legate_runtime
@@ -35,7 +36,6 @@ __all__ = ["advise_huge_pages", "copy_kernel", "fill", "from_numpy", "full", "un
 
 _lock = threading.Lock()
 _fills: dict[tuple[str, Any], int] = {}
-_copy: list[int] = []  # the key of `copy_kernel`, once registered
 
 
 MAX_DIMS = 6  # legate.core.LEGATE_MAX_DIM of these wheels
@@ -127,7 +127,7 @@ def from_numpy(array: Any) -> Store:
     handle = runtime.create_store(kind, private.shape)
     if private.size > 0:
         source = runtime.create_store_from_buffer(kind, private.shape, private, True)
-        runtime.issue_copy(handle, source)
+        copy_store(handle, source)
         source.detach()  # waits for the copy: `private` is not read after this
     return wrap(handle, private.dtype)
 
@@ -143,22 +143,6 @@ def _fill_kernel(value: Any, dtype: np.dtype[Any]) -> int:
             key = register_kernel(fill, f"fill({value!r})")
             _fills[cache_key] = key
         return key
-
-
-def _copy_tile(point: tuple[int, ...], source: np.ndarray, out: np.ndarray) -> None:
-    out[...] = source.reshape(out.shape)
-
-
-def copy_kernel() -> int:
-    """The key of the kernel that copies its first tile into its second, reshaped to it (same size).
-
-    Placement replicates blocks with it, regridding and reductions move rows
-    and blocks, and a view of a cuPyNumeric array is copied into a store.
-    """
-    with _lock:
-        if not _copy:
-            _copy.append(register_kernel(_copy_tile, "copy"))
-        return _copy[0]
 
 
 def full(shape: Sequence[int], value: Any, dtype: Any = np.float64,

@@ -72,6 +72,7 @@ from distal.lower.executable import CollectiveStep, Executable, HeldFold, Reduct
 from distal.lower.task_graph import Box, Group, PlanBase, Reduction
 from distal.machine.grid import Machine
 
+from ._copy import copy_store
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import copy_kernel, fill, from_numpy, zeros
 from ._registry import register_kernel
@@ -167,7 +168,7 @@ def _rows(store: Store, device: int, lo: int, hi: int) -> Store:
 def _copy_of(store: Store) -> Store:
     runtime = legate_runtime()
     handle = runtime.create_store(legate_type(store.dtype), store.shape)
-    runtime.issue_copy(handle, store.handle)
+    copy_store(handle, store.handle)
     return wrap(handle, store.dtype)
 
 

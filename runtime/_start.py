@@ -33,7 +33,7 @@ import numpy as np
 
 from distal.errors import DistalError, RuntimeFailure
 
-from . import _blas
+from . import _blas, _versions
 from ._config import default_config, host_info, quiet_gpu_logging
 from ._shim import driver_listed, load_driver
 
@@ -44,6 +44,7 @@ __all__ = [
     "legate_runtime",
     "prepare_process",
     "processor_count",
+    "rank_count",
     "work_done",
     "work_pending",
     "work_queued",
@@ -52,7 +53,11 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class MachineInfo:
-    """The processors and memory Legate was started with, and where it runs."""
+    """The processors and memory Legate was started with, and where it runs.
+
+    Processors are counted over all ranks (Legate processes); `sysmem_mb` is
+    one rank's system memory; `rank` is this process's rank of `ranks`.
+    """
 
     cpus: int
     gpus: int
@@ -64,6 +69,8 @@ class MachineInfo:
     legate_version: str
     config: str
     user_config: bool
+    ranks: int = 1
+    rank: int = 0
 
     def processors(self) -> dict[str, int]:
         """Processor counts by kind: {'cpu': n, 'gpu': n, 'omp': n}."""
@@ -80,6 +87,7 @@ class MachineInfo:
             "legate_version": self.legate_version,
             "legate_config": self.config,
             "user_config": self.user_config,
+            "ranks": self.ranks,
         }
 
 
@@ -211,18 +219,20 @@ def ensure_started() -> MachineInfo:
         machine = core.get_legate_runtime().machine
         target = core.TaskTarget
         host = host_info()
-        sysmem = core.get_legate_runtime().realm_config().sysmem
+        runtime = core.get_legate_runtime()
         _machine = MachineInfo(
             cpus=machine.count(target.CPU),
             gpus=machine.count(target.GPU),
             omps=machine.count(target.OMP),
-            sysmem_mb=int(sysmem) // (1024 * 1024),
+            sysmem_mb=_versions.sysmem_bytes(runtime) // (1024 * 1024),
             cores=host.cores,
             cpu_model=host.cpu_model,
             driver=driver,
             legate_version=str(legate.__version__),
             config=config,
             user_config=user_config,
+            ranks=_versions.rank_count(runtime),
+            rank=int(getattr(runtime, "node_id", 0)),
         )
         return _machine
 
@@ -233,6 +243,16 @@ def processor_count(kind: str = "cpu") -> int:
     if kind not in counts:
         raise DistalError(f"expected a processor kind in {sorted(counts)}, but found {kind!r}")
     return counts[kind]
+
+
+def rank_count() -> int:
+    """How many ranks (Legate processes) run this program, starting Legate if needed; 1 in a plain run.
+
+    With several ranks every rank must issue the same launches in the same
+    order: callers refuse what would make ranks differ (concurrent calls from
+    several threads, for one).
+    """
+    return ensure_started().ranks
 
 
 def legate_runtime() -> Any:

@@ -30,6 +30,7 @@ import numpy as np
 from distal.errors import DistalError, NotSupportedYet
 from distal.lower.executable import check_store_memory
 
+from ._copy import copy_store
 from ._recording import abandon_recording
 from ._registry import check_failures, release_transient
 from ._start import ensure_started, legate_runtime, work_done, work_pending
@@ -229,7 +230,7 @@ def to_numpy(store: Store) -> np.ndarray:
         target = runtime.create_store_from_buffer(
             legate_type(store.dtype), store.shape, result, False
         )
-        runtime.issue_copy(target, store.handle)
+        copy_store(target, store.handle)
         mapped = np.asarray(target.get_physical_store())
         if not np.shares_memory(mapped, result):
             result[...] = mapped

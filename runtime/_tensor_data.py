@@ -142,6 +142,7 @@ def data_interface(storage: TensorStore | FormatStore, shape: tuple[int, ...]) -
     """
     from legate.core import LogicalArray
 
+    from ._copy import copy_store
     from ._make import zeros
     from ._start import legate_runtime
     from ._store import legate_type, wrap
@@ -154,7 +155,7 @@ def data_interface(storage: TensorStore | FormatStore, shape: tuple[int, ...]) -
         source = storage.store
         copy = wrap(runtime.create_store(legate_type(source.dtype), source.shape), source.dtype)
         if math.prod(source.shape) > 0:
-            runtime.issue_copy(copy.handle, source.handle)
+            copy_store(copy.handle, source.handle)
         else:
             copy = zeros(source.shape, source.dtype)
     handle = copy.handle.project(0, 0) if not shape else copy.handle
