@@ -26,6 +26,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from distal import model as time_model
+from distal.api._threads import legate_section
 from distal.errors import DistalError
 from distal.format.picture import png_data_uri, save
 from distal.lower.describe import describe
@@ -72,17 +73,18 @@ class Plan(PlanBase):
         process with NumPy on the tensors' own arrays (`distal.lower.eager`);
         backend="numpy" runs every launch point by point in this process.
         """
-        if backend == "numpy":
-            run_numpy(self)
-        elif backend == "legate" and self.eager:
-            run_eager(self)
-        elif backend == "legate":
-            from distal.runtime import run_plan  # Legate is imported only when a plan runs on it
+        with legate_section():
+            if backend == "numpy":
+                run_numpy(self)
+            elif backend == "legate" and self.eager:
+                run_eager(self)
+            elif backend == "legate":
+                from distal.runtime import run_plan  # Legate is imported only when a plan runs on it
 
-            run_plan(self)
-        else:
-            raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
-        return self.tensor(self.output)
+                run_plan(self)
+            else:
+                raise DistalError(f"expected backend 'legate' or 'numpy', but found {backend!r}")
+            return self.tensor(self.output)
 
     # -- reporting ---------------------------------------------------------------
 
@@ -93,7 +95,8 @@ class Plan(PlanBase):
         grouping configured, which its task counts read from the environment):
         `distal.lower.executable.analysis_of`.
         """
-        return analysis_of(self)
+        with legate_section():
+            return analysis_of(self)
 
     def stats(self) -> dict[str, Any]:
         """Per launch and per processor: tiles, bytes received, totals, peak memory (as data).
@@ -111,11 +114,13 @@ class Plan(PlanBase):
         plan's machine; points outnumbering processors run several each, block-wise). Another count is
         written into the summary.
         """
-        return predicted(self, model if model is not None else time_model.this_machine(), processors)
+        with legate_section():
+            return predicted(self, model if model is not None else time_model.this_machine(), processors)
 
     def explain(self, model: MachineModel | None = None) -> str:
         """A readable report of `analysis()` and the predicted time on `model` (`distal.model.explain`)."""
-        return explain(self, model)
+        with legate_section():
+            return explain(self, model)
 
     def __str__(self) -> str:
         """Every launch with its operands (`distal.lower.describe`)."""

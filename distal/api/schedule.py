@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import distal.kernels as kernels
+from distal.api._threads import legate_section
 from distal.api.plan import Plan
 from distal.errors import ScheduleError
 from distal.lower import compile_schedule
@@ -53,8 +54,9 @@ class Schedule(ScheduleBase):
         without a format the formats it chose. explain() of its plan lists
         the candidates with their predicted time, bytes moved and peak memory.
         """
-        chosen: Schedule = kernels.auto_schedule(self, machine, memory=memory, model=model)
-        return chosen
+        with legate_section():
+            chosen: Schedule = kernels.auto_schedule(self, machine, memory=memory, model=model)
+            return chosen
 
     # -- running -----------------------------------------------------------------
 
@@ -65,7 +67,8 @@ class Schedule(ScheduleBase):
         `reduction` ("auto", "synthesized" or "legate") how distributed
         reductions run (see docs/lowering.md).
         """
-        return Plan.of(compile_schedule(self, rotation=rotation, reduction=reduction, **bindings))
+        with legate_section():
+            return Plan.of(compile_schedule(self, rotation=rotation, reduction=reduction, **bindings))
 
     def evaluate(
         self, backend: str = "legate", *, rotation: str | None = None, reduction: str | None = None, **bindings: int
@@ -75,11 +78,12 @@ class Schedule(ScheduleBase):
         backend="legate" compiles and runs on Legate; backend="reference" runs
         the NumPy reference executor in this process.
         """
-        if backend == "reference":
-            self.check_bindings(bindings)
-            run_reference(self, bindings)
-            return self.output
-        if backend == "legate":
-            self.compile(rotation=rotation, reduction=reduction, **bindings).run()
-            return self.output
-        raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")
+        with legate_section():
+            if backend == "reference":
+                self.check_bindings(bindings)
+                run_reference(self, bindings)
+                return self.output
+            if backend == "legate":
+                self.compile(rotation=rotation, reduction=reduction, **bindings).run()
+                return self.output
+            raise ScheduleError(f"expected backend 'legate' or 'reference', but found {backend!r}")

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distal.api._array import ArrayBehaviour, is_notation_key
+from distal.api._threads import free_here, legate_section
 from distal.api.schedule import Schedule
 from distal.cin.placement import placement, placement_text
 from distal.errors import FormatError, NotationError
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Tensor"]
 
 
-class Tensor(TensorBase):
+class Tensor(TensorBase, ArrayBehaviour):
     """A dense tensor as the user holds it: a `TensorBase` (name, shape, dtype, format, data, statement)
     that schedules its statement and moves its data.
 
@@ -51,6 +53,21 @@ class Tensor(TensorBase):
 
     # (storage, Legate data interface) last handed out by `__legate_data_interface__`
     _interface: tuple[Storage, dict[str, Any]] | None = None
+
+    # -- indexing: notation, or the data ----------------------------------------
+
+    def __getitem__(self, key: object) -> Any:
+        """`A[i, j]` (index variables) is notation, an `Access` of the tensor; integers, slices, arrays and `...`
+        read the data as NumPy indexes it (`distal.api._array`).
+
+        >>> import numpy as np
+        >>> t = Tensor.from_array("t", np.arange(6.0).reshape(2, 3))
+        >>> t[1, 1:]
+        array([4., 5.])
+        """
+        if is_notation_key(key):
+            return super().__getitem__(key)
+        return self._read(key)
 
     # -- scheduling ------------------------------------------------------------
 
@@ -117,20 +134,21 @@ class Tensor(TensorBase):
           that only compiles, explains or runs the reference executor never
           starts Legate.
         """
-        if _legate_array(array):
-            copied = _runtime().copy_in(array)
-            check_dtype(copied.dtype, name)
-            t = cls(name, copied.shape, format, dtype=copied.dtype)
-            t.bind(copied.storage(t.format))
+        with legate_section():
+            if _legate_array(array):
+                copied = _runtime().copy_in(array)
+                check_dtype(copied.dtype, name)
+                t = cls(name, copied.shape, format, dtype=copied.dtype)
+                t.bind(copied.storage(t.format))
+                return t
+            check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
+            data = np.array(array, copy=True)
+            check_dtype(data.dtype, name)
+            t = cls(name, data.shape, format, dtype=data.dtype)
+            t.bind(HostStorage(data))
+            if t.format is not None and not t.format.params and _runtime().running():
+                t.place()
             return t
-        check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
-        data = np.array(array, copy=True)
-        check_dtype(data.dtype, name)
-        t = cls(name, data.shape, format, dtype=data.dtype)
-        t.bind(HostStorage(data))
-        if t.format is not None and not t.format.params and _runtime().running():
-            t.place()
-        return t
 
     def place(self) -> Tensor:
         """Put the tensor's data on Legate now, laid out by its format (starts Legate); returns the tensor.
@@ -143,8 +161,9 @@ class Tensor(TensorBase):
         symbolic (a `dt.Param` size: it has no processors until bound).
         Placing a placed tensor does nothing.
         """
-        _runtime().place(self)
-        return self
+        with legate_section():
+            _runtime().place(self)
+            return self
 
     def to_cupynumeric(self) -> Any:
         """The tensor's data as a cuPyNumeric array, handed over on Legate (no host copy).
@@ -153,7 +172,8 @@ class Tensor(TensorBase):
         blocks of a tensor with a format, gathered by launches), so changing
         one does not change the other. Same as ``cupynumeric.asarray(tensor)``.
         """
-        return _runtime().to_cupynumeric(self)
+        with legate_section():
+            return _runtime().to_cupynumeric(self)
 
     @property
     def __legate_data_interface__(self) -> dict[str, Any]:
@@ -163,9 +183,23 @@ class Tensor(TensorBase):
             return cached[1]
         held: Storage
         iface: dict[str, Any]
-        held, iface = _runtime().interface(self)  # placed first, as `place` does
+        with legate_section():
+            held, iface = _runtime().interface(self)  # placed first, as `place` does
         self._interface = (held, iface)
         return iface
+
+    def to_numpy(self) -> np.ndarray:
+        """A NumPy copy of the tensor's data (zeros if it was never written), read back from Legate where it lives
+        (`TensorBase.to_numpy`), from any thread."""
+        with legate_section():
+            return super().to_numpy()
+
+    def __del__(self) -> None:
+        # the stores this tensor may free next are freed on this thread: Legion takes them only from a thread
+        # holding Legate's context (`distal.api._threads.free_here`)
+        storage = getattr(self, "_storage", None)  # absent when __init__ refused its arguments
+        if storage is not None and storage.on_legate:
+            free_here()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol (NumPy 2 semantics): `np.asarray(t)` is a new array of the tensor's data.
@@ -206,30 +240,31 @@ class Tensor(TensorBase):
         >>> [str(s) for s in A.redistribute(dt.Format("xy -> yx", m)).steps], str(A.format)
         (['allpermute'], 'xy -> yx')
         """
-        from distal.redist.finish import finish
-        from distal.redist.formats import plan_redistribution
+        with legate_section():
+            from distal.redist.finish import finish
+            from distal.redist.formats import plan_redistribution
 
-        old = self.format
-        if old is None:
-            raise FormatError(
-                f"expected a tensor with a format to redistribute, but found {self.name} without one; "
-                f"give it a format when making it (Tensor.from_array({self.name!r}, array, format))"
-            )
-        if getattr(format, "machine", None) != old.machine:
-            raise FormatError(
-                f"expected a format on the machine of {self.name} ({old.machine!r}), but found {format!r}"
-            )
-        format.check_tensor(self)  # refuses a format of another order before anything moves
-        has_data = self._storage is not None
-        if not has_data and any(not isinstance(n, int) for n in self.shape):
+            old = self.format
+            if old is None:
+                raise FormatError(
+                    f"expected a tensor with a format to redistribute, but found {self.name} without one; "
+                    f"give it a format when making it (Tensor.from_array({self.name!r}, array, format))"
+                )
+            if getattr(format, "machine", None) != old.machine:
+                raise FormatError(
+                    f"expected a format on the machine of {self.name} ({old.machine!r}), but found {format!r}"
+                )
+            format.check_tensor(self)  # refuses a format of another order before anything moves
+            has_data = self._storage is not None
+            if not has_data and any(not isinstance(n, int) for n in self.shape):
+                self.format = format
+                return None
+            plan = plan_redistribution(old, format, self.concrete_shape(), method)
+            if has_data:
+                # the finished moves, run on the data laid out by `old` (the format it has until below)
+                _runtime().redistribute(self, finish(plan))
             self.format = format
-            return None
-        plan = plan_redistribution(old, format, self.concrete_shape(), method)
-        if has_data:
-            # the finished moves, run on the data laid out by `old` (the format it has until below)
-            _runtime().redistribute(self, finish(plan))
-        self.format = format
-        return plan
+            return plan
 
 
 def _runtime() -> TensorData:

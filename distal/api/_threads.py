@@ -1,0 +1,78 @@
+"""Any Python thread may call distal: one thread at a time on Legate, with Legate's context bound to it.
+
+Legate runs its program as one top-level task whose context belongs to
+one thread at a time, and Legion aborts the process when another thread
+launches, makes or frees a store. Every entry point of the api layer that
+can touch Legate (`dt.einsum`, `Plan.run`, `Schedule.evaluate`,
+`Tensor.from_array`, `to_numpy`, `place`, `redistribute`, ...) runs inside
+`legate_section()`:
+
+- the calling thread takes distal's one re-entrant lock (threads calling
+  at once wait their turn; a section inside a section is free);
+- Legate's context is bound to it (`distal.runtime.adopt_context`) when
+  Legate runs, and it keeps it, so that stores it drops later are freed
+  from a thread holding the context; a DistalError says so before anything
+  is queued when that cannot be done (Legate started outside distal on
+  another thread, and not yet seen by distal);
+- with several ranks, only the first thread that used distal's Legate work
+  may call: ranks run the same program and must issue the same launches in
+  the same order, which threads interleaving differently on each rank would
+  break (a hang); another thread's call raises DistalError before anything
+  is queued.
+
+>>> with legate_section():
+...     pass
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from distal.errors import DistalError
+from distal.runtime import _thread_context as runtime  # until distal.runtime exports its names
+
+__all__ = ["free_here", "legate_section"]
+
+_lock = threading.RLock()
+_first: int | None = None  # the first thread (ident) whose section ran with Legate running
+
+def _check_ranks(me: int) -> None:
+    """With several ranks, only the first thread that used Legate through distal may call."""
+    if _first is None or _first == me or not runtime.legate_loaded():
+        return
+    ranks = runtime.legate_ranks()
+    if ranks > 1:
+        raise DistalError(
+            f"expected distal called from one thread when Legate runs {ranks} ranks, but found a call from "
+            f"thread {threading.current_thread().name!r} after another thread used it (the ranks must issue "
+            "the same launches in the same order, which threads interleaving differently would break); call "
+            "distal from that first thread"
+        )
+
+
+@contextmanager
+def legate_section() -> Iterator[None]:
+    """Run the body as the one thread on Legate: take the lock, bind Legate's context to this thread.
+
+    Raises DistalError before the body runs when this thread cannot use Legate (see the module docstring).
+    """
+    global _first
+    me = threading.get_ident()
+    _check_ranks(me)
+    with _lock:
+        _check_ranks(me)
+        runtime.adopt_context()
+        try:
+            yield
+        finally:
+            runtime.capture_context()  # Legate may have started in the body, on this thread
+            if _first is None and runtime.legate_loaded():
+                _first = me
+
+
+def free_here() -> None:
+    """Before Legate stores may be freed on this thread (a tensor about to go): give it Legate's context, without
+    the lock (freeing needs no turn); never raises."""
+    runtime.bind_context_quietly()

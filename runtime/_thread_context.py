@@ -1,0 +1,189 @@
+"""Legate's top-level context on any Python thread: binding Legion's implicit context to the calling thread.
+
+Legate runs its program as Legion's implicit top-level task, whose context
+is a thread-local of the thread that started Legate: every Legion call
+checks that the context it is given is the calling thread's
+(`ctx != implicit_context` raises "Invalid task context passed to runtime
+call"), and so a launch, a new store, or a store freed on another thread
+aborted the process. Legion lets an external thread take the context
+(`Runtime::bind_implicit_task_to_external_thread`, the call Triton's Legion
+backend makes around each request); legate's Python API does not expose
+it, so this module calls it in `liblegion` through ctypes.
+
+The caller (`distal.api._threads`) holds one lock around every call that
+touches Legate, so one thread at a time uses the context. A thread keeps
+the context once bound (it is not unbound after the call): a store dropped
+later on that thread, by reference count or by the cyclic collector, calls
+Legion from there. The thread that runs Python's exit binds it too, before
+legate's own clean-up (registered earlier, so run later), which otherwise
+ran Legate's shutdown on a thread without a context and crashed.
+
+Nothing here imports legate: it reads the context only once legate's module
+is loaded (Legate running), and says so when it cannot.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import gc
+import os
+import sys
+import threading
+from typing import Any
+
+from distal.errors import DistalError
+
+__all__ = [
+    "adopt_context",
+    "bind_context_quietly",
+    "capture_context",
+    "context_known",
+    "legate_loaded",
+    "legate_ranks",
+    "release_at_exit",
+]
+
+_LIBRARY = "liblegion-legate.so.1"
+# Legion's C++ entry points (mangled names, liblegion of the legate wheel)
+_GET_CONTEXT = "_ZN6Legion7Runtime11get_contextEv"
+_GET_RUNTIME = "_ZN6Legion7Runtime11get_runtimeEN5Realm9ProcessorE"
+_BIND = "_ZN6Legion7Runtime37bind_implicit_task_to_external_threadEPNS_8Internal11TaskContextE"
+
+
+class _Legion:
+    """The three Legion calls, loaded from the running legate's library."""
+
+    def __init__(self, path: str) -> None:
+        lib = ctypes.CDLL(path)
+        self.get_context = lib[_GET_CONTEXT]
+        self.get_context.restype = ctypes.c_void_p
+        self.get_context.argtypes = []
+        get_runtime = lib[_GET_RUNTIME]
+        get_runtime.restype = ctypes.c_void_p
+        get_runtime.argtypes = [ctypes.c_uint64]  # Realm::Processor, passed as its id (0: no processor)
+        self.runtime = get_runtime(0)
+        self.bind = lib[_BIND]
+        self.bind.restype = None
+        self.bind.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+
+_legion: _Legion | None = None
+_context: int | None = None  # Legion's top-level context (a pointer), once seen on a thread holding it
+_guard = threading.Lock()
+_exiting = False  # set at exit, once the exiting thread holds the context
+
+
+def legate_loaded() -> bool:
+    """Whether Legate runs in this process (its core module is loaded: importing it started Legate)."""
+    return "legate.core" in sys.modules
+
+
+def _load() -> _Legion:
+    global _legion
+    if _legion is None:
+        core = sys.modules["legate.core"]
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(str(core.__file__)))), "lib64", _LIBRARY)
+        try:
+            _legion = _Legion(path)
+        except (OSError, AttributeError) as error:
+            raise DistalError(
+                f"expected Legion's context calls in {path} to run distal from several threads, but found: "
+                f"{error}"
+            ) from error
+    return _legion
+
+
+def _in_task() -> bool:
+    """Whether this thread runs a Legate task (its own context; never bind the top-level one there)."""
+    core: Any = sys.modules["legate.core"]
+    return bool(core.is_running_in_task())
+
+
+def context_known() -> bool:
+    """Whether the top-level context has been seen (on the thread that started Legate)."""
+    return _context is not None
+
+
+def capture_context() -> None:
+    """Remember the top-level context if this thread holds it (call after Legate started on it); then bind it
+    at exit and in the cyclic collector's thread. Cheap when already known or Legate is not running."""
+    global _context
+    if _context is not None or not legate_loaded():
+        return
+    legion = _load()
+    current = legion.get_context()
+    if current and not _in_task():
+        with _guard:
+            if _context is None:
+                _context = int(current)
+                atexit.register(release_at_exit)  # after legate's own clean-up: LIFO, so it runs first
+                gc.callbacks.append(_collecting)
+
+
+def adopt_context() -> None:
+    """Give this thread Legion's top-level context, if Legate runs and the thread does not hold it yet.
+
+    Raises DistalError, before anything is queued, when Legate was started outside distal on another thread
+    (by cuPyNumeric, say) and its context has not been seen yet.
+    """
+    if not legate_loaded():
+        return
+    capture_context()
+    legion = _load()
+    if legion.get_context():
+        return
+    if _context is None:
+        raise DistalError(
+            f"expected Legate started by distal or on this thread, but found it started on another thread "
+            f"(by cuPyNumeric or legate itself, before distal ran) while this is thread "
+            f"{threading.current_thread().name!r}; call distal once from the thread that started Legate (the "
+            f"main thread, usually) and then any thread may call it"
+        )
+    legion.bind(legion.runtime, _context)
+
+
+def bind_context_quietly() -> None:
+    """Bind the context to this thread where that is allowed and needed (a tensor about to free its stores);
+    never raises, and does nothing once the process is exiting."""
+    if _context is None or _legion is None or _exiting or _legion.get_context() or _in_task():
+        return
+    _legion.bind(_legion.runtime, _context)
+
+
+def _collecting(phase: str, info: dict[str, Any]) -> None:
+    """gc callback: a collection may free Legate stores, and Legion takes them only from a thread holding the
+    context; the collecting thread gets it first (Legate task threads excepted: distal pauses collection while
+    its tasks are queued)."""
+    if phase == "start":
+        bind_context_quietly()
+
+
+def release_at_exit() -> None:
+    """At exit, before legate's clean-up: that clean-up finishes Legate from this thread, so it takes the context.
+
+    The collector's hook goes too: the collections of the interpreter's own teardown come after Legate has
+    finished, when asking Legate anything crashes.
+    """
+    global _exiting
+    bind_context_quietly()
+    _exiting = True
+    if _collecting in gc.callbacks:
+        gc.callbacks.remove(_collecting)
+
+
+def legate_ranks() -> int:
+    """How many ranks (processes) Legate runs on; 1 when Legate is not running (counted once)."""
+    global _ranks
+    if not legate_loaded():
+        return 1
+    if _ranks is None:
+        from distal import runtime
+
+        counter = getattr(runtime, "rank_count", None)  # the runtime's own count, where it has one
+        core: Any = sys.modules["legate.core"]
+        _ranks = int(counter()) if counter is not None else int(core.get_legate_runtime().node_count)
+    return _ranks
+
+
+_ranks: int | None = None

@@ -1,0 +1,140 @@
+"""A `dt.Tensor` acts as an array (issue 33 item 6): NEP 13/18, operators, indexing, conversions, identity.
+
+Every value is compared with NumPy's on the same data. Tests on host data
+start no Legate; those that run `dt.einsum` (`np.einsum`, `@`) or read data
+from Legate carry the `legate` marker.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import distal as dt
+
+RNG = np.random.default_rng(3)
+DATA = RNG.random((3, 4)) + 0.5
+
+
+def tensor(data: np.ndarray = DATA, name: str = "T") -> dt.Tensor:
+    return dt.Tensor.from_array(name, data)
+
+
+BINARY: list[Callable[[Any, Any], Any]] = [
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
+    operator.lt, operator.le, operator.gt, operator.ge, np.maximum, np.arctan2, np.hypot,
+]
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda f: getattr(f, "__name__", str(f)))
+@pytest.mark.parametrize("other", [2.5, 3, DATA[0], DATA * 2], ids=["float", "int", "row", "array"])
+def test_binary_operators_with_numbers_and_arrays_on_either_side_are_numpy_s(op: Any, other: Any) -> None:
+    t = tensor()
+    for got, want in ((op(t, other), op(DATA, other)), (op(other, t), op(other, DATA))):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(op(t, tensor(DATA * 3, "U")), op(DATA, DATA * 3))
+
+
+@pytest.mark.parametrize("op", [operator.neg, operator.pos, abs, np.sin, np.exp, np.sqrt, np.isnan, np.conj])
+def test_unary_operators_and_ufuncs_are_numpy_s(op: Any) -> None:
+    np.testing.assert_array_equal(op(tensor()), op(DATA))
+
+
+def test_ufunc_methods_and_numpy_functions_read_the_data() -> None:
+    t = tensor()
+    np.testing.assert_array_equal(np.add.reduce(t, axis=1), np.add.reduce(DATA, axis=1))
+    np.testing.assert_array_equal(np.multiply.outer(t[0], t[1]), np.multiply.outer(DATA[0], DATA[1]))
+    assert np.sum(t) == np.sum(DATA)
+    np.testing.assert_array_equal(np.mean(t, axis=0), np.mean(DATA, axis=0))
+    np.testing.assert_array_equal(np.concatenate([t, DATA]), np.concatenate([DATA, DATA]))
+    np.testing.assert_array_equal(np.where(t > 1, t, 0), np.where(DATA > 1, DATA, 0))
+    assert np.allclose(t, DATA) and np.array_equal(t, DATA)
+
+
+def test_shape_functions_answer_without_reading_the_data() -> None:
+    t = dt.Tensor("T", (3, 4))  # no data at all
+    assert (np.shape(t), np.ndim(t), np.size(t)) == ((3, 4), 2, 12)
+    assert (t.shape, t.ndim, t.size, t.dtype, len(t)) == ((3, 4), 2, 12, np.dtype(np.float64), 3)
+
+
+def test_out_tensors_receive_the_result_and_in_place_operators_update_the_tensor() -> None:
+    t = tensor()
+    result = np.multiply(t, 2.0, out=t)
+    assert result is t
+    np.testing.assert_array_equal(t.to_numpy(), DATA * 2)
+    same = t
+    t += 1.0
+    assert t is same
+    np.testing.assert_array_equal(t.to_numpy(), DATA * 2 + 1)
+    u = tensor(np.zeros(3), "U")
+    np.add.at(u, [0, 0, 2], 1.0)
+    np.testing.assert_array_equal(u.to_numpy(), [2.0, 0.0, 1.0])
+    with pytest.raises(TypeError):  # NumPy's casting rule: float into an integer tensor
+        i = tensor(np.arange(3), "I")
+        i += 0.5
+
+
+@pytest.mark.parametrize("key", [0, -1, (1, 2), slice(1, None), (slice(None), 1), Ellipsis, (..., 0),
+                                 (None, 1), [0, 2], (np.array([0, 1]), np.array([2, 3]))],
+                         ids=str)
+def test_integer_slice_and_array_indexing_reads_the_data(key: Any) -> None:
+    np.testing.assert_array_equal(tensor()[key], DATA[key])
+    np.testing.assert_array_equal(tensor()[tensor(np.array([1, 0]), "K")], DATA[[1, 0]])  # a tensor as indices
+
+
+def test_conversions_and_iteration_follow_numpy() -> None:
+    s = tensor(np.array(2.75), "S")
+    assert (float(s), int(s), complex(s)) == (2.75, 2, 2.75 + 0j)
+    assert float(tensor()[1, 2]) == float(DATA[1, 2])
+    with pytest.raises(TypeError, match=r"only length-1|only 0-dimensional|size-1"):
+        float(tensor())
+    with pytest.raises(TypeError, match="len"):
+        len(s)
+    rows = list(tensor())
+    assert len(rows) == 3 and all(np.array_equal(r, d) for r, d in zip(rows, DATA))
+
+
+def test_index_variables_keep_writing_notation() -> None:
+    i, j = dt.index_vars("i j")
+    B = tensor(name="B")
+    A = dt.Tensor("A", (3, 4))
+    A[i, j] = B[i, j] * 2 + B[i, j]
+    assert str(A.assignment) == "A(i,j) = B(i,j) * 2 + B(i,j)"
+    A.schedule().evaluate("reference")
+    np.testing.assert_allclose(A.to_numpy(), DATA * 3)
+    with pytest.raises(dt.NotationError):
+        A[i, 0] = B[i, 0]
+
+
+def test_equality_and_hash_keep_identity() -> None:
+    a, b = tensor(name="A"), tensor(name="A")
+    assert a == a and a != b and not (a == b) and not (a != a)
+    assert {a: 1, b: 2}[a] == 1 and len({a, b, a}) == 2
+    assert bool(a) and bool(dt.Tensor("E", (0, 3)))  # an object, not an array's truth
+    assert np.array_equal(np.equal(a, b), np.ones((3, 4), bool))  # elementwise: np.equal
+
+
+@pytest.mark.legate
+def test_einsum_and_matmul_run_distal_and_give_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISTAL_EAGER", "0")  # keep them on Legate
+    t = tensor()
+    r = np.einsum("ij,kj->ik", t, DATA)
+    assert isinstance(r, dt.Tensor) and r.on_legate
+    np.testing.assert_allclose(r.to_numpy(), DATA @ DATA.T)
+    m = t @ DATA.T
+    assert isinstance(m, dt.Tensor) and m.on_legate
+    np.testing.assert_allclose(np.asarray(m), DATA @ DATA.T)
+    np.testing.assert_allclose(np.asarray(DATA.T @ t), DATA.T @ DATA)
+    np.testing.assert_allclose(np.asarray(t @ DATA[0]), DATA @ DATA[0])
+    # a result on Legate acts as an array: arithmetic, indexing, conversions
+    np.testing.assert_allclose(r + 1.0, DATA @ DATA.T + 1.0)
+    assert float(r[0, 0]) == pytest.approx(float(DATA[0] @ DATA[0]))
+    np.testing.assert_allclose(r[1:, 0], (DATA @ DATA.T)[1:, 0])
+    assert len(r) == 3 and r.size == 9 and r.ndim == 2
+    # and can be passed on
+    np.testing.assert_allclose(np.asarray(r @ r), (DATA @ DATA.T) @ (DATA @ DATA.T))
