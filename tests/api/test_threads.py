@@ -132,12 +132,13 @@ i, j, k = dt.index_vars("i j k")
 a = rng.random((30, 30))
 results = [dt.einsum("ij,jk->ik", a, a, machine=m) for _ in range(3)]
 assert all(r.on_legate for r in results)
+assert all(np.allclose(np.asarray(r), a @ a) for r in results)  # read: each store is mapped on the host
 box = in_thread(lambda: results.clear())  # the last references die on a thread that never called distal
 assert "error" not in box, box
 A = dt.Tensor("A", (30, 30))
 A[i, j] = dt.Tensor.from_array("B", a)[i, k] * dt.Tensor.from_array("C", a)[k, j]
 A.schedule().evaluate()
-assert A.on_legate
+assert A.on_legate and np.allclose(A.to_numpy(), a @ a)
 del A  # a cycle (the tensor is one of its statement's operands): only the collector frees it
 box = in_thread(gc.collect)  # ... on a thread that never called distal
 assert "error" not in box, box
