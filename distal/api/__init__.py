@@ -17,11 +17,11 @@ indexing that reads data); every method here that can touch Legate runs in
 """
 
 from distal.api import _array
-from distal.api.einsum import einsum
+from distal.api import einsum as _einsum  # the module: `distal.api.einsum` stays the module (clear_cache())
 from distal.api.plan import Plan
 from distal.api.schedule import Schedule
 from distal.api.tensor import Tensor
 
-_array.use_einsum(einsum)  # what np.einsum and @ on a dt.Tensor run (`distal.api._array`)
+_array.use_einsum(_einsum.einsum)  # what np.einsum and @ on a dt.Tensor run (`distal.api._array`)
 
 __all__ = ["Plan", "Schedule", "Tensor"]

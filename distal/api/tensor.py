@@ -144,6 +144,8 @@ class Tensor(TensorBase, ArrayBehaviour):
             check_host_allocation(f"a copy of {name}'s data", np.shape(array), getattr(array, "dtype", np.float64))
             data = np.array(array, copy=True)
             check_dtype(data.dtype, name)
+            if not data.dtype.isnative:  # held in this machine's byte order: Legate reads the bytes as they are
+                data = data.astype(data.dtype.newbyteorder("="))
             t = cls(name, data.shape, format, dtype=data.dtype)
             t.bind(HostStorage(data))
             if t.format is not None and not t.format.params and _runtime().running():

@@ -42,7 +42,8 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 def check_dtype(dtype: Any, name: str) -> np.dtype:
-    """`dtype` as a NumPy dtype that distal computes with; a `DtypeError` naming it otherwise."""
+    """`dtype` as a NumPy dtype that distal computes with, in this machine's byte order (">f8" is float64 on a
+    little-endian machine); a `DtypeError` naming it otherwise."""
     try:
         dt: np.dtype = np.dtype(dtype)
     except TypeError as exc:
@@ -52,7 +53,7 @@ def check_dtype(dtype: Any, name: str) -> np.dtype:
             f"expected a numeric dtype ({', '.join(np.dtype(d).name for d in _DTYPES)}) "
             f"for {name}, but found {dt.name}"
         )
-    return dt
+    return dt.newbyteorder("=") if not dt.isnative else dt  # a tensor's data is in this machine's byte order
 
 
 class TensorBase:

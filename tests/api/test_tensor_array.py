@@ -138,3 +138,22 @@ def test_einsum_and_matmul_run_distal_and_give_tensors(monkeypatch: pytest.Monke
     assert len(r) == 3 and r.size == 9 and r.ndim == 2
     # and can be passed on
     np.testing.assert_allclose(np.asarray(r @ r), (DATA @ DATA.T) @ (DATA @ DATA.T))
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">i4", ">c16"])
+def test_data_of_the_other_byte_order_is_held_in_this_machine_s(dtype: str) -> None:
+    data = (DATA * 10).astype(dtype)
+    t = dt.Tensor.from_array("B", data)
+    assert t.dtype == np.dtype(dtype).newbyteorder("=") and t.dtype.isnative
+    np.testing.assert_array_equal(t.to_numpy(), data)
+    assert dt.Tensor("C", (2,), dtype=dtype).dtype.isnative
+
+
+@pytest.mark.legate
+@pytest.mark.parametrize("dtype", [">f8", ">i4"])
+def test_data_of_the_other_byte_order_placed_on_legate_keeps_its_values(dtype: str) -> None:
+    data = (RNG.random((40, 30)) * 100).astype(dtype)
+    t = dt.Tensor.from_array("B", data, dt.Format("xy -> x", dt.Machine(dt.Grid(2))))
+    t.place()
+    assert t.on_legate
+    np.testing.assert_array_equal(t.to_numpy(), data)
