@@ -72,6 +72,7 @@ _legion: _Legion | None = None
 _context: int | None = None  # Legion's top-level context (a pointer), once seen on a thread holding it
 _guard = threading.Lock()
 _exiting = False  # set at exit, once the exiting thread holds the context
+_held = threading.local()  # .context: whether this thread is known to hold the context
 
 
 def legate_loaded() -> bool:
@@ -127,11 +128,12 @@ def adopt_context() -> None:
     Raises DistalError, before anything is queued, when Legate was started outside distal on another thread
     (by cuPyNumeric, say) and its context has not been seen yet.
     """
-    if not legate_loaded():
+    if getattr(_held, "context", False) or not legate_loaded():
         return
     capture_context()
     legion = _load()
     if legion.get_context():
+        _held.context = True  # kept: distal never unbinds it
         return
     if _context is None:
         raise DistalError(
@@ -141,14 +143,18 @@ def adopt_context() -> None:
             f"main thread, usually) and then any thread may call it"
         )
     legion.bind(legion.runtime, _context)
+    _held.context = True
 
 
 def bind_context_quietly() -> None:
     """Bind the context to this thread where that is allowed and needed (a tensor about to free its stores);
     never raises, and does nothing once the process is exiting."""
-    if _context is None or _legion is None or _exiting or _legion.get_context() or _in_task():
+    if _context is None or _legion is None or _exiting or getattr(_held, "context", False):
+        return
+    if _legion.get_context() or _in_task():
         return
     _legion.bind(_legion.runtime, _context)
+    _held.context = True
 
 
 def _collecting(phase: str, info: dict[str, Any]) -> None:

@@ -27,8 +27,6 @@ can touch Legate (`dt.einsum`, `Plan.run`, `Schedule.evaluate`,
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from distal.errors import DistalError
 from distal.runtime import _thread_context as runtime  # until distal.runtime exports its names
@@ -36,6 +34,7 @@ from distal.runtime import _thread_context as runtime  # until distal.runtime ex
 __all__ = ["free_here", "legate_section"]
 
 _lock = threading.RLock()
+_inside = threading.local()  # .depth: sections open on this thread
 _first: int | None = None  # the first thread (ident) whose section ran with Legate running
 
 def _check_ranks(me: int) -> None:
@@ -52,24 +51,51 @@ def _check_ranks(me: int) -> None:
         )
 
 
-@contextmanager
-def legate_section() -> Iterator[None]:
-    """Run the body as the one thread on Legate: take the lock, bind Legate's context to this thread.
+class _Section:
+    """The context manager `legate_section()` returns (one object: its state is per thread)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        depth = getattr(_inside, "depth", 0)
+        if depth:  # a section inside a section: this thread has its turn already
+            _inside.depth = depth + 1
+            return
+        me = threading.get_ident()
+        _check_ranks(me)
+        _lock.acquire()
+        try:
+            _check_ranks(me)
+            runtime.adopt_context()
+        except BaseException:
+            _lock.release()
+            raise
+        _inside.depth = 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _first
+        depth = _inside.depth - 1
+        _inside.depth = depth
+        if depth:
+            return
+        try:
+            runtime.capture_context()  # Legate may have started in the body, on this thread
+            if _first is None and runtime.legate_loaded():
+                _first = threading.get_ident()
+        finally:
+            _lock.release()
+
+
+_SECTION = _Section()
+
+
+def legate_section() -> _Section:
+    """Run the body of `with legate_section():` as the one thread on Legate: take the lock, bind Legate's
+    context to this thread.
 
     Raises DistalError before the body runs when this thread cannot use Legate (see the module docstring).
     """
-    global _first
-    me = threading.get_ident()
-    _check_ranks(me)
-    with _lock:
-        _check_ranks(me)
-        runtime.adopt_context()
-        try:
-            yield
-        finally:
-            runtime.capture_context()  # Legate may have started in the body, on this thread
-            if _first is None and runtime.legate_loaded():
-                _first = me
+    return _SECTION
 
 
 def free_here() -> None:
