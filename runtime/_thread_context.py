@@ -69,6 +69,7 @@ class _Legion:
 
 
 _legion: _Legion | None = None
+_missing: str | None = None  # why Legion's calls could not be loaded
 _context: int | None = None  # Legion's top-level context (a pointer), once seen on a thread holding it
 _guard = threading.Lock()
 _exiting = False  # set at exit, once the exiting thread holds the context
@@ -80,18 +81,22 @@ def legate_loaded() -> bool:
     return "legate.core" in sys.modules
 
 
-def _load() -> _Legion:
-    global _legion
-    if _legion is None:
+def _load() -> _Legion | None:
+    """Legion's calls, from the library legate loaded (by its name, else beside legate's package); None, with
+    the reason kept in `_missing`, where neither has them (another build of legate)."""
+    global _legion, _missing
+    if _legion is None and _missing is None:
         core = sys.modules["legate.core"]
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(str(core.__file__)))), "lib64", _LIBRARY)
-        try:
-            _legion = _Legion(path)
-        except (OSError, AttributeError) as error:
-            raise DistalError(
-                f"expected Legion's context calls in {path} to run distal from several threads, but found: "
-                f"{error}"
-            ) from error
+        beside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(str(core.__file__)))), "lib64", _LIBRARY)
+        for where in (_LIBRARY, beside):
+            try:
+                _legion = _Legion(where)
+                break
+            except (OSError, AttributeError) as error:
+                _missing = f"{where}: {error}"
+        else:
+            return None
+        _missing = None
     return _legion
 
 
@@ -113,7 +118,7 @@ def capture_context() -> None:
     if _context is not None or not legate_loaded():
         return
     legion = _load()
-    current = legion.get_context()
+    current = legion.get_context() if legion is not None else None
     if current and not _in_task():
         with _guard:
             if _context is None:
@@ -122,16 +127,25 @@ def capture_context() -> None:
                 gc.callbacks.append(_collecting)
 
 
-def adopt_context() -> None:
+def adopt_context(first: bool) -> None:
     """Give this thread Legion's top-level context, if Legate runs and the thread does not hold it yet.
 
-    Raises DistalError, before anything is queued, when Legate was started outside distal on another thread
-    (by cuPyNumeric, say) and its context has not been seen yet.
+    `first`: whether this thread is the first that used distal's Legate work (it holds the context, or Legate
+    started outside distal). Raises DistalError, before anything is queued, when Legate was started outside
+    distal on another thread (by cuPyNumeric, say) and its context has not been seen yet, or when Legion's
+    calls cannot be found and this is not the first thread.
     """
     if getattr(_held, "context", False) or not legate_loaded():
         return
     capture_context()
     legion = _load()
+    if legion is None:
+        if first:
+            return
+        raise DistalError(
+            f"expected Legion's context calls to run distal from thread {threading.current_thread().name!r} (the "
+            f"first thread that used distal runs it), but found none ({_missing}); call distal from the first thread"
+        )
     if legion.get_context():
         _held.context = True  # kept: distal never unbinds it
         return

@@ -66,7 +66,7 @@ class _Section:
         _lock.acquire()
         try:
             _check_ranks(me)
-            runtime.adopt_context()
+            runtime.adopt_context(_first is None or _first == me)
         except BaseException:
             _lock.release()
             raise

@@ -177,3 +177,18 @@ assert np.allclose(matmul(a, a), a @ a)  # the first thread still may
 print("second thread refused")
 """)
     assert_clean(result, "second thread refused")
+
+
+def test_without_legion_s_context_calls_the_first_thread_runs_and_others_are_refused() -> None:
+    result = run_child("""
+from distal.runtime import _thread_context
+_thread_context._LIBRARY = "libno-such-legion.so"  # another build of legate, without the calls where looked
+a = rng.random((20, 20))
+assert np.allclose(matmul(a, a), a @ a)
+box = in_thread(matmul, a, a)
+error = box.get("error")
+assert isinstance(error, dt.DistalError) and "libno-such-legion.so" in str(error), box
+assert np.allclose(matmul(a, a), a @ a)
+print("first thread only")
+""")
+    assert_clean(result, "first thread only")
