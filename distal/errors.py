@@ -4,6 +4,11 @@ Every error distal raises for bad input or a failed run derives from
 `DistalError`. User errors name the offending object and, where there is one,
 show the user's statement or text: "expected ..., but found ... in <stmt>".
 Internal invariants use plain asserts.
+
+Errors for input NumPy refuses too are also NumPy's class for it, so that
+code written around `numpy.einsum` catches them: a `NotationError` (and so
+`ParseError`, `ShapeError`) is a `ValueError`, a `DtypeError` a `TypeError`
+(and a `ValueError`, being a `ShapeError`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ __all__ = [
     "DistalError",
     "DistalFallbackWarning",
     "DistalPerformanceWarning",
+    "DtypeError",
     "FormatError",
     "MachineError",
     "NotSupportedYet",
@@ -45,8 +51,9 @@ class DistalError(Exception):
         return f"{self.message}\n  in: {self.context}"
 
 
-class NotationError(DistalError):
-    """Bad tensor index notation: arity, extents, names, outputs."""
+class NotationError(DistalError, ValueError):
+    """Bad tensor index notation: arity, extents, names, outputs (also a `ValueError`, as NumPy's einsum raises
+    for bad subscripts and shapes)."""
 
 
 class ParseError(NotationError):
@@ -63,8 +70,9 @@ class ShapeError(NotationError):
     """Data whose shape or dtype does not match its tensor."""
 
 
-class DtypeError(ShapeError):
-    """A dtype distal does not compute with, or a right side that cannot be cast into its output."""
+class DtypeError(ShapeError, TypeError):
+    """A dtype distal does not compute with, or a right side that cannot be cast into its output (also a
+    `TypeError`, as NumPy raises for a cast its casting rule refuses)."""
 
 
 class ScheduleError(DistalError):

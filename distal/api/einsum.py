@@ -20,9 +20,9 @@ that plan instead of running it, for `explain()`.
 
 from __future__ import annotations
 
-import functools
+import itertools
+import math
 import os
-import string
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -33,9 +33,10 @@ import numpy as np
 
 import distal.contract as contract
 import distal.kernels as kernels
+from distal.api._einsum_args import Call, Options, canonical, cast_call, read_call, read_options
 from distal.api.plan import Plan
 from distal.api.tensor import Tensor
-from distal.errors import DistalError, NotationError, NotSupportedYet
+from distal.errors import DtypeError, NotationError
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
@@ -46,21 +47,9 @@ from distal.search import resolve_machine
 __all__ = ["CACHE_SIZE", "cache_info", "clear_cache", "einsum", "einsum_plan"]
 
 CACHE_SIZE = 64  # compiled plans kept (least recently used dropped first)
-_LETTERS = string.ascii_letters
-_SUBLIST = string.ascii_uppercase + string.ascii_lowercase  # the letter NumPy's sublist form gives each integer
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One call's subscripts (explicit, letters only) and its operands as distal sees them."""
-
-    inputs: tuple[str, ...]
-    output: str
-    arrays: tuple[Any, ...]  # NumPy arrays (size-one broadcast dimensions squeezed), Legate arrays or Tensors
-
-    @property
-    def spec(self) -> str:
-        return ",".join(self.inputs) + "->" + self.output
+_MAX_DIMS = 6  # of a Legate store (and launch): more is folded or run eagerly
+_SETTLE_CALLS = 16  # Legate calls, or
+_SETTLE_BYTES = 64 << 20  # bytes they staged, between two fences (`_settle`)
 
 
 @dataclass
@@ -100,7 +89,7 @@ def _eager_allowed() -> bool:
     return os.environ.get("DISTAL_EAGER", "1") != "0"
 
 
-def _run_eager(fast: _Eager, call: _Call) -> Tensor:
+def _run_eager(fast: _Eager, call: Call) -> Tensor:
     """A call whose cached plan runs eagerly: the contraction its task body runs (`distal.contract`), straight
     on the NumPy operands, into a new host tensor."""
     arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in call.arrays]
@@ -117,155 +106,61 @@ def cache_info() -> dict[str, int]:
     return {"plans": len(_CACHE), "size": CACHE_SIZE, **_STATS}
 
 
-# -- subscripts -------------------------------------------------------------------------------------------
-
-
-def _sublists(args: Sequence[Any]) -> tuple[str, list[Any]]:
-    """NumPy's sublist form einsum(op0, sub0, op1, sub1, ..., [sub_out]) as a subscripts string."""
-    def text(sub: Any) -> str:
-        out = ""
-        for x in sub:
-            if x is Ellipsis:
-                out += "..."
-            elif isinstance(x, int | np.integer) and 0 <= int(x) < len(_SUBLIST):
-                out += _SUBLIST[int(x)]  # NumPy's: 0-25 are A-Z, 26-51 are a-z
-            else:
-                raise NotationError(f"expected subscripts as integers 0-{len(_LETTERS) - 1} or ..., but found {x!r}")
-        return out
-
-    ops = list(args[0::2][: len(args) // 2])
-    subs = [text(s) for s in args[1::2][: len(args) // 2]]
-    spec = ",".join(subs)
-    if len(args) % 2 == 1:
-        spec += "->" + text(args[-1])
-    return spec, ops
-
-
-@dataclass(frozen=True)
-class _Spec:
-    """Subscripts read for operands of given shapes: each operand's letters (size-one broadcast dimensions
-    dropped: `drops`), the output's."""
-
-    inputs: tuple[str, ...]
-    output: str
-    drops: tuple[tuple[int, ...], ...]  # per operand, the size-one dimensions broadcast against longer ones
-
-
-def _parse(subscripts: Any, operands: Sequence[Any]) -> _Call:
-    if not isinstance(subscripts, str):
-        subscripts, ops = _sublists([subscripts, *operands])
-        operands = ops
-    shapes = tuple(tuple(int(n) for n in np.shape(op)) if not isinstance(op, Tensor) else op.concrete_shape()
-                   for op in operands)
-    spec = _read(subscripts, shapes)
-    arrays: list[Any] = []
-    for term, shape, op, drop in zip(spec.inputs, shapes, operands, spec.drops):
-        if drop:
-            if isinstance(op, Tensor) or hasattr(op, "__legate_data_interface__"):
-                raise NotSupportedYet(f"a size-one dimension broadcast against a longer one in operand {term!r} "
-                                      f"of {subscripts!r} is supported for NumPy arrays only; give it full size")
-            op = np.asarray(op).reshape([n for d, n in enumerate(shape) if d not in drop])
-        arrays.append(op)
-    return _Call(spec.inputs, spec.output, tuple(arrays))
-
-
-@functools.lru_cache(maxsize=1024)
-def _read(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> _Spec:
-    """The subscripts for operands of these shapes, as NumPy reads them (cached: a call reads them once)."""
-    text = subscripts.replace(" ", "")
-    if text.count("->") > 1:
-        raise NotationError(f"expected at most one '->' in the subscripts, but found {subscripts!r}")
-    explicit = "->" in text
-    lhs, out = text.split("->") if explicit else (text, None)
-    terms = lhs.split(",")
-    if len(terms) != len(shapes):
-        raise NotationError(f"expected {len(terms)} operand(s) for the subscripts {subscripts!r}, but found "
-                            f"{len(shapes)}")
-    for term in (*terms, out or ""):
-        bad = [c for c in term.replace("...", "") if c not in _LETTERS]
-        if bad or term.replace("...", "").count(".") or term.count("...") > 1:
-            raise NotationError(f"expected subscripts of letters a-z, A-Z and at most one '...' per operand, but "
-                                f"found {term!r} in {subscripts!r}")
-    # '...' becomes letters no term uses, one per broadcast dimension (NumPy aligns them from the right)
-    used = set(text)
-    spare = [c for c in _LETTERS if c not in used]
-    ell = 0
-    for term, shape in zip(terms, shapes):
-        if "..." in term:
-            ell = max(ell, len(shape) - (len(term) - 3))
-    if ell > len(spare):
-        raise NotationError(f"expected at most {len(spare)} dimensions under '...', but found {ell}")
-    ell_letters = "".join(spare[:ell])
-    inputs = []
-    for term, shape in zip(terms, shapes):
-        if "..." in term:
-            n = len(shape) - (len(term) - 3)
-            if n < 0:
-                raise NotationError(f"expected an operand of at least {len(term) - 3} dimensions for {term!r}, "
-                                    f"but found shape {shape}")
-            term = term.replace("...", ell_letters[ell - n:])
-        if len(term) != len(shape):
-            raise NotationError(f"expected an operand of {len(term)} dimension(s) for subscripts {term!r}, but "
-                                f"found shape {shape}")
-        inputs.append(term)
-    letters = "".join(inputs)
-    if out is None:  # NumPy's implicit output: '...' first, then the letters that appear once, sorted
-        out = ell_letters + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
-                                           and c not in ell_letters))
-    elif "..." in out:
-        out = out.replace("...", ell_letters)
-    elif ell_letters:
-        raise NotationError(f"expected '...' in the output of {subscripts!r}, whose operands have dimensions under "
-                            f"'...' (NumPy refuses it too: give the output '...' or sum them with letters)")
-    for c in out:
-        if out.count(c) > 1:
-            raise NotationError(f"expected each output subscript once, but found {c!r} more than once in "
-                                f"{subscripts!r} (NumPy refuses it too)")
-        if c not in letters:
-            raise NotationError(f"expected every output subscript in some operand, but found {c!r} in no operand "
-                                f"of {subscripts!r} (NumPy refuses it: an einsum output is a sum over the operands)")
-    # extents: one per letter; a dimension of extent one broadcasts against a longer one (as in NumPy)
-    extent: dict[str, int] = {}
-    for term, shape in zip(inputs, shapes):
-        for c, n in zip(term, shape):
-            if n != 1:
-                if extent.setdefault(c, n) != n:
-                    raise NotationError(f"expected one extent for subscript {c!r} in {subscripts!r}, but found "
-                                        f"{extent[c]} and {n}")
-    final: list[str] = []
-    drops: list[tuple[int, ...]] = []
-    for term, shape in zip(inputs, shapes):
-        drop = tuple(d for d, (c, n) in enumerate(zip(term, shape)) if n == 1 and extent.get(c, 1) != 1)
-        final.append("".join(c for d, c in enumerate(term) if d not in drop))
-        drops.append(drop)
-    return _Spec(tuple(final), out, tuple(drops))
-
-
 # -- tensors ------------------------------------------------------------------------------------------------
 
 
 def _tensor(name: str, op: Any) -> Tensor:
-    """A tensor holding an operand: a dt.Tensor as it is, a Legate array copied on Legate, NumPy data read in
-    place (a read-only view; nothing writes an operand)."""
-    if isinstance(op, Tensor):
-        return op
+    """A tensor holding an operand: a Legate array copied on Legate, NumPy data (already native and aligned,
+    `host_operand`) read in place (a read-only view; nothing writes an operand)."""
     if hasattr(op, "__legate_data_interface__"):
         return Tensor.from_array(name, op)
-    data = np.asarray(op)
-    if data.dtype == np.bool_ or data.dtype.kind not in "iufc":
-        raise NotationError(f"expected numeric operands for einsum, but found dtype {data.dtype} in operand {name}")
-    t = Tensor(name, data.shape, dtype=data.dtype)
-    view = data.view()
+    t = Tensor(name, op.shape, dtype=op.dtype)
+    view = op.view()
     view.flags.writeable = False
     t.bind(HostStorage(view))
     return t
+
+
+def _alias(name: str, t: Tensor) -> Tensor:
+    """Another tensor over `t`'s data, named `name`: a statement has one tensor per name, and two of the user's
+    tensors (two earlier results, say) may share one."""
+    alias = Tensor(name, t.concrete_shape(), t.format, dtype=t.dtype)
+    alias.bind(t.storage)
+    return alias
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    """`base`, or `base_1`, `base_2`, ... : a name no tensor of the call has (added to `taken`)."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
+
+
+def _operands(arrays: Sequence[Any], out: Tensor | None) -> tuple[list[Tensor], set[str]]:
+    """The tensors of a call's operands: the user's tensors as they are (each name once: a second tensor of a
+    name already used is read through an alias), the others under names no tensor of the call has; with the
+    names taken."""
+    taken = {a.name for a in arrays if isinstance(a, Tensor)} | ({out.name} if out is not None else set())
+    by_name: dict[str, Tensor] = {}
+    tensors = []
+    for n, op in enumerate(arrays):
+        if isinstance(op, Tensor):
+            first = by_name.setdefault(op.name, op)
+            t = op if first is op else _alias(_fresh(f"T{n}", taken), op)
+        else:
+            t = _tensor(_fresh(f"T{n}", taken), op)
+        tensors.append(t)
+    return tensors, taken
 
 
 def _location(t: Tensor) -> str:
     return "legate" if t.on_legate else "host" if t.has_data else "none"
 
 
-def _statement(call: _Call, tensors: Sequence[Tensor], out: Tensor) -> Assignment:
+def _statement(call: Call, tensors: Sequence[Tensor], out: Tensor) -> Assignment:
     vars_ = {c: IndexVar(c) for c in dict.fromkeys("".join(call.inputs) + call.output)}
     factors = [Access(t.var, tuple(vars_[c] for c in term)) for t, term in zip(tensors, call.inputs)]
     rhs: Expr = factors[0] if factors else Literal(1)
@@ -274,39 +169,48 @@ def _statement(call: _Call, tensors: Sequence[Tensor], out: Tensor) -> Assignmen
     return Assignment(Access(out.var, tuple(vars_[c] for c in call.output)), rhs)
 
 
-def _result_dtype(tensors: Sequence[Tensor]) -> np.dtype[Any]:
-    return np.result_type(*(t.dtype for t in tensors)) if tensors else np.dtype(np.float64)
-
-
-def _build(call: _Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine) -> _Entry:
+def _build(call: Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine, notes: tuple[str, ...],
+           eager: str) -> _Entry:
     """Compile the call's plan on tensors like this call's (the output a stand-in of the result's kind), and
-    keep it without their data (each call binds its own, `_bound`)."""
+    keep it without their data (each call binds its own, `_bound`). `eager` (a reason) runs it eagerly."""
     holder = Tensor(out.name, out.shape, out.format, dtype=out.dtype, casting=out.casting)
     stmt = check_statement(_statement(call, tensors, holder))
     holder.record(stmt)
-    sched = kernels.auto_schedule(holder.schedule(), machine, eager=True, formats=False)
+    if eager:
+        sched = replace(holder.schedule(), eager=eager)
+    else:
+        sched = kernels.auto_schedule(holder.schedule(), machine, eager=True, formats=False)
+    if notes:
+        sched = sched.with_notes(*notes)
     plan = replace(sched.compile(), bindings=Bindings())
     return _Entry(plan, tuple(t.var for t in tensors), holder.var)
 
 
-def _prepare(call: _Call, machine: Machine | Grid | None, out: Any) -> tuple[_Entry, list[Tensor], Tensor]:
-    tensors = [_tensor(f"T{n}", op) for n, op in enumerate(call.arrays)]
-    dtype = _result_dtype(tensors)
-    ext = {c: n for term, t in zip(call.inputs, tensors) for c, n in zip(term, t.concrete_shape())}
-    shape = tuple(ext[c] for c in call.output)
-    if isinstance(out, Tensor):
-        if out.concrete_shape() != shape:
-            raise NotationError(f"expected out of shape {shape} for {call.spec}, but found {out.concrete_shape()}")
+def _shape(call: Call) -> tuple[int, ...]:
+    ext = {c: n for term, a in zip(call.inputs, call.arrays) for c, n in zip(term, _concrete(a))}
+    return tuple(ext[c] for c in call.output)
+
+
+def _concrete(a: Any) -> tuple[int, ...]:
+    return a.concrete_shape() if isinstance(a, Tensor) else tuple(int(n) for n in np.shape(a))
+
+
+def _prepare(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], out: Tensor | None,
+             notes: tuple[str, ...] = (), eager: str = "") -> tuple[_Entry, list[Tensor], Tensor]:
+    """The call's cached plan (compiled on a miss), its operand tensors and its result tensor (`out`, or a new
+    one of `dtype`)."""
+    tensors, taken = _operands(call.arrays, out)
+    if out is not None:
         result = out
     else:
-        result = Tensor("R", shape, dtype=dtype)
+        result = Tensor(_fresh("R", taken), _shape(call), dtype=dtype)
     m = resolve_machine(machine)
     operands = tuple((t.concrete_shape(), t.dtype.str, t.format, _location(t)) for t in tensors)
-    key = (call.spec, _eager_allowed(), operands, (result.dtype.str, result.format, result.casting), m)
+    key = (call.spec, _eager_allowed(), operands, (result.dtype.str, result.format, result.casting), m, eager)
     entry = _CACHE.get(key)
     if entry is None:
         _STATS["misses"] += 1
-        entry = _build(call, tensors, result, m)
+        entry = _build(call, tensors, result, m, notes, eager)
         _CACHE[key] = entry
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -324,19 +228,247 @@ def _bound(entry: _Entry, tensors: Sequence[Tensor], result: Tensor) -> Plan:
     return replace(entry.plan, bindings=Bindings.pairs(pairs))
 
 
-def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None) -> Plan:
+# -- orders above Legate's six dimensions ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """A call with letters that travel together folded into one (`groups`: each new letter's letters), and
+    the shape its output unfolds to; `eager`: why it runs eagerly (still over six dimensions), else ""."""
+
+    call: Call
+    shape: tuple[int, ...]
+    notes: tuple[str, ...]
+    eager: str
+
+
+def _fold(call: Call) -> _Folded | None:
+    """None when every operand and the output have at most six dimensions; else the call with each run of
+    letters that appear together, in the same order and next to each other, in every operand and the output
+    that has any of them folded into one letter (operands reshaped), and, if that is still too many, a
+    reason to run eagerly in this process."""
+    terms = [*call.inputs, call.output]
+    if max(len(t) for t in terms) <= _MAX_DIMS:
+        return None
+    repeated = {c for t in terms for c in t if t.count(c) > 1}
+    groups = [[c for c in t] for t in terms]
+
+    def together(x: str, y: str) -> bool:
+        for g in groups:
+            if (x in g) != (y in g) or (x in g and g.index(y) != g.index(x) + 1):
+                return False
+        return True
+
+    merged = True
+    while merged and max(len(g) for g in groups) > _MAX_DIMS:
+        merged = False
+        for g in groups:
+            for x, y in itertools.pairwise(g):
+                if not set(x + y) & repeated and together(x, y):
+                    for h in groups:
+                        if x in h:
+                            k = h.index(x)
+                            h[k:k + 2] = [x + y]
+                    merged = True
+                    break
+            if merged:
+                break
+    folded = {grp for g in groups for grp in g if len(grp) > 1}
+    ext = {c: n for term, a in zip(call.inputs, call.arrays) for c, n in zip(term, _concrete(a))}
+    shape = tuple(ext[c] for c in call.output)
+    arrays = []
+    for term, g, a in zip(call.inputs, groups, call.arrays):
+        want = tuple(math.prod(ext[c] for c in grp) for grp in g)
+        if len(g) == len(term):
+            arrays.append(a)
+        elif isinstance(a, Tensor):
+            arrays.append(np.asarray(a).reshape(want))  # read from wherever it is, then viewed folded
+        else:
+            arrays.append(a.reshape(want))
+    inputs = tuple("".join(grp[0] for grp in g) for g in groups[:-1])
+    output = "".join(grp[0] for grp in groups[-1])
+    notes = tuple(f"einsum: subscripts {grp} folded into one dimension ({grp[0]}): Legate stores have at most "
+                  f"{_MAX_DIMS}" for grp in sorted(folded))
+    left = max(len(t) for t in (*inputs, output))
+    eager = "" if left <= _MAX_DIMS else (
+        f"an operand or the output has {left} dimensions after folding the subscripts that travel together, more "
+        f"than the {_MAX_DIMS} of a Legate store")
+    if eager:  # the eager run reads the operands as they were, on the host
+        return _Folded(replace(call, arrays=tuple(np.asarray(a) if isinstance(a, Tensor) and a.on_legate else a
+                                                  for a in call.arrays)), shape, (), eager)
+    return _Folded(Call(inputs, output, tuple(arrays), call.given), shape, notes, "")
+
+
+# -- memory -------------------------------------------------------------------------------------------------
+
+
+_PENDING = {"calls": 0, "bytes": 0}
+
+
+def _settle(nbytes: int) -> None:
+    """After a call that ran on Legate: every `_SETTLE_CALLS` such calls, or once they staged `_SETTLE_BYTES`,
+    wait for the queued work so that Legate frees what earlier calls dropped (their operands' copies, results
+    nobody holds). Legate frees a dropped store only at a fence, and a loop of calls whose results are never
+    read reaches none: its memory grew by 3-4 times the bytes it staged per call until Legate's mapper aborted
+    the process (issue 33)."""
+    _PENDING["calls"] += 1
+    _PENDING["bytes"] += nbytes
+    if _PENDING["calls"] >= _SETTLE_CALLS or _PENDING["bytes"] >= _SETTLE_BYTES:
+        import distal.runtime as rt  # a run on Legate started it
+
+        rt.fence()
+        _PENDING["calls"] = _PENDING["bytes"] = 0
+
+
+# -- running --------------------------------------------------------------------------------------------
+
+
+def _computing(call: Call, opts: Options, out: Any) -> tuple[Call, np.dtype[Any]]:
+    """The call with its operands checked (and, for `dtype=`, converted) for the dtype it computes in, and
+    that dtype, as NumPy's einsum has them: `dtype=`, else the promotion of the operands and `out`; a single
+    operand with nothing summed and no `out` is NumPy's view of it (its own dtype, no cast checked)."""
+    if len(call.arrays) == 1 and out is None and set(call.inputs[0]) <= set(call.output):
+        return call, canonical(np.dtype(call.arrays[0].dtype))
+    if opts.dtype is not None:
+        dtype = opts.dtype
+    else:
+        dtype = canonical(np.result_type(*(np.dtype(a.dtype) for a in call.arrays),
+                                         *(() if out is None else (np.dtype(out.dtype),))))
+    return cast_call(call, dtype, opts.casting, opts.dtype is not None), dtype
+
+
+def _run_one(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], into: Tensor | None) -> Tensor:
+    """One statement's result (into `into` when given: a tensor of the result's shape and a dtype the
+    statement casts into by its own rule)."""
+    fold = _fold(call)
+    if fold is not None:
+        inner = _run_one_plan(fold.call, machine, dtype, into if fold.shape == _shape(fold.call) else None,
+                              fold.notes, fold.eager)
+        if inner.concrete_shape() == fold.shape:
+            return inner
+        result = Tensor("R", fold.shape, dtype=inner.dtype)
+        result.bind(HostStorage(inner.to_numpy().reshape(fold.shape)))  # over six dimensions: on the host
+        if into is not None:
+            into.set_array(result.to_numpy())
+            return into
+        return result
+    return _run_one_plan(call, machine, dtype, into)
+
+
+def _run_one_plan(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], into: Tensor | None,
+                  notes: tuple[str, ...] = (), eager: str = "") -> Tensor:
+    host = into is None and not eager and all(type(a) is np.ndarray for a in call.arrays)
+    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), dtype.str, resolve_machine(machine)) \
+        if host and _eager_allowed() else None
+    fast = _EAGER.get(key) if key is not None else None
+    if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them
+        _STATS["hits"] += 1
+        return _run_eager(fast, call)
+    entry, tensors, result = _prepare(call, machine, dtype, into, notes, eager)
+    mine = into is None
+    if mine and entry.spare is not None and (entry.last is None or entry.last() is None):
+        result.bind(entry.spare)  # the last result is gone: its store takes this one
+    staged = sum(math.prod(t.concrete_shape()) * t.dtype.itemsize for t in tensors if not t.on_legate)
+    plan = _bound(entry, tensors, result)
+    plan.run()
+    if result.on_legate:
+        _settle(staged + math.prod(result.concrete_shape()) * result.dtype.itemsize)
+        if mine:
+            entry.spare, entry.last = result.storage, weakref.ref(result)
+    if key is not None and plan.eager:  # an einsum is a product: its task body runs one contraction
+        _EAGER[key] = _Eager(result.dtype, result.concrete_shape())
+        while len(_EAGER) > CACHE_SIZE:
+            _EAGER.popitem(last=False)
+    return result
+
+
+def _by_path(call: Call, path: Any, machine: Machine | Grid | None, dtype: np.dtype[Any]) -> Tensor:
+    """The call as pairwise statements in the order `path` gives (opt_einsum's contraction list), each run
+    as its own statement; intermediate results stay where their statement left them."""
+    import opt_einsum  # type: ignore[import-untyped]  # (imported when a path is asked for)
+
+    shapes = [_concrete(a) for a in call.arrays]
+    try:
+        _, info = opt_einsum.contract_path(call.spec, *shapes, shapes=True, optimize=path)
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise NotationError(f"expected optimize= a path over the {len(shapes)} operand(s) of "
+                            f"{','.join(call.given) or call.spec}, but found {path!r}: {exc}") from None
+    live: list[Any] = list(call.arrays)
+    result: Tensor | None = None
+    for inds, _, text, _, _ in info.contraction_list:
+        picked = [live.pop(x) for x in inds]
+        lhs, output = text.split("->")
+        step = Call(tuple(lhs.split(",")), output, tuple(picked))
+        result = _run_one(step, machine, dtype, None)
+        live.append(result)
+    assert result is not None and len(live) == 1
+    return result
+
+
+def _path(call: Call, opts: Options) -> Any:
+    """The pairwise order `optimize=` asks for (None: distal's own, in one statement)."""
+    if opts.optimize is False or len(call.arrays) < 3:
+        return None
+    if isinstance(opts.optimize, tuple):
+        n = len(call.arrays)
+        for step in opts.optimize:
+            if len(set(step)) != len(step) or any(not 0 <= i < n for i in step) or len(step) < 1:
+                raise NotationError(f"expected each step of optimize='s path to name distinct operands among the "
+                                    f"{n} left, but found {step} in {opts.optimize}")
+            n -= len(step) - 1
+        return [tuple(s) for s in opts.optimize]
+    return opts.optimize
+
+
+def _check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], casting: Any, call: Call,
+               both: bool = False) -> None:
+    """`out=` as NumPy checks it: an array of the result's shape, writeable, of a dtype the result casts into
+    by `casting` (`both`, with `dtype=`: and castable into that dtype too, as NumPy's iterator asks)."""
+    if out is None:
+        return
+    if not isinstance(out, Tensor | np.ndarray):
+        raise DtypeError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__} (NumPy "
+                         f"refuses it too)")
+    have = out.concrete_shape() if isinstance(out, Tensor) else out.shape
+    if tuple(have) != shape:
+        raise NotationError(f"expected out= of shape {shape} for {','.join(call.given)}, but found "
+                            f"{tuple(have)} (NumPy refuses it too)")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise NotationError("expected out= a writeable array, but found a read-only one (NumPy refuses it too)")
+    if both and not np.can_cast(out.dtype, dtype, casting):
+        raise DtypeError(f"expected out= of a dtype that casts into dtype= {dtype} by the rule {casting!r}, as NumPy "
+                         f"asks, but found {out.dtype} (NumPy refuses it too)")
+    if not np.can_cast(dtype, out.dtype, casting):
+        raise DtypeError(f"expected out= of a dtype the result's {dtype} casts into by the rule {casting!r}, but "
+                         f"found {out.dtype} (NumPy refuses it too; pass casting='unsafe' or a wider out)")
+
+
+def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None,
+                dtype: Any = None, casting: str = "safe", order: str = "K") -> Plan:
     """The plan `einsum` would run for these operands (compiled once, cached), bound to them: print it,
-    `explain()` it, or `run()` it (its output is a new tensor, `plan.tensor(plan.output)`)."""
-    call = _parse(subscripts, operands)
-    entry, tensors, result = _prepare(call, machine, out if isinstance(out, Tensor) else None)
+    `explain()` it, or `run()` it (its output is a new tensor, `plan.tensor(plan.output)`). A call over more
+    than six dimensions gives the plan of its folded statement (explain() says so)."""
+    opts = read_options(dtype, order, casting, False)
+    call, rdtype = _computing(read_call(subscripts, operands), opts, out)
+    _check_out(out, _shape(call), rdtype, opts.casting, call, both=opts.dtype is not None)
+    fold = _fold(call)
+    notes: tuple[str, ...] = ()
+    eager = ""
+    if fold is not None:
+        call, notes, eager = fold.call, fold.notes, fold.eager
+    target = out if isinstance(out, Tensor) and fold is None and out.dtype == rdtype else None
+    entry, tensors, result = _prepare(call, machine, rdtype, target, notes, eager)
     return _bound(entry, tensors, result)
 
 
-def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = None, out: Any = None) -> Any:
+def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
+           casting: str = "safe", optimize: Any = False, machine: Machine | Grid | None = None) -> Any:
     """NumPy's einsum over NumPy arrays, cuPyNumeric arrays or dt.Tensors, scheduled by `Schedule.auto`.
 
-    Returns a new `dt.Tensor` of NumPy's result dtype; with `out` (a `dt.Tensor` of the result's shape, or a
-    NumPy array), the result is written there and `out` returned. See the module docstring.
+    Takes `numpy.einsum`'s keywords (`out`, `dtype`, `order`, `casting`, `optimize`) with their meaning, and
+    `machine`. Returns a new `dt.Tensor` of NumPy's result dtype; with `out` (a `dt.Tensor` or a NumPy array
+    of the result's shape, of a dtype the result casts into by `casting`), the result is written there and
+    `out` returned. See the module docstring.
 
     >>> import numpy as np
     >>> import distal as dt
@@ -344,33 +476,31 @@ def einsum(subscripts: Any, *operands: Any, machine: Machine | Grid | None = Non
     >>> np.allclose(dt.einsum("ij,kj->ik", a, a).to_numpy(), a @ a.T)
     True
     """
+    opts = read_options(dtype, order, casting, optimize)
     if out is not None and not isinstance(out, Tensor | np.ndarray):
-        raise DistalError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__}")
-    call = _parse(subscripts, operands)
-    host = not isinstance(out, Tensor) and all(type(a) is np.ndarray for a in call.arrays)
-    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), resolve_machine(machine)) \
-        if host and _eager_allowed() else None
-    fast = _EAGER.get(key) if key is not None else None
-    if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them
-        _STATS["hits"] += 1
-        result = _run_eager(fast, call)
+        raise DtypeError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__} (NumPy "
+                         f"refuses it too)")
+    call, compute = _computing(read_call(subscripts, operands, opts.optimize is not False), opts, out)
+    # NumPy's pairwise path (optimize= other than False) writes its last step into out= by its ufuncs' rule
+    paired = opts.optimize is not False and len(call.arrays) > 1
+    rule = ("unsafe" if opts.casting == "unsafe" else "same_kind") if paired else opts.casting
+    _check_out(out, _shape(call), compute, rule, call, both=opts.dtype is not None and not paired)
+    path = _path(call, opts)
+    into = out if (isinstance(out, Tensor) and path is None and out.dtype == compute
+                   and not any(a is out for a in call.arrays) and out.name not in _names(call.arrays)) else None
+    if path is not None:
+        result = _by_path(call, path, machine, compute)
     else:
-        entry, tensors, result = _prepare(call, machine, out if isinstance(out, Tensor) else None)
-        mine = out is None or isinstance(out, np.ndarray)
-        if mine and entry.spare is not None and (entry.last is None or entry.last() is None):
-            result.bind(entry.spare)  # the last result is gone: its store takes this one
-        plan = _bound(entry, tensors, result)
-        plan.run()
-        if mine and result.on_legate:
-            entry.spare, entry.last = result.storage, weakref.ref(result)
-        if key is not None and plan.eager:  # an einsum is a product: its task body runs one contraction
-            _EAGER[key] = _Eager(result.dtype, result.concrete_shape())
-            while len(_EAGER) > CACHE_SIZE:
-                _EAGER.popitem(last=False)
+        result = _run_one(call, machine, compute, into)
+    if out is None or into is not None:
+        return result
+    value = result.to_numpy()
     if isinstance(out, np.ndarray):
-        value = result.to_numpy()
-        if out.shape != value.shape:
-            raise NotationError(f"expected out of shape {value.shape}, but found {out.shape}")
-        np.copyto(out, value, casting="same_kind")
-        return out
-    return result
+        np.copyto(out, value, casting="unsafe")  # the rule was checked above (`_check_out`)
+    else:
+        out.set_array(value.astype(out.dtype, copy=False))
+    return out
+
+
+def _names(arrays: Sequence[Any]) -> set[str]:
+    return {a.name for a in arrays if isinstance(a, Tensor)}

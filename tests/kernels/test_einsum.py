@@ -6,12 +6,15 @@ calls run as Legate plans (the random suite in test_einsum_random.py covers many
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 import distal as dt
-from distal.api import einsum as einsum_module
 
+# the module (distal.api's attribute `einsum` is the function)
+einsum_module = importlib.import_module("distal.api.einsum")
 RNG = np.random.default_rng(7)
 
 CASES = [
@@ -86,7 +89,7 @@ def test_repeated_calls_reuse_the_plan_and_keep_earlier_results() -> None:
 
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("distal.api.einsum.CACHE_SIZE", 3)
+    monkeypatch.setattr(einsum_module, "CACHE_SIZE", 3)
     einsum_module.clear_cache()
     for n in range(2, 8):
         dt.einsum("ij,jk->ik", np.ones((n, n)), np.ones((n, n)))
