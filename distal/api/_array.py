@@ -73,6 +73,81 @@ def _arrays(value: Any) -> Any:
     return value
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _dot_subscripts(a: Any, b: Any) -> str | None:
+    """`np.dot(a, b)` as an einsum: the last axis of `a` with the second to last of `b` (its only one for a
+    vector); None for a scalar operand (NumPy multiplies)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0 or na + nb > len(_LETTERS):
+        return None
+    left = _LETTERS[: na - 1]
+    right = _LETTERS[na - 1: na + nb - 2]
+    inner = _LETTERS[na + nb - 2]
+    rb = right + inner if nb == 1 else right[:-1] + inner + right[-1]
+    return f"{left}{inner},{rb}->{left}{right}"
+
+
+def _tensordot_subscripts(a: Any, b: Any, axes: Any = 2) -> str | None:
+    """`np.tensordot(a, b, axes)` as an einsum (`axes` an integer or two sequences of axes); None where NumPy
+    should say what is wrong (axes out of range, mismatched counts)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na + nb > len(_LETTERS):
+        return None
+    try:
+        if isinstance(axes, int | np.integer):
+            n = int(axes)
+            pairs = list(zip(range(na - n, na), range(n))) if 0 <= n <= min(na, nb) else None
+        else:
+            xa, xb = axes
+            xa = [int(xa)] if isinstance(xa, int | np.integer) else [int(x) for x in xa]
+            xb = [int(xb)] if isinstance(xb, int | np.integer) else [int(x) for x in xb]
+            pairs = list(zip((x % na for x in xa), (x % nb for x in xb))) if len(xa) == len(xb) else None
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    if pairs is None or len({p for p, _ in pairs}) != len(pairs) or len({q for _, q in pairs}) != len(pairs):
+        return None
+    ta = list(_LETTERS[:na])
+    tb = list(_LETTERS[na: na + nb])
+    for p, q in pairs:
+        tb[q] = ta[p]
+    summed = {ta[p] for p, _ in pairs}
+    out = [c for c in ta if c not in summed] + [c for c in tb if c not in summed]
+    return f"{''.join(ta)},{''.join(tb)}->{''.join(out)}"
+
+
+def _transpose_subscripts(a: Any, axes: Any = None) -> str | None:
+    n = np.ndim(a)
+    letters = _LETTERS[:n]
+    if axes is None:
+        return f"{letters}->{letters[::-1]}"
+    try:
+        order = [int(x) % n for x in axes] if n else []
+    except (TypeError, ValueError):
+        return None
+    if sorted(order) != list(range(n)):
+        return None
+    return f"{letters}->{''.join(letters[x] for x in order)}"
+
+
+def _distal_function(func: Any, args: Any, kwargs: Any) -> str | None:
+    """The einsum subscripts distal runs `func(*args, **kwargs)` as, or None (NumPy runs it on copies)."""
+    if func is np.dot and len(args) == 2 and not kwargs:
+        return _dot_subscripts(*args)
+    if func is np.tensordot and 2 <= len(args) <= 3 and set(kwargs) <= {"axes"}:
+        return _tensordot_subscripts(*args, **kwargs)
+    if func is np.inner and len(args) == 2 and not kwargs and np.ndim(args[0]) and np.ndim(args[1]):
+        return _tensordot_subscripts(args[0], args[1], ([-1], [-1]))
+    if func is np.outer and len(args) == 2 and not kwargs and np.ndim(args[0]) == np.ndim(args[1]) == 1:
+        return "i,j->ij"
+    if func is np.trace and len(args) == 1 and not kwargs and np.ndim(args[0]) == 2:
+        return "ii->"
+    if func is np.transpose and 1 <= len(args) <= 2 and set(kwargs) <= {"axes"}:
+        return _transpose_subscripts(*args, **kwargs)
+    return None
+
+
 def _matmul_subscripts(a: Any, b: Any) -> str | None:
     """The einsum of `a @ b` for matrices and vectors (NumPy's matmul rules), None for stacks (run by NumPy)."""
     ndims = (np.ndim(a), np.ndim(b))
@@ -121,6 +196,11 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
     def size(self) -> int:
         """The number of elements (NumPy's `size`; the extents must be integers)."""
         return int(np.prod(self.concrete_shape(), dtype=np.int64))
+
+    @property
+    def T(self) -> Any:
+        """The transpose (`dt.einsum` reversing the axes): a new `dt.Tensor`, not a view."""
+        return _einsum(_transpose_subscripts(self), self)
 
     def __len__(self) -> int:
         shape = self.concrete_shape()
@@ -182,11 +262,16 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NEP 18: a NumPy function with a tensor among its arguments.
 
-        `np.einsum` runs `dt.einsum` (its result a `dt.Tensor`); `np.shape`, `np.ndim` and `np.size` read the
-        tensor's shape; every other function runs on copies of the tensors' data.
+        `np.einsum`, and `np.dot`, `np.tensordot`, `np.inner`, `np.outer`, `np.trace` (of a matrix) and
+        `np.transpose` written as einsums, run `dt.einsum` (their result a `dt.Tensor`); `np.shape`, `np.ndim`
+        and `np.size` read the tensor's shape; every other function runs on copies of the tensors' data.
         """
         if func is np.einsum:
             return _einsum(*args, **kwargs)
+        subscripts = _distal_function(func, args, kwargs)
+        if subscripts is not None:
+            operands = args[:2] if func in (np.dot, np.tensordot, np.inner, np.outer) else args[:1]
+            return _einsum(subscripts, *operands)
         if func in _METADATA and len(args) == 1 and not kwargs and args[0] is self:
             return _METADATA[func](self)
         return func(*_arrays(args), **_arrays(kwargs))

@@ -157,3 +157,44 @@ def test_data_of_the_other_byte_order_placed_on_legate_keeps_its_values(dtype: s
     t.place()
     assert t.on_legate
     np.testing.assert_array_equal(t.to_numpy(), data)
+
+
+CUBE = RNG.random((3, 4, 5))
+DISTAL_FUNCTIONS: list[tuple[str, Callable[[Any], Any], tuple[Any, ...]]] = [
+    ("dot matrix", lambda t: np.dot(t, DATA.T), (DATA,)),
+    ("dot matrix-vector", lambda t: np.dot(t, DATA[0]), (DATA,)),
+    ("dot vector", lambda t: np.dot(t, DATA[1]), (DATA[0],)),
+    ("dot cube", lambda t: np.dot(t, CUBE[0].T), (CUBE,)),
+    ("dot onto cube", lambda t: np.dot(DATA, t), (CUBE,)),
+    ("tensordot 2", lambda t: np.tensordot(t, CUBE), (RNG.random((2, 3, 4)),)),
+    ("tensordot 1", lambda t: np.tensordot(t, CUBE, 1), (DATA.T,)),
+    ("tensordot axes", lambda t: np.tensordot(t, CUBE, axes=([0, 1], [0, 1])), (DATA,)),
+    ("tensordot negative axes", lambda t: np.tensordot(CUBE, t, axes=(-2, 1)), (DATA,)),
+    ("inner", lambda t: np.inner(t, DATA), (DATA,)),
+    ("outer", lambda t: np.outer(t, DATA[1]), (DATA[0],)),
+    ("trace", lambda t: np.trace(t), (DATA[:, :3],)),
+    ("transpose", lambda t: np.transpose(t), (CUBE,)),
+    ("transpose axes", lambda t: np.transpose(t, (1, 2, 0)), (CUBE,)),
+    ("T", lambda t: t.T, (DATA,)),
+]
+
+
+@pytest.mark.legate
+@pytest.mark.parametrize(("case", "call", "data"), DISTAL_FUNCTIONS, ids=[c[0] for c in DISTAL_FUNCTIONS])
+def test_products_and_transposes_run_distal_s_einsum_and_equal_numpy(case: str, call: Any, data: Any) -> None:
+    got = call(tensor(data[0], "D"))
+    assert isinstance(got, dt.Tensor), case
+    want = call(data[0])
+    np.testing.assert_allclose(np.asarray(got), want, err_msg=case)
+
+
+@pytest.mark.parametrize("call", [lambda t: np.dot(t, 2.0), lambda t: np.tensordot(t, CUBE, 5),
+                                  lambda t: np.trace(t, offset=1)], ids=["scalar", "bad axes", "offset"])
+def test_what_einsum_does_not_say_is_left_to_numpy(call: Any) -> None:
+    try:
+        want: Any = call(DATA)
+    except (ValueError, IndexError) as error:  # NumPy's own refusal, the same from a tensor
+        with pytest.raises(type(error)):
+            call(tensor())
+        return
+    np.testing.assert_allclose(call(tensor()), want)
