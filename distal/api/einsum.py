@@ -34,6 +34,7 @@ import numpy as np
 import distal.contract as contract
 import distal.kernels as kernels
 from distal.api._einsum_args import Call, Options, canonical, cast_call, read_call, read_options
+from distal.api._threads import legate_section
 from distal.api.plan import Plan
 from distal.api.tensor import Tensor
 from distal.errors import DtypeError, NotationError
@@ -448,6 +449,12 @@ def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None 
     """The plan `einsum` would run for these operands (compiled once, cached), bound to them: print it,
     `explain()` it, or `run()` it (its output is a new tensor, `plan.tensor(plan.output)`). A call over more
     than six dimensions gives the plan of its folded statement (explain() says so)."""
+    with legate_section():  # one thread at a time: the caches are shared, and auto may start Legate
+        return _einsum_plan(subscripts, operands, machine, out, dtype, casting, order)
+
+
+def _einsum_plan(subscripts: Any, operands: Sequence[Any], machine: Machine | Grid | None, out: Any, dtype: Any,
+                 casting: str, order: str) -> Plan:
     opts = read_options(dtype, order, casting, False)
     call, rdtype = _computing(read_call(subscripts, operands), opts, out)
     _check_out(out, _shape(call), rdtype, opts.casting, call, both=opts.dtype is not None)
@@ -476,6 +483,12 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None, 
     >>> np.allclose(dt.einsum("ij,kj->ik", a, a).to_numpy(), a @ a.T)
     True
     """
+    with legate_section():  # one thread at a time: the caches are shared, and a run may use Legate
+        return _einsum(subscripts, operands, out, dtype, order, casting, optimize, machine)
+
+
+def _einsum(subscripts: Any, operands: Sequence[Any], out: Any, dtype: Any, order: str, casting: str,
+            optimize: Any, machine: Machine | Grid | None) -> Any:
     opts = read_options(dtype, order, casting, optimize)
     if out is not None and not isinstance(out, Tensor | np.ndarray):
         raise DtypeError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__} (NumPy "
