@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ from distal.api._einsum_args import Call, Options, canonical, cast_call, read_ca
 from distal.api._threads import legate_section
 from distal.api.plan import Plan
 from distal.api.tensor import Tensor
-from distal.errors import DtypeError, NotationError
+from distal.errors import DistalFallbackWarning, DtypeError, NotationError
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
@@ -175,6 +176,9 @@ def _build(call: Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine,
     """Compile the call's plan on tensors like this call's (the output a stand-in of the result's kind), and
     keep it without their data (each call binds its own, `_bound`). `eager` (a reason) runs it eagerly."""
     holder = Tensor(out.name, out.shape, out.format, dtype=out.dtype, casting=out.casting)
+    # the plan is built on stand-ins over the operands' data: an algorithm of the library gives the tensors it
+    # runs on its formats, which must not change the user's tensors (`_bound` lays each call's out so)
+    tensors = [_alias(t.name, t) for t in tensors]
     stmt = check_statement(_statement(call, tensors, holder))
     holder.record(stmt)
     if eager:
@@ -222,8 +226,15 @@ def _prepare(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], o
 
 
 def _bound(entry: _Entry, tensors: Sequence[Tensor], result: Tensor) -> Plan:
-    """The cached plan with its vars bound to this call's tensors."""
-    pairs = [*zip(entry.inputs, tensors), (entry.output, result)]
+    """The cached plan with its vars bound to this call's tensors (each read through a stand-in in the
+    format the plan gave its var, where that is not the tensor's own: the run lays its data out so)."""
+    pairs: list[tuple[TensorVar, Tensor]] = []
+    for var, t in zip(entry.inputs, tensors):
+        if t.format != var.format:
+            t = _alias(t.name, t)
+            t.set_format(var.format)
+        pairs.append((var, t))
+    pairs.append((entry.output, result))
     # a new plan object per call: what running it works out is cached by plan (`distal.lower.executable`), so a
     # call's run never shares the record of an earlier call's stores, and every call has a new output anyway
     return replace(entry.plan, bindings=Bindings.pairs(pairs))
@@ -300,6 +311,28 @@ def _fold(call: Call) -> _Folded | None:
     return _Folded(Call(inputs, output, tuple(arrays), call.given), shape, notes, "")
 
 
+# -- processors --------------------------------------------------------------------------------------------
+
+
+def _on_this_host(machine: Machine | Grid | None) -> Machine | Grid | None:
+    """`machine`, or, when its processors are of a kind the running Legate has none of (GPUs asked on a host
+    without them), the same machine of CPUs, with a `DistalFallbackWarning`: auto then plans, times and
+    explains the run that happens (README: such a run goes to the CPUs with a warning)."""
+    if machine is None:
+        return None
+    m = resolve_machine(machine)
+    if m.kind == "cpu":
+        return machine
+    import distal.runtime as rt  # a machine of GPUs runs on Legate: ask it what it has
+
+    if rt.processor_count(m.kind) > 0:
+        return machine
+    warnings.warn(f"dt.einsum: the machine's processors are {m.kind}s, but Legate runs no {m.kind} here (start it "
+                  f"with --{m.kind}s N, or LEGATE_CONFIG); it plans and runs on the CPUs", DistalFallbackWarning,
+                  stacklevel=4)
+    return Machine(*(Grid(*g.sizes, names=g.names, kind="cpu") for g in m.grids))
+
+
 # -- memory -------------------------------------------------------------------------------------------------
 
 
@@ -366,7 +399,13 @@ def _run_one_plan(call: Call, machine: Machine | Grid | None, dtype: np.dtype[An
         _STATS["hits"] += 1
         return _run_eager(fast, call)
     entry, tensors, result = _prepare(call, machine, dtype, into, notes, eager)
-    mine = into is None
+    if result.format != entry.output.format:  # the plan's algorithm gave its output a format
+        if into is None:
+            result.set_format(entry.output.format)
+        else:  # the user's out= is written from a result in that format
+            result = Tensor(_fresh("R", {t.name for t in tensors} | {into.name}), into.concrete_shape(),
+                            entry.output.format, dtype=into.dtype)
+    mine = result is not into
     if mine and entry.spare is not None and (entry.last is None or entry.last() is None):
         result.bind(entry.spare)  # the last result is gone: its store takes this one
     staged = sum(math.prod(t.concrete_shape()) * t.dtype.itemsize for t in tensors if not t.on_legate)
@@ -380,6 +419,9 @@ def _run_one_plan(call: Call, machine: Machine | Grid | None, dtype: np.dtype[An
         _EAGER[key] = _Eager(result.dtype, result.concrete_shape())
         while len(_EAGER) > CACHE_SIZE:
             _EAGER.popitem(last=False)
+    if into is not None and result is not into:
+        into.set_array(result.to_numpy())
+        return into
     return result
 
 
@@ -456,6 +498,7 @@ def einsum_plan(subscripts: Any, *operands: Any, machine: Machine | Grid | None 
 def _einsum_plan(subscripts: Any, operands: Sequence[Any], machine: Machine | Grid | None, out: Any, dtype: Any,
                  casting: str, order: str) -> Plan:
     opts = read_options(dtype, order, casting, False)
+    machine = _on_this_host(machine)
     call, rdtype = _computing(read_call(subscripts, operands), opts, out)
     _check_out(out, _shape(call), rdtype, opts.casting, call, both=opts.dtype is not None)
     fold = _fold(call)
@@ -465,6 +508,8 @@ def _einsum_plan(subscripts: Any, operands: Sequence[Any], machine: Machine | Gr
         call, notes, eager = fold.call, fold.notes, fold.eager
     target = out if isinstance(out, Tensor) and fold is None and out.dtype == rdtype else None
     entry, tensors, result = _prepare(call, machine, rdtype, target, notes, eager)
+    if result.format != entry.output.format:
+        result = Tensor(result.name, result.concrete_shape(), entry.output.format, dtype=result.dtype)
     return _bound(entry, tensors, result)
 
 
@@ -490,6 +535,7 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None, 
 def _einsum(subscripts: Any, operands: Sequence[Any], out: Any, dtype: Any, order: str, casting: str,
             optimize: Any, machine: Machine | Grid | None) -> Any:
     opts = read_options(dtype, order, casting, optimize)
+    machine = _on_this_host(machine)
     if out is not None and not isinstance(out, Tensor | np.ndarray):
         raise DtypeError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__} (NumPy "
                          f"refuses it too)")

@@ -294,3 +294,27 @@ def test_messages_use_the_user_s_positions_and_letters() -> None:
     assert "under '...'" in text and "operand 0" in text and "operand 1" in text
     with pytest.raises(dt.NotationError, match=r"subscript 'j'.*operand 0.*operand 1"):
         dt.einsum("ij,jk", np.ones((2, 3)), np.ones((4, 3)))
+
+
+@pytest.mark.legate
+def test_a_gpu_machine_on_a_host_without_gpus_runs_on_the_cpus_and_says_so() -> None:
+    """Seen: a GPU machine made a 1500x1500 matmul raise NotationError about R's format (an algorithm of the
+    library gave the tensors its formats), and explain() said "on 2 gpu processor(s)" of a run on CPUs."""
+    import distal.runtime as rt
+
+    if rt.processor_count("gpu") > 0:
+        pytest.skip("this host has GPUs: the machine runs on them")
+    gpus = dt.Machine(dt.Grid(2, kind="gpu"))
+    a = RNG.standard_normal((1500, 1500))
+    user = dt.Tensor.from_array("A", a)
+    with pytest.warns(dt.DistalFallbackWarning, match="runs no gpu"):
+        text = dt.einsum_plan("ij,jk->ik", user, a, machine=gpus).explain()
+    assert "cpu processor" in text.splitlines()[0] and "gpu" not in text.splitlines()[0]
+    with pytest.warns(dt.DistalFallbackWarning):
+        got = dt.einsum("ij,jk->ik", user, a, machine=gpus)
+    np.testing.assert_allclose(got.to_numpy(), a @ a, rtol=1e-9, atol=1e-10)
+    assert user.format is None  # the plan's formats are not given to the user's tensor
+    b = RNG.standard_normal((4, 4, 8, 8))
+    with pytest.warns(dt.DistalFallbackWarning):
+        small = dt.einsum_plan("abij,cdij->abcd", b, b, machine=gpus)
+    assert "gpu" not in small.explain().splitlines()[0]
