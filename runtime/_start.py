@@ -13,6 +13,9 @@ What distal changes in the process, and for how long:
   defaults, or the user's with `gpu=none` logging) on machines without an
   NVIDIA driver, from `import distal` on, so that Legate started by
   cuPyNumeric works too (`prepare_process`);
+- REALM_BACKTRACE=0 unless the user set it, before Legate starts, so that a
+  Ctrl-C raises KeyboardInterrupt instead of killing the process in Realm's
+  backtrace handler (`prepare_process`);
 - from distal's first task launch until the next blocking fence (`fence()`,
   or `to_numpy`), Python's automatic garbage collection is paused (a
   collection inside a Legate task thread that frees Legate objects crashes
@@ -104,13 +107,17 @@ _written: str | None = None  # the LEGATE_CONFIG distal wrote (its defaults), if
 
 
 def prepare_process() -> tuple[str, bool, str]:
-    """Load the driver (or its stand-in) and set Legate's configuration; cheap to repeat.
+    """Load the driver (or its stand-in), set Legate's configuration and REALM_BACKTRACE=0 (unless set); cheap
+    to repeat.
 
     Returns (LEGATE_CONFIG, whether the user set it, 'real' or 'shim'). A
     configuration the user set (also after `import distal` wrote distal's
     defaults) is kept, with Realm's GPU logger silenced under the stand-in.
     """
     global _written
+    # Realm's backtrace handler takes SIGINT: a Ctrl-C printed a backtrace and killed the process (exit 130).
+    # Without it Python's own handler raises KeyboardInterrupt and distal stays usable. The user's setting wins.
+    os.environ.setdefault("REALM_BACKTRACE", "0")
     driver = load_driver()
     if not driver.real:
         # Legate's automatic configuration probes the GPUs and fails on the shim.
@@ -180,8 +187,9 @@ def work_pending() -> bool:
 def _import_legate() -> Any:
     # legate.core reseeds NumPy's and Python's global generators on import
     # and wraps their `seed` functions to warn about multi-rank runs. Keep
-    # the user's streams and functions as they were: this wheel runs one
-    # rank, and the warning fires in every library that seeds (Hypothesis).
+    # the user's streams and functions as they were (the warning fires in
+    # every library that seeds, Hypothesis among them); with several ranks,
+    # `ensure_started` then gives every rank rank 0's streams (`_ranks`).
     np_state = np.random.get_state()
     py_state = random.getstate()
     np_seed, py_seed = np.random.seed, random.seed
@@ -234,6 +242,10 @@ def ensure_started() -> MachineInfo:
             ranks=_versions.rank_count(runtime),
             rank=int(getattr(runtime, "node_id", 0)),
         )
+        if _machine.ranks > 1:
+            from ._ranks import share_random_state  # it launches: a module above this one
+
+            share_random_state()
         return _machine
 
 

@@ -27,16 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from distal.errors import DistalError, NotSupportedYet
+from distal.errors import DistalError, NotSupportedYet, RuntimeFailure
 from distal.lower.executable import check_store_memory
 
 from ._copy import copy_store
 from ._recording import abandon_recording
-from ._registry import check_failures, release_transient
+from ._registry import release_transient
 from ._start import ensure_started, legate_runtime, work_done, work_pending
 
 __all__ = ["Store", "dropped_bytes", "ensure_room", "fence", "keep_until_fence", "legate_type", "live_bytes",
-           "stores_made", "tile_of", "to_numpy", "wrap"]
+           "read_back", "stores_made", "tile_of", "to_numpy", "wrap"]
 
 _TYPES = {
     "bool": "bool_",
@@ -216,7 +216,22 @@ def ensure_room(what: str, nbytes: int) -> None:
 def to_numpy(store: Store) -> np.ndarray:
     """A NumPy copy of the store's current contents (waits for pending launches).
 
-    Also raises, as `RuntimeFailure`, any kernel failure recorded so far.
+    Also raises, as `RuntimeFailure`, any kernel failure recorded so far (on
+    any rank: every rank raises it, `_ranks.check_failures_everywhere`).
+    """
+    result = read_back(store)
+    if (len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES
+            or gc.get_count()[0] > _GC_ALLOCATIONS or work_pending()):
+        fence()  # also gives back the user's GC and BLAS settings (_start.work_queued); raises failures
+    else:
+        _check_failures()
+    return result
+
+
+def read_back(store: Store) -> np.ndarray:
+    """A NumPy copy of the store's current contents (waits for the launches writing it); reports no failures.
+
+    With several ranks every rank gets the whole store.
     """
     runtime = legate_runtime()
     nbytes = math.prod(store.shape) * store.dtype.itemsize
@@ -236,11 +251,13 @@ def to_numpy(store: Store) -> np.ndarray:
             result[...] = mapped
         del mapped
         target.detach()
-    if (len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES
-            or gc.get_count()[0] > _GC_ALLOCATIONS or work_pending()):
-        fence()  # also gives back the user's GC and BLAS settings (_start.work_queued)
-    check_failures()
     return result
+
+
+def _check_failures() -> None:
+    from ._ranks import check_failures_everywhere  # _ranks launches, and _launch imports this module
+
+    check_failures_everywhere()
 
 
 def fence() -> None:
@@ -251,13 +268,19 @@ def fence() -> None:
     global _kept_bytes, _dropped
     abandon_recording()  # a run that waits inside is not replayed, and must not keep what this fence frees
     legate_runtime().issue_execution_fence(block=True)
+    failure: RuntimeFailure | None = None
+    try:
+        _check_failures()  # with several ranks its launches run and are read here, before the clean-up
+    except RuntimeFailure as error:
+        failure = error
     _KEEP_ALIVE.clear()
     _kept_bytes = 0
     release_transient()  # plans' task bodies (and, through them, their tensors' data)
     collect_garbage()
     _dropped = 0  # nothing is queued: Legate has freed the dropped stores' memory (those collected just now too)
     work_done()
-    check_failures()
+    if failure is not None:
+        raise failure
 
 
 def collect_garbage(force: bool = False) -> None:

@@ -198,3 +198,68 @@ def test_a_config_set_after_import_distal_is_the_users(run_python: Runner) -> No
     done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["True 1"], done.stdout
+
+
+def test_realm_backtrace_is_off_unless_the_user_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distal.runtime import _start
+
+    for name in ("LEGATE_CONFIG", "LEGATE_AUTO_CONFIG"):  # prepare_process sets them: give them back after
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("REALM_BACKTRACE", raising=False)
+    _start.prepare_process()
+    assert os.environ["REALM_BACKTRACE"] == "0"
+    monkeypatch.setenv("REALM_BACKTRACE", "1")
+    _start.prepare_process()
+    assert os.environ["REALM_BACKTRACE"] == "1"
+
+
+_INTERRUPTED = """
+import sys, time
+import numpy as np
+from distal import runtime as rt
+
+def slow(point, out):
+    time.sleep(0.05)
+    out[...] = 1.0
+
+key = rt.register_kernel(slow, "slow")
+print("ready", flush=True)
+try:
+    while True:
+        store = rt.zeros((8,), tile=(4,))
+        rt.index_launch(key, (2,), [rt.Arg(store, rt.Privilege.WRITE, (4,))])
+        rt.to_numpy(store)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+rt.fence()
+print("again", rt.to_numpy(rt.full((3,), 2.0, tile=(3,))).tolist(), flush=True)
+"""
+
+
+@pytest.mark.legate
+def test_ctrl_c_raises_keyboard_interrupt_and_distal_goes_on() -> None:
+    """A SIGINT during distal's work (Ctrl-C) is Python's KeyboardInterrupt; the next call works."""
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k not in ("LEGATE_CONFIG", "REALM_BACKTRACE")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
+    child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        import time
+
+        time.sleep(1.0)  # well inside the loop of launches and reads
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err[-2000:]
+    assert out.splitlines() == ["interrupted", "again [2.0, 2.0, 2.0]"], (out, err[-2000:])
+    assert "backtrace" not in err.lower()
