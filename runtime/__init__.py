@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     from ._tasks import generic_task
     from ._tensor_data import LegateCopy, TensorData, data_interface, tensor_data
     from ._tensor_storage import FormatStore, TensorStore, adopt, as_storage, from_store, native, place, storage_of
+    from ._thread_context import (
+        adopt_context,
+        bind_context_quietly,
+        capture_context,
+        context_known,
+        legate_loaded,
+        legate_ranks,
+    )
 
 # Every name loads its module on first use: `import distal.runtime` stays cheap
 # (`import distal` prepares the driver through it), and the storage,
@@ -73,6 +81,11 @@ _LAZY = {
     ),
     **dict.fromkeys(("Store", "fence", "tile_of", "to_numpy", "wrap"), "_store"),
     **dict.fromkeys(("legate_input",), "_interop"),
+    **dict.fromkeys(
+        ("adopt_context", "bind_context_quietly", "capture_context", "context_known", "legate_loaded",
+         "legate_ranks"),
+        "_thread_context",
+    ),
     **dict.fromkeys(("LegateCopy", "TensorData", "data_interface", "tensor_data"), "_tensor_data"),
     **dict.fromkeys(
         ("FormatStore", "TensorStore", "adopt", "as_storage", "from_store", "native", "place", "storage_of"),
@@ -98,10 +111,14 @@ __all__ = [
     "TensorStore",
     "Wrapper",
     "adopt",
+    "adopt_context",
     "as_storage",
+    "bind_context_quietly",
     "blas_info",
     "build_shim",
+    "capture_context",
     "check_failures",
+    "context_known",
     "data_interface",
     "default_config",
     "ensure_started",
@@ -114,6 +131,8 @@ __all__ = [
     "index_launch",
     "is_started",
     "legate_input",
+    "legate_loaded",
+    "legate_ranks",
     "legate_runtime",
     "load_driver",
     "native",

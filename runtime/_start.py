@@ -242,6 +242,9 @@ def ensure_started() -> MachineInfo:
             ranks=_versions.rank_count(runtime),
             rank=int(getattr(runtime, "node_id", 0)),
         )
+        from ._thread_context import capture_context
+
+        capture_context()  # this thread holds Legate's top-level context: other threads may take it later
         if _machine.ranks > 1:
             from ._ranks import share_random_state  # it launches: a module above this one
 
