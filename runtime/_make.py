@@ -102,20 +102,30 @@ def advise_huge_pages() -> int:
         return _advised
 
 
+def _attachable(array: Any) -> np.ndarray:
+    """`array` itself where Legate can attach it as it is (C-ordered, aligned, native byte order, at least 1-D),
+    else a private copy that is. Legion aborts the process on an unaligned buffer ("External resources provided
+    to attach operation ... are insufficient"), and a big-endian buffer would be read as native bytes."""
+    if isinstance(array, np.ndarray):
+        if array.ndim > 0 and array.flags.c_contiguous and array.flags.aligned and array.dtype.isnative:
+            return array
+        return np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
+    private = np.array(array, order="C", copy=True)
+    return private if private.dtype.isnative else private.astype(private.dtype.newbyteorder("="))
+
+
 def from_numpy(array: Any) -> Store:
     """A store holding a copy of `array` (any array-like); waits for the copy.
 
     The data is copied into a store Legate owns: launches on a store that
     stays attached to a NumPy buffer each wait for completion, as after an
     inline mapping (LEGATE_NOTES.md behaviour 4; bench/launch_overhead.py
-    measures both), so the attachment lives only for the copy. A C-ordered
-    NumPy array is attached read-only as it is (the copy is done when this
-    returns); anything else is first converted into one.
+    measures both), so the attachment lives only for the copy. A C-ordered,
+    aligned NumPy array of native byte order is attached read-only as it is
+    (the copy is done when this returns); anything else is first converted
+    into one (`_attachable`).
     """
-    if isinstance(array, np.ndarray) and array.ndim > 0 and array.flags.c_contiguous:
-        private = array
-    else:
-        private = np.array(array, order="C", copy=True)
+    private = _attachable(array)
     _check_ndim(private.shape)
     advise_huge_pages()
     if private.nbytes > _ROOM_CHECKED_FROM:
