@@ -58,6 +58,8 @@ class Options:
 
 def read_options(dtype: Any, order: Any, casting: Any, optimize: Any) -> Options:
     """The keywords as NumPy checks them (a ValueError or TypeError class, as NumPy raises, for a bad one)."""
+    if order is None:
+        order = "K"  # NumPy's meaning of None
     if not isinstance(order, str) or order.upper() not in _ORDERS:
         raise NotationError(f"expected order= one of 'C', 'F', 'A', or 'K', but found {order!r} (NumPy refuses it "
                             f"too)")

@@ -245,7 +245,7 @@ def test_dtype_casting_and_order_as_numpy() -> None:
     np.testing.assert_array_equal(ints.to_numpy(), np.einsum("ij,kj->ik", a, a, dtype=np.int64, casting="unsafe"))
     with pytest.raises(dt.DtypeError, match="castable"):
         dt.einsum("ij,kj->ik", a, np.ones((3, 4), np.float32), casting="no")
-    for order in "CFAKcf":
+    for order in [*"CFAKcfak", None]:
         np.testing.assert_allclose(dt.einsum("ij->ji", a, order=order).to_numpy(), a.T)
 
 
