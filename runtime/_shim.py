@@ -6,18 +6,28 @@ devices. Where none does, distal compiles `cuda_shim.c` (a library with that
 SONAME that reports "no device") into a per-user cache and loads it into the
 process with RTLD_GLOBAL, so the dependency is satisfied before legate is
 imported. The shim is never loaded where a real driver exists.
+
+A library loaded into every process (and every rank) must be one that only
+this user could have written: the cache directory is made 0700 where it is
+missing (`private_dir`) and refused, with a `DistalError`, where another user
+owns it (another user who made `$TMPDIR/distal-<uid>` first could otherwise
+have their library loaded); a directory of the user's own that group or
+others may write is closed to them first. A cached library is loaded only if
+it is a regular file of the user's that group and others cannot write
+(`trusted_file`); any other is removed and built again.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from distal.errors import DistalError, RuntimeFailure
 
-__all__ = ["DriverInfo", "build_shim", "driver_listed", "load_driver", "shim_source"]
+__all__ = ["DriverInfo", "build_shim", "driver_listed", "load_driver", "private_dir", "shim_source", "trusted_file"]
 
 _SONAME = "libcuda.so.1"
 # -Bsymbolic: the shim's own lookups bind to its own functions.
@@ -46,6 +56,40 @@ def _cache_dir() -> Path:
     return Path(base) / "distal"
 
 
+def private_dir(path: Path) -> Path:
+    """`path` as a directory that only this user can write; made (0700) where missing. Returns `path`.
+
+    Raises `DistalError` where it is not a directory or another user owns it
+    (the checks follow a symbolic link: its target is what is used). A
+    directory of the user's own that group or others may write is closed
+    to them (its other permission bits are kept). OSError where it cannot
+    be made (a read-only home).
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = path.stat()
+    uid = os.getuid()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid:
+        what = "a directory" if stat.S_ISDIR(found.st_mode) else "something other than a directory"
+        raise DistalError(
+            f"expected distal's cache directory {path} to be a directory of your own (uid {uid}), but found "
+            f"{what} owned by uid {found.st_uid}; distal loads a library from it into every process and will "
+            "not load one that another user could have written. Remove it, or set XDG_CACHE_HOME to a "
+            "directory of your own"
+        )
+    if found.st_mode & 0o022:
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
+    return path
+
+
+def trusted_file(path: Path) -> bool:
+    """Whether `path` is a regular file (not a link) of this user's that group and others cannot write."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022
+
+
 def _compiler() -> str | None:
     import shutil
 
@@ -60,21 +104,30 @@ def build_shim(cache_dir: Path | None = None) -> Path:
     """Compile the driver stand-in once per source version and return its path.
 
     The library is cached under `cache_dir` (default `$XDG_CACHE_HOME/distal`
-    or `~/.cache/distal`) with a name keyed by a hash of the source and the
+    or `~/.cache/distal`, else `$TMPDIR/distal-<uid>` where that cannot be
+    made) with a name keyed by a hash of the source and the
     compiler flags, so an edited source is rebuilt. The build writes a temporary file and renames
-    it, so concurrent builders never load a half-written library.
+    it, so concurrent builders never load a half-written library. The
+    directory must be the user's own (`private_dir`, else `DistalError`),
+    and a cached library that is not `trusted_file` is built again.
     """
     import hashlib
 
     source = shim_source()
     key = hashlib.sha256(source.read_bytes() + " ".join(_FLAGS).encode()).hexdigest()[:16]
-    where = cache_dir if cache_dir is not None else _cache_dir()
-    target = where / f"libcuda-shim-{key}.so"
-    if target.exists():
-        return target
     import subprocess
     import tempfile
 
+    where = cache_dir if cache_dir is not None else _cache_dir()
+    try:
+        private_dir(where)
+    except OSError:
+        if cache_dir is not None:
+            raise
+        return build_shim(Path(tempfile.gettempdir()) / f"distal-{os.getuid()}")
+    target = where / f"libcuda-shim-{key}.so"
+    if trusted_file(target):
+        return target
     compiler = _compiler()
     if compiler is None:
         raise DistalError(
@@ -82,12 +135,6 @@ def build_shim(cache_dir: Path | None = None) -> Path:
             "to build distal's CPU-only stand-in for it; install a C compiler "
             "(e.g. `apt-get install gcc`, or set CC) or the NVIDIA driver"
         )
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        if cache_dir is not None:
-            raise
-        return build_shim(Path(tempfile.gettempdir()) / f"distal-{os.getuid()}")
     fd, tmp = tempfile.mkstemp(prefix=".libcuda-shim-", suffix=".so", dir=where)
     os.close(fd)
     command = [compiler, *_FLAGS, "-o", tmp, str(source)]
@@ -97,7 +144,8 @@ def build_shim(cache_dir: Path | None = None) -> Path:
             raise RuntimeFailure(
                 f"building the driver stand-in failed ({' '.join(command)}):\n{done.stderr}"
             )
-        os.replace(tmp, target)
+        os.chmod(tmp, 0o755)  # whatever the umask: group and others may not write it
+        os.replace(tmp, target)  # replaces an untrusted file of that name (the directory is the user's)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from distal.errors import DistalError
 from distal.runtime import build_shim, load_driver
-from distal.runtime._shim import shim_source
+from distal.runtime._shim import private_dir, shim_source, trusted_file
 
 CUDA_ERROR_NO_DEVICE = 100
 
@@ -89,3 +92,88 @@ def test_driver_listed_looks_in_ld_library_path_without_loading(tmp_path: Path,
     cached = Path("/etc/ld.so.cache")
     in_cache = cached.is_file() and b"libcuda.so.1" in cached.read_bytes()
     assert driver_listed() == in_cache
+
+
+# -- only a directory and a library of the user's own are loaded (issue 32 item 8) ------------------------------
+
+OTHER_UID = 65534  # "nobody"
+
+
+def _as_another_user(path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("making a file another user owns needs root")
+    os.chown(path, OTHER_UID, OTHER_UID)
+
+
+def _key_name(tmp_path: Path) -> str:
+    return build_shim(tmp_path / "reference").name  # the cached library's name for this source and flags
+
+
+def test_a_directory_another_user_made_is_refused(tmp_path: Path) -> None:
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o755)
+    _as_another_user(planted)
+    with pytest.raises(DistalError, match=rf"{planted}.*owned by uid {OTHER_UID}"):
+        build_shim(planted)
+
+
+def test_the_tmpdir_fallback_refuses_a_planted_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home cache that cannot be made sends distal to $TMPDIR/distal-<uid>: another user may have made it first."""
+    blocked = tmp_path / "home-cache"
+    blocked.write_text("a file where the cache directory would go")  # mkdir under it fails, as on a read-only home
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    shared_tmp = tmp_path / "tmp"
+    shared_tmp.mkdir(mode=0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_tmp))
+    fallback = shared_tmp / f"distal-{os.getuid()}"
+    made = build_shim()
+    assert made.parent == fallback and stat.S_IMODE(fallback.stat().st_mode) == 0o700
+    made.unlink()
+    fallback.rmdir()
+    fallback.mkdir(mode=0o777)
+    _as_another_user(fallback)
+    with pytest.raises(DistalError, match="owned by uid"):
+        build_shim()
+
+
+def test_something_other_than_a_directory_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "real"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert private_dir(link) == link  # a link to a directory of one's own is that directory
+    other = tmp_path / "file"
+    other.write_text("")
+    with pytest.raises((DistalError, OSError)):
+        private_dir(other)
+
+
+def test_a_writable_directory_of_ones_own_is_closed_to_others(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.chmod(mine, 0o777)
+    build_shim(mine)
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("plant", ["group-writable", "link", "another user's"])
+def test_an_untrusted_cached_library_is_built_again(tmp_path: Path, plant: str) -> None:
+    name = _key_name(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    planted = cache / name
+    evil = tmp_path / "evil.so"
+    evil.write_bytes(b"not the stand-in")
+    if plant == "link":
+        planted.symlink_to(evil)
+    else:
+        planted.write_bytes(b"not the stand-in")
+        os.chmod(planted, 0o777)
+        if plant == "another user's":
+            os.chmod(planted, 0o755)
+            _as_another_user(planted)
+    assert not trusted_file(planted)
+    built = build_shim(cache)
+    assert built == planted and trusted_file(built)
+    assert built.read_bytes().startswith(b"\x7fELF") and evil.read_bytes() == b"not the stand-in"
+    assert build_shim(cache).stat().st_mtime_ns == built.stat().st_mtime_ns  # trusted now: kept
