@@ -39,6 +39,7 @@ __all__ = [
     "bind_context_quietly",
     "capture_context",
     "context_known",
+    "exit_waits_for",
     "legate_loaded",
     "legate_ranks",
     "release_at_exit",
@@ -179,6 +180,17 @@ def _collecting(phase: str, info: dict[str, Any]) -> None:
         bind_context_quietly()
 
 
+EXIT_WAIT_S = 60.0  # how long the exit waits for a call in progress on another thread
+_turn: Any = None  # the lock that calls on Legate hold (`exit_waits_for`)
+
+
+def exit_waits_for(turn: Any) -> None:
+    """Make the exit take `turn`, the lock every call on Legate holds, before Legate's clean-up: a call still
+    running on a daemon thread ends first (within `EXIT_WAIT_S`), and none starts after Legate has finished."""
+    global _turn
+    _turn = turn
+
+
 def release_at_exit() -> None:
     """At exit, before legate's clean-up: that clean-up finishes Legate from this thread, so it takes the context.
 
@@ -186,6 +198,8 @@ def release_at_exit() -> None:
     finished, when asking Legate anything crashes.
     """
     global _exiting
+    if _turn is not None:  # a daemon thread may be inside a call: let it finish, and let no call start after
+        _turn.acquire(timeout=EXIT_WAIT_S)  # held for good (a daemon thread waiting for it is stopped at exit)
     bind_context_quietly()
     _exiting = True
     if _collecting in gc.callbacks:

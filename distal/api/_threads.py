@@ -87,6 +87,7 @@ class _Section:
 
 
 _SECTION = _Section()
+runtime.exit_waits_for(_lock)  # at exit, the call in progress ends first and no other starts
 
 
 def legate_section() -> _Section:

@@ -192,3 +192,23 @@ assert np.allclose(matmul(a, a), a @ a)
 print("first thread only")
 """)
     assert_clean(result, "first thread only")
+
+
+def test_exiting_while_a_daemon_thread_is_inside_a_call_waits_for_it_and_exits_cleanly() -> None:
+    result = run_child("""
+import time
+a = rng.random((40, 40))
+assert np.allclose(matmul(a, a), a @ a)
+inside = threading.Event()
+
+def busy():
+    while True:  # calls until the process exits
+        r = dt.einsum("ij,jk->ik", a, a, machine=m)
+        inside.set()
+        np.asarray(r)
+
+threading.Thread(target=busy, daemon=True).start()
+inside.wait(60)
+print("exiting with a daemon thread calling")
+""")
+    assert_clean(result, "exiting with a daemon thread calling")
