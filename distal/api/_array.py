@@ -275,3 +275,26 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
         if func in _METADATA and len(args) == 1 and not kwargs and args[0] is self:
             return _METADATA[func](self)
         return func(*_arrays(args), **_arrays(kwargs))
+
+
+# ndarray's methods that read data, on a tensor: the same method of a NumPy copy of its data (`t.sum()`,
+# `t.astype(np.float32)`, `t.item()`); a NumPy array or scalar results. Methods that would change the data in
+# place (`fill`, `sort`, `resize`, ...) and `copy`/`view` (which would not give a tensor) are not among them.
+NDARRAY_METHODS = (
+    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "cumprod", "cumsum", "diagonal", "flatten",
+    "item", "max", "mean", "min", "nonzero", "prod", "ravel", "reshape", "round", "squeeze", "std", "sum",
+    "swapaxes", "tobytes", "tolist",
+)  # not `var`: a tensor's `var` is its variable in the IR (`np.var(t)` gives the variance)
+
+
+def _ndarray_method(name: str) -> Callable[..., Any]:
+    def method(self: ArrayBehaviour, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.to_numpy(), name)(*_arrays(args), **_arrays(kwargs))
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"NumPy's `ndarray.{name}` of a copy of the tensor's data."
+    return method
+
+
+for _name in NDARRAY_METHODS:
+    setattr(ArrayBehaviour, _name, _ndarray_method(_name))

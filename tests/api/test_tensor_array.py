@@ -198,3 +198,31 @@ def test_what_einsum_does_not_say_is_left_to_numpy(call: Any) -> None:
             call(tensor())
         return
     np.testing.assert_allclose(call(tensor()), want)
+
+
+METHOD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("all", (), {}), ("any", (), {"axis": 0}), ("argmax", (), {}), ("argmin", (), {"axis": 1}), ("argsort", (), {}),
+    ("astype", (np.float32,), {}), ("clip", (0.7, 1.2), {}), ("cumprod", (), {}), ("cumsum", (), {"axis": 1}),
+    ("diagonal", (), {}), ("flatten", (), {}), ("max", (), {}), ("mean", (), {"axis": 0}), ("min", (), {}),
+    ("nonzero", (), {}), ("prod", (), {}), ("ravel", (), {}), ("reshape", (4, 3), {}), ("round", (2,), {}),
+    ("squeeze", (), {}), ("std", (), {}), ("sum", (), {"axis": (0, 1)}), ("swapaxes", (0, 1), {}),
+    ("tobytes", (), {}), ("tolist", (), {}),
+]
+
+
+def test_every_ndarray_method_a_tensor_has_is_tested() -> None:
+    from distal.api._array import NDARRAY_METHODS
+
+    assert sorted([*(name for name, _, _ in METHOD_CALLS), "item"]) == sorted(NDARRAY_METHODS)
+    assert tensor(DATA[:1, :1], "S").item() == DATA[0, 0]  # item: of one element
+    assert not hasattr(np.ndarray, "var") or isinstance(tensor().var, dt.TensorVar)  # the IR's, not NumPy's
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), METHOD_CALLS, ids=[c[0] for c in METHOD_CALLS])
+def test_ndarray_methods_read_a_copy_of_the_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    got = getattr(tensor(), name)(*args, **kwargs)
+    want = getattr(DATA, name)(*args, **kwargs)
+    if isinstance(want, tuple):
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    else:
+        assert np.array_equal(got, want) and np.asarray(got).dtype == np.asarray(want).dtype
