@@ -14,9 +14,13 @@ The caller (`distal.api._threads`) holds one lock around every call that
 touches Legate, so one thread at a time uses the context. A thread keeps
 the context once bound (it is not unbound after the call): a store dropped
 later on that thread, by reference count or by the cyclic collector, calls
-Legion from there. The thread that runs Python's exit binds it too, before
-legate's own clean-up (registered earlier, so run later), which otherwise
-ran Legate's shutdown on a thread without a context and crashed.
+Legion from there. A thread about to free stores without a call (a tensor
+dropped there: `bind_context_quietly`; a collection there: a `gc.callbacks`
+hook) takes it first. The thread that runs Python's exit takes the lock
+(`exit_waits_for`: a daemon thread's call ends first, none starts after)
+and the context, before legate's own clean-up (registered earlier, so run
+later), which otherwise ran Legate's shutdown on a thread without a context
+and crashed.
 
 Nothing here imports legate: it reads the context only once legate's module
 is loaded (Legate running), and says so when it cannot.
