@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from distal.notation.ast import IndexVar
+from distal.errors import NotationError
+from distal.notation.ast import Expr, IndexVar
 
 __all__ = ["ArrayBehaviour", "is_notation_key", "use_einsum"]
 
@@ -237,6 +238,13 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
         of the tensors' data. Tensors in `out` receive the result and are returned in its place.
         """
         tensor = ArrayBehaviour
+        expr = next((x for x in inputs if isinstance(x, Expr)), None)
+        if expr is not None:  # a tensor inside notation (`t * B[i, j]`): it needs its indices there
+            names = [x.name for x in inputs if isinstance(x, tensor)]
+            raise NotationError(
+                f"expected accesses such as {names[0]}[i, j] next to {expr} in index notation, but found the tensor "
+                f"{names[0]} itself (give it its index variables)"
+            )
         outs = kwargs.get("out", ())
         if ufunc is np.matmul and method == "__call__" and not outs and len(kwargs) == 0:
             subscripts = _matmul_subscripts(*inputs)

@@ -109,6 +109,9 @@ def test_index_variables_keep_writing_notation() -> None:
     np.testing.assert_allclose(A.to_numpy(), DATA * 3)
     with pytest.raises(dt.NotationError):
         A[i, 0] = B[i, 0]
+    for wrong in (lambda: B * A[i, j], lambda: A[i, j] * B, lambda: np.add(B, A[i, j])):
+        with pytest.raises(dt.NotationError, match="B"):
+            wrong()
 
 
 def test_equality_and_hash_keep_identity() -> None:
