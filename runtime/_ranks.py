@@ -62,13 +62,13 @@ def _report(point: tuple[int, ...], row: np.ndarray) -> None:
 
 def _reports(ranks: int, cpus: int) -> list[tuple[int, int, str]]:
     """(failures, rank, first failure's text) of each rank, as every rank reads them."""
-    from ._make import unwritten
+    from ._make import zeros
     from ._store import tile_of
 
     if not _reporter:
         _reporter.append(_registry.register_kernel(_report, "failure report"))
     per_rank = max(cpus // ranks, 1)
-    rows = unwritten((ranks, _ROW), np.uint8)
+    rows = zeros((ranks, _ROW), np.uint8)  # written first: each pinned launch below reads and writes its row
     for rank in range(ranks):
         block = tile_of(rows, (1, _ROW), (rank, 0))
         point_launch(_reporter[0], [(block, Privilege.WRITE)], (rank,), processor=rank * per_rank)
