@@ -212,3 +212,24 @@ inside.wait(60)
 print("exiting with a daemon thread calling")
 """)
     assert_clean(result, "exiting with a daemon thread calling")
+
+
+def test_an_error_inside_a_call_gives_the_turn_back() -> None:
+    """In this process: a call that raises (a KeyboardInterrupt, say) leaves no lock held and no depth counted."""
+    import threading
+
+    from distal.api import _threads
+
+    with pytest.raises(KeyboardInterrupt), _threads.legate_section(), _threads.legate_section():
+        raise KeyboardInterrupt
+    assert getattr(_threads._inside, "depth", 0) == 0
+    entered = threading.Event()
+
+    def other() -> None:
+        with _threads.legate_section():
+            entered.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(30)
+    assert entered.is_set()
