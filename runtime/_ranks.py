@@ -1,4 +1,4 @@
-"""Several ranks agree: on kernel failures (`check_failures_everywhere`) and on the random state (`share_random_state`).
+"""Several ranks agree: on kernel failures, on the random state and on the memory they check against.
 
 A kernel's exception is recorded in the process whose task raised it
 (`_registry.record_failure`); with several ranks the other ranks know
@@ -13,7 +13,10 @@ launch point and the trace. All ranks read the same store, so they agree
 even on a failure that was still being recorded when the check ran (it is
 then reported at the next check, by every rank).
 
-With one rank this is `_registry.check_failures`.
+With one rank this is `_registry.check_failures`. Each rank's Legate may
+have been started with a little more or less memory than another's (its
+defaults come from the memory free when it started); memory checks use the
+smallest (`agreed_sysmem_mb`), so every rank refuses the same plans.
 
 NumPy's and Python's global random streams are what a program draws its
 data from before handing it to distal; with several ranks they must be the
@@ -38,48 +41,90 @@ from . import _registry
 from ._launch import Privilege, point_launch
 from ._start import ensure_started
 
-__all__ = ["check_failures_everywhere", "pack_random_state", "share_random_state", "unpack_random_state"]
+__all__ = ["agreed_sysmem_mb", "check_failures_everywhere", "pack_random_state", "share_random_state",
+           "unpack_random_state"]
 
-_ROW = 4096  # bytes of each rank's report: its count, its rank, then its first failure's text, cut to fit
-_reporter: list[int] = []  # the report kernel's key, once registered
+_ROW = 4096  # bytes of each rank's row in a gather (`_gather`): its text, cut to fit
+_kernels: dict[str, int] = {}  # the key of each gather's kernel, by what it reports
 
 
-def _report(point: tuple[int, ...], row: np.ndarray) -> None:
-    """Task body on one rank: this process's recorded failures (not cleared) as text in `row`."""
-    from legate.core import get_legate_runtime
-
+def _failure_text() -> str:
+    """This process's recorded failures (not cleared): their count, then the first one's text."""
     with _registry._lock:
         failures = list(_registry._failures)
-    text = f"{len(failures)} {get_legate_runtime().node_id}\n"
+    text = f"{len(failures)}\n"
     if failures:
         first = failures[0]
         text += f"kernel {first.name!r} failed at launch point {first.point}:\n{first.trace}"
-    data = np.frombuffer(text.encode()[: row.size], dtype=np.uint8)
-    flat = row.reshape(-1)
-    flat[...] = 0
-    flat[: data.size] = data
+    return text
 
 
-def _reports(ranks: int, cpus: int) -> list[tuple[int, int, str]]:
-    """(failures, rank, first failure's text) of each rank, as every rank reads them."""
+_local_sysmem = [0]  # what this rank's Legate was started with (MiB), for `_sysmem_text`
+
+
+def _sysmem_text() -> str:
+    return str(_local_sysmem[0])
+
+
+_REPORTS = {"failures": _failure_text, "sysmem": _sysmem_text}
+
+
+def _reporter(what: str) -> int:
+    """The key of the kernel that writes, into its (1, _ROW) tile, the rank it runs on and `_REPORTS[what]()`."""
+    key = _kernels.get(what)
+    if key is None:
+        text = _REPORTS[what]
+
+        def report(point: tuple[int, ...], row: np.ndarray) -> None:
+            from legate.core import get_legate_runtime
+
+            data = np.frombuffer(f"{get_legate_runtime().node_id} {text()}".encode()[: row.size], dtype=np.uint8)
+            flat = row.reshape(-1)
+            flat[...] = 0
+            flat[: data.size] = data
+
+        key = _kernels[what] = _registry.register_kernel(report, f"{what} report")
+    return key
+
+
+def _gather(what: str, ranks: int, cpus: int) -> list[tuple[int, str]]:
+    """(rank, text) from a task on each rank running `_REPORTS[what]` in that rank's process, as every rank
+    reads them. Call on every rank at the same point of the program."""
     from ._make import zeros
     from ._store import tile_of
 
-    if not _reporter:
-        _reporter.append(_registry.register_kernel(_report, "failure report"))
+    key = _reporter(what)
     per_rank = max(cpus // ranks, 1)
     rows = zeros((ranks, _ROW), np.uint8)  # written first: each pinned launch below reads and writes its row
     for rank in range(ranks):
         block = tile_of(rows, (1, _ROW), (rank, 0))
-        point_launch(_reporter[0], [(block, Privilege.WRITE)], (rank,), processor=rank * per_rank)
+        point_launch(key, [(block, Privilege.WRITE)], (rank,), processor=rank * per_rank)
     found = []
     # the rows' own mapping, not `read_back` (its attach and detach cost twice as much across ranks); the
     # store is dropped after this read, so its mapping slows no later launch
     for row in np.array(np.asarray(rows.handle.get_physical_store().get_inline_allocation())):
-        head, _, text = bytes(row).rstrip(b"\0").decode(errors="replace").partition("\n")
-        count, rank = (int(x) for x in head.split())
-        found.append((count, rank, text))
+        where, _, text = bytes(row).rstrip(b"\0").decode(errors="replace").partition(" ")
+        found.append((int(where), text))
     return found
+
+
+def _reports(ranks: int, cpus: int) -> list[tuple[int, int, str]]:
+    """(failures, rank, first failure's text) of each rank, as every rank reads them."""
+    found = []
+    for rank, text in _gather("failures", ranks, cpus):
+        count, _, first = text.partition("\n")
+        found.append((int(count), rank, first))
+    return found
+
+
+def agreed_sysmem_mb(ranks: int, cpus: int, local: int) -> int:
+    """The smallest system memory (MiB) any rank's Legate was started with; `local` is this rank's.
+
+    Every rank checks memory against this one figure, so that all ranks make the same decision (each rank sized
+    its own default from the memory free when it started, and a check near the limit could pass on one rank and
+    refuse on another: the others would then wait for it forever)."""
+    _local_sysmem[0] = local
+    return min(int(text) for _, text in _gather("sysmem", ranks, cpus))
 
 
 def check_failures_everywhere() -> None:

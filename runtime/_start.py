@@ -25,6 +25,7 @@ What distal changes in the process, and for how long:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import random
@@ -59,7 +60,9 @@ class MachineInfo:
     """The processors and memory Legate was started with, and where it runs.
 
     Processors are counted over all ranks (Legate processes); `sysmem_mb` is
-    one rank's system memory; `rank` is this process's rank of `ranks`.
+    one rank's system memory (with several ranks, the smallest any rank has:
+    every rank checks against the same figure); `rank` is this process's
+    rank of `ranks`.
     """
 
     cpus: int
@@ -246,9 +249,11 @@ def ensure_started() -> MachineInfo:
 
         capture_context()  # this thread holds Legate's top-level context: other threads may take it later
         if _machine.ranks > 1:
-            from ._ranks import share_random_state  # it launches: a module above this one
+            from ._ranks import agreed_sysmem_mb, share_random_state  # they launch: a module above this one
 
             share_random_state()
+            agreed = agreed_sysmem_mb(_machine.ranks, _machine.cpus, _machine.sysmem_mb)
+            _machine = dataclasses.replace(_machine, sysmem_mb=agreed)
         return _machine
 
 

@@ -48,3 +48,26 @@ def test_host_info_reports_this_machine() -> None:
 ])
 def test_a_users_config_gets_the_gpu_logger_silenced_and_keeps_the_rest(config: str, quiet: str) -> None:
     assert quiet_gpu_logging(config) == quiet
+
+
+@pytest.mark.parametrize(("env", "ranks"), [
+    ({}, 1),
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 3),
+    ({"MPI_LOCALNRANKS": "2"}, 2),
+    ({"SLURM_NTASKS_PER_NODE": "4(x2)"}, 4),
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "nonsense"}, 1),
+])
+def test_local_ranks_come_from_the_launcher(env: dict[str, str], ranks: int) -> None:
+    from distal.runtime._config import local_ranks
+
+    assert local_ranks(env) == ranks
+
+
+def test_ranks_on_one_host_share_its_memory_and_unbound_cores() -> None:
+    unbound = HostInfo(cores=8, available_mb=20000, cpu_model="test", local_ranks=2, machine_cores=8)
+    config = default_config(unbound, gpus=0)
+    assert "--cpus 4" in config and "--sysmem 5000" in config
+    bound = HostInfo(cores=1, available_mb=20000, cpu_model="test", local_ranks=2, machine_cores=8)
+    assert "--cpus 1" in default_config(bound, gpus=0)
+    many = HostInfo(cores=2, available_mb=1000, cpu_model="test", local_ranks=3, machine_cores=2)
+    assert "--cpus 1" in default_config(many, gpus=0) and "--sysmem 256" in default_config(many, gpus=0)

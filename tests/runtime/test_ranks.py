@@ -116,3 +116,24 @@ def test_a_failing_kernel_is_raised_by_the_next_read(machine: rt.MachineInfo) ->
     with pytest.raises(RuntimeFailure, match="kernel 'bad' failed"):
         rt.to_numpy(store)
     rt.fence()  # reported once: nothing left
+
+
+def test_every_rank_checks_memory_against_the_smallest_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rank sized its own default from the memory free when it started: 5405 and 5407 MiB were seen."""
+    asked: list[str] = []
+
+    def gather(what: str, ranks: int, cpus: int) -> list[tuple[int, str]]:
+        asked.append(what)
+        assert _ranks._sysmem_text() == "5407"  # what this rank's task reports
+        return [(0, "5407"), (1, "5405"), (2, "6000")]
+
+    monkeypatch.setattr(_ranks, "_gather", gather)
+    assert _ranks.agreed_sysmem_mb(3, 3, 5407) == 5405
+    assert asked == ["sysmem"]
+
+
+def test_a_ranks_failure_report_reads_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_registry, "_failures", [_registry.KernelFailure("bad", (2,), "Traceback ...")])
+    text = _ranks._failure_text()
+    monkeypatch.setattr(_ranks, "_gather", lambda what, ranks, cpus: [(0, "0\n"), (1, text)])
+    assert _ranks._reports(2, 2) == [(0, 0, ""), (1, 1, "kernel 'bad' failed at launch point (2,):\nTraceback ...")]
