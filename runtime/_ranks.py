@@ -127,15 +127,20 @@ def agreed_sysmem_mb(ranks: int, cpus: int, local: int) -> int:
     return min(int(text) for _, text in _gather("sysmem", ranks, cpus))
 
 
-def check_failures_everywhere() -> None:
+def check_failures_everywhere(ran: bool = True) -> None:
     """Raise a `RuntimeFailure` on every rank for the kernels that failed on any rank since the last check.
 
     Call it at the same point of the program on every rank (distal's
-    `to_numpy` and `fence` do). One rank: `_registry.check_failures`.
+    `to_numpy` and `fence` do). One rank: `_registry.check_failures`. With
+    several ranks, `ran=False` (distal launched nothing since the last
+    check, which every rank knows alike) skips the exchange: no kernel can
+    have failed since.
     """
     machine = ensure_started()
     if machine.ranks <= 1:
         _registry.check_failures()
+        return
+    if not ran:
         return
     reports = _reports(machine.ranks, machine.cpus)
     mine = next((count for count, rank, _ in reports if rank == machine.rank), 0)

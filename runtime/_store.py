@@ -224,7 +224,7 @@ def to_numpy(store: Store) -> np.ndarray:
             or gc.get_count()[0] > _GC_ALLOCATIONS or work_pending()):
         fence()  # also gives back the user's GC and BLAS settings (_start.work_queued); raises failures
     else:
-        _check_failures()
+        _check_failures(ran=False)  # nothing of distal's was launched since the last fence
     return result
 
 
@@ -254,10 +254,10 @@ def read_back(store: Store) -> np.ndarray:
     return result
 
 
-def _check_failures() -> None:
+def _check_failures(ran: bool) -> None:
     from ._ranks import check_failures_everywhere  # _ranks launches, and _launch imports this module
 
-    check_failures_everywhere()
+    check_failures_everywhere(ran)
 
 
 def fence() -> None:
@@ -266,11 +266,12 @@ def fence() -> None:
     Stores nothing references any more are freed here, when no launch is queued.
     """
     global _kept_bytes, _dropped
+    ran = work_pending()  # whether distal launched anything since the last fence (the same on every rank)
     abandon_recording()  # a run that waits inside is not replayed, and must not keep what this fence frees
     legate_runtime().issue_execution_fence(block=True)
     failure: RuntimeFailure | None = None
     try:
-        _check_failures()  # with several ranks its launches run and are read here, before the clean-up
+        _check_failures(ran)  # with several ranks its launches run and are read here, before the clean-up
     except RuntimeFailure as error:
         failure = error
     _KEEP_ALIVE.clear()

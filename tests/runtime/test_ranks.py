@@ -137,3 +137,9 @@ def test_a_ranks_failure_report_reads_back(monkeypatch: pytest.MonkeyPatch) -> N
     text = _ranks._failure_text()
     monkeypatch.setattr(_ranks, "_gather", lambda what, ranks, cpus: [(0, "0\n"), (1, text)])
     assert _ranks._reports(2, 2) == [(0, 0, ""), (1, 1, "kernel 'bad' failed at launch point (2,):\nTraceback ...")]
+
+
+def test_nothing_launched_since_the_last_check_exchanges_nothing(ranks: list[list[tuple[int, int, str]]]) -> None:
+    _registry._failures.append(_registry.KernelFailure("bad", (0,), "recorded before the last check"))
+    _ranks.check_failures_everywhere(ran=False)  # `ranks` holds no report: an exchange would fail the test
+    assert len(_registry._failures) == 1
