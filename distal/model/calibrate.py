@@ -48,7 +48,11 @@
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
 keyed by host name, core count and NumPy version, and measures only when
-nothing is cached. With `$DISTAL_MACHINE_MODEL` set to a calibration file
+nothing is cached. Plans follow what is cached, so the directory is made
+0700 and refused where another user owns it, and a cached file is read
+only when it is a regular file of the user's own that group and others
+cannot write (otherwise it is measured again and replaced), the rule
+runtime/_shim.py keeps for the driver stand-in. With `$DISTAL_MACHINE_MODEL` set to a calibration file
 (the cache file of one machine, copied where every process can read it),
 `this_machine()` reads that file and nothing else: it never measures and
 never writes. A run of several ranks needs it: every rank issues the same
@@ -62,6 +66,7 @@ import functools
 import json
 import os
 import socket
+import stat
 import statistics
 import subprocess
 import sys
@@ -78,8 +83,9 @@ from distal.machine.links import Link
 from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel, dgx_a100, lassen_cpu, lassen_gpu
 from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_runtime_costs
 
-__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "PINNED", "cache_path", "calibrate",
-           "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model", "preset", "this_machine"]
+__all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "DEFAULT_REDUCTION_COSTS", "PINNED",
+           "cache_path", "calibrate", "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model",
+           "preset", "this_machine"]
 
 # 11: the runtime's costs per launch point and their growth (launch_point_seconds, launch_log_seconds), and the
 # measured overlap, from a child on one CPU processor per core; records of version 10 still read (model_of)
@@ -93,6 +99,16 @@ BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
 DEFAULT_FIXED_COSTS = {"plan_seconds": 0.5e-3, "launch_seconds": 0.35e-3, "task_seconds": 0.11e-3}
 #: The overlap of a calibration record that has none measured (version 10 and earlier, or no Legate).
 DEFAULT_OVERLAP = 0.3
+#: A Legate reduction instance's cost (`MachineModel.reduction_seconds`) where a record has none measured: per
+#: instance, and per byte of its whole huge pages. From quiet runs of bench/validate_model.py's cases on this
+#: 2-core machine (load average 0.6-1.5): Johnson and COSMA on Grid(2, 2, 2) (one REDUCE_ADD launch of 8 points, 4
+#: per processor) took 0.9-1.2 ms more than the same products without REDUCE_ADD (SUMMA on Grid(2, 2)) at n = 256
+#: and 512 (tiles of 128 and 512 KiB, no whole huge page: about 0.25 ms an instance), 18-35 ms more at n = 1024
+#: (2 MiB tiles) and 210-280 ms more at n = 2048 (8 MiB): system time (150-500 ms a run at n = 2048) of the kernel
+#: zeroing the instances' fresh huge pages (perf: clear_page_erms under do_huge_pmd_anonymous_page), not glibc's
+#: (its trim and mmap thresholds changed nothing). Per MiB of whole huge pages on one processor that is 2.2-4.4 ms at
+#: n = 1024 and 6.5-8.7 ms at n = 2048: the one rate 4.5 ms keeps both within 0.67-1.5 of the medians measured.
+DEFAULT_REDUCTION_COSTS = {"reduction_instance_seconds": 0.25e-3, "reduction_page_seconds": 4.5e-3 / 2**20}
 
 # (leaf kind, operand shapes) per calibrated size; FLOPs per call as predict counts them
 _GEMM_SIZES = (32, 64, 128, 256, 512)
@@ -295,8 +311,37 @@ def _memory_bytes() -> int:
     return total * 1024 if total is not None else 8 << 30
 
 
+def _private_dir(path: Path) -> Path:
+    """`path` as a directory only this user can write (made 0700 where missing), as runtime/_shim.py keeps
+    the driver stand-in's; `ModelError` where it is not a directory or another user owns it (plans follow
+    what is cached in it). A directory of the user's own that group or others may write is closed to them."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = path.stat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise ModelError(f"expected the machine model's cache directory {path} to be a directory of your own "
+                         f"(uid {os.getuid()}), but found one owned by uid {found.st_uid}; distal chooses plans by "
+                         "what is cached there and will not read what another user could have written. Remove "
+                         "it, or set DISTAL_CACHE_DIR to a directory of your own")
+    if found.st_mode & 0o022:
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
+    return path
+
+
+def _trusted(path: Path) -> bool:
+    """Whether `path` is a regular file (not a link) of this user's that group and others cannot write."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022
+
+
 def _load() -> dict[str, Any] | None:
+    """The cached calibration of this machine; None where there is none, it is of another key, or the file is
+    not one this user alone could have written (then it is measured again and replaced)."""
     path = cache_path()
+    if not _trusted(path):
+        return None
     try:
         data: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -316,11 +361,14 @@ def model_of(data: dict[str, Any]) -> MachineModel:
     fixed = {k: float(data.get(k, v)) for k, v in DEFAULT_FIXED_COSTS.items()}
     overlap = float(data.get("overlap", DEFAULT_OVERLAP))
     law = data.get("runtime_law", "linear in the points, none per point (version 10)")
+    reduction = {k: float(data.get(k, v)) for k, v in DEFAULT_REDUCTION_COSTS.items()}
     return MachineModel("this-machine", proc, 1 << 16, copy, copy, launch_seconds=fixed["launch_seconds"],
                         task_seconds=fixed["task_seconds"], plan_seconds=fixed["plan_seconds"], serial_tasks=True,
                         shared_memory=True,
                         launch_point_seconds=float(data.get("launch_point_seconds", 0.0)),
                         launch_log_seconds=float(data.get("launch_log_seconds", 0.0)),
+                        reduction_instance_seconds=reduction["reduction_instance_seconds"],
+                        reduction_page_seconds=reduction["reduction_page_seconds"],
                         overlap=overlap, cores=cores,
                         notes=(f"calibrated {data.get('measured', '?')}; fixed costs "
                                f"{data.get('fixed_costs_source', 'default')}, growth law {law}; overlap "
@@ -354,10 +402,11 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
         data = calibrate()
         path = cache_path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dir(path.parent)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data, indent=2))
-            tmp.replace(path)  # atomic: concurrent readers never see half a file
+            os.chmod(tmp, 0o644)
+            tmp.replace(path)  # atomic: concurrent readers never see half a file (a planted one is replaced)
         except OSError:
             pass  # a read-only home: the model still works, it is measured again next time
     return model_of(data)

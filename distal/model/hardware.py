@@ -95,6 +95,9 @@ BROADCASTS = ("nearest", "tree", "owner")
 FOLDS = ("fold", "tree")
 
 GiB = 1 << 30
+#: The huge page (x86-64 transparent huge pages): the part of a reduction instance in whole huge pages is made of
+#: fresh pages the kernel zeroes (`MachineModel.reduction_page_seconds`).
+HUGE_PAGE = 2 << 20
 
 
 class ModelError(DistalError):
@@ -209,7 +212,12 @@ class MachineModel:
     the processors of a node share one memory (Legate's CPU processors of one
     process and its system memory): a tile that one instance holds whole is
     read in place by every processor, and only a tile assembled from several
-    instances is copied, whole, into a new one.
+    instances is copied, whole, into a new one. Legate's own reduction (REDUCE_ADD, not held or
+    synthesized) gives each point of a launch a reduction instance of its tile, made afresh each run,
+    filled with zeros and folded into the output's tile (`reduction_seconds`):
+    `reduction_instance_seconds` per instance, and `reduction_page_seconds` per byte of the instance that
+    fills whole huge pages (`HUGE_PAGE`, which the kernel zeroes when they are first touched: on this
+    machine's virtual machine, far slower than the memory's bandwidth); 0 on the presets (not measured).
 
     >>> m = lassen_gpu()
     >>> [m.distance(0, q) for q in range(6)]  # same GPU, same socket, same node, other node
@@ -239,6 +247,8 @@ class MachineModel:
     launch_point_seconds: float = 0.0
     shared_memory: bool = False
     launch_log_seconds: float = 0.0
+    reduction_instance_seconds: float = 0.0
+    reduction_page_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:
@@ -246,10 +256,12 @@ class MachineModel:
         if not 0.0 <= self.overlap <= 1.0:
             raise ModelError(f"expected an overlap in [0, 1], but found {self.overlap!r}")
         if min(self.launch_seconds, self.task_seconds, self.plan_seconds, self.launch_point_seconds,
-               self.launch_log_seconds) < 0:
+               self.launch_log_seconds, self.reduction_instance_seconds, self.reduction_page_seconds) < 0:
             raise ModelError(f"expected non-negative runtime costs, but found launch {self.launch_seconds!r}, "
                              f"per point {self.launch_point_seconds!r}, per point and doubling "
-                             f"{self.launch_log_seconds!r}, task {self.task_seconds!r}, plan {self.plan_seconds!r}")
+                             f"{self.launch_log_seconds!r}, task {self.task_seconds!r}, plan {self.plan_seconds!r}, "
+                             f"reduction instance {self.reduction_instance_seconds!r}, its fresh pages "
+                             f"{self.reduction_page_seconds!r} per byte")
         object.__setattr__(self, "levels", tuple(self.levels))
         if any(not isinstance(lv, Level) for lv in self.levels):
             raise ModelError(f"expected distal.machine levels inside a node, but found {self.levels!r}")
@@ -279,6 +291,16 @@ class MachineModel:
         """
         growth = points * math.log2(points) if points > 1 else 0.0
         return self.launch_seconds + self.launch_point_seconds * points + self.launch_log_seconds * growth
+
+    def reduction_seconds(self, nbytes: float) -> float:
+        """One reduction instance of `nbytes` (Legate's REDUCE_ADD, one per launch point): made, zeroed, folded.
+
+        >>> m = lassen_cpu().with_(reduction_instance_seconds=2e-4, reduction_page_seconds=1e-9)
+        >>> round(m.reduction_seconds(1 << 20) * 1e3, 3), round(m.reduction_seconds(5 << 20) * 1e3, 3)  # 0 and 2 pages
+        (0.2, 4.394)
+        """
+        pages = math.floor(nbytes / HUGE_PAGE) * HUGE_PAGE
+        return self.reduction_instance_seconds + pages * self.reduction_page_seconds
 
     def node_of(self, processor: int) -> int:
         """The node of real processor `processor` (processors of a node are consecutive)."""
@@ -388,7 +410,16 @@ class MachineModel:
                 f"{self.launch_seconds * 1e6:.3g} us per launch + {self.launch_point_seconds * 1e6:.3g} us per point"
                 f"{f' + {self.launch_log_seconds * 1e6:.3g} us x P log2 P' if self.launch_log_seconds else ''}, "
                 f"{self.task_seconds * 1e6:.3g} us per task"
+                f"{_instance_text(self.reduction_instance_seconds, self.reduction_page_seconds)}"
                 f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}")
+
+
+def _instance_text(instance: float, per_byte: float) -> str:
+    """The cost of reduction instances in `MachineModel.describe`, where there is one."""
+    if not instance and not per_byte:
+        return ""
+    return (f", {instance * 1e6:.3g} us per reduction instance + {per_byte * 2**20 * 1e3:.3g} ms per MiB of its "
+            "whole huge pages")
 
 
 # -- presets (sources: docs/scaling.md, "The machines") ------------------------------------------------------------

@@ -65,6 +65,7 @@ from distal._text import seconds_text as _fmt
 from distal.lower.analysis import Owners, PlanAnalysis, meet
 from distal.lower.executable import analysis_of
 from distal.lower.grouping import plan_tasks
+from distal.lower.reductions import HeldReduction, held_folds
 from distal.lower.task_graph import PlanBase, Privilege
 from distal.machine.level import node_size
 from distal.model.hardware import MachineModel, ModelError
@@ -335,8 +336,15 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
     written_at: dict[tuple[int, Any], int] = {}
     written: dict[int, list[tuple[Any, int]]] = defaultdict(list)
     seen_by: dict[tuple[int, Any], set[int]] = {}  # (tensor, box) -> real processors an earlier launch copied it to
+    # Legate's own reduction (not held, not synthesized): every point of a REDUCE_ADD launch gets a reduction
+    # instance of its tile, made afresh each run and folded into the tile (`MachineModel.reduction_seconds`)
+    legate_reduction = plan.reduction is not None and not plan.reduction.synthesized and not isinstance(
+        plan.reduction, HeldReduction)
+    instance_bytes: list[dict[int, float]] = []  # per launch, per real processor: seconds of its instances
     for group, launch in launches:
         kinds.append(_leaf_kind(group))
+        instances: dict[int, float] = defaultdict(float)
+        instance_bytes.append(instances)
         generic = product is not None and kinds[-1] == "GENERIC"  # no library leaf: distal.contract runs it
         raw: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])  # flops, bytes touched, points
         where: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # real, node, other
@@ -361,6 +369,8 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
                 if size == 0:
                     continue
                 nb = info.itemsize
+                if legate_reduction and op.privilege is Privilege.REDUCE_ADD:
+                    instances[r] += model.reduction_seconds(size * nb)
                 key = (op.tensor, op.color(point))
                 if op.privilege in (Privilege.WRITE, Privilege.READ_WRITE):
                     wrote.append((op.tensor, box, r))
@@ -451,7 +461,8 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
     busy: dict[int, int] = defaultdict(int)
     for r in {r for raw, *_rest in per_launch for r in raw}:
         busy[model.node_of(r)] += 1
-    for kind, (raw, *_rest), counts in zip(kinds, per_launch, launch_tasks, strict=True):
+    held = _held_work(plan, model, bind, len(launches))
+    for index, (kind, (raw, *_rest), counts) in enumerate(zip(kinds, per_launch, launch_tasks, strict=True)):
         comp: dict[int, float] = {}
         for r, (f, moved, npoints) in raw.items():
             # the leaf's rate is the one of a call of this launch's size (one call per point)
@@ -460,12 +471,18 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
                 comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale)
             else:
                 comp[r] = max(f * scale / rate, moved * scale / proc.streaming.get(kind, proc.bandwidth))
+        for r, seconds in instance_bytes[index].items():  # reduction instances: made, zeroed, folded in the step
+            comp[r] = comp.get(r, 0.0) + seconds
+        for r, seconds in held.seconds[index].items():  # a held reduction's zero fill (first) and folds (last)
+            comp[r] = comp.get(r, 0.0) + seconds
         if model.cores is not None:  # more busy processors than cores: the leaves share the cores
             for r in comp:
                 comp[r] *= max(1.0, busy[model.node_of(r)] / model.cores)
         if not model.serial_tasks:  # each processor pays for its own tasks (serial: the runtime term below)
             for r in raw:
                 comp[r] += counts.get(r, 0) * model.task_seconds
+            for r, n_ in held.fold_tasks[index].items():
+                comp[r] = comp.get(r, 0.0) + n_ * model.task_seconds
         for r, t in comp.items():
             comp_total[r] += t
         comps.append(comp)
@@ -582,10 +599,10 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
         ms = sum(x[1] + x[2] for x in runs)
         if t > total:
             total, comp_sum, comm_sum, exposed = t, cs, ms, ms - hidden
-    runtime = model.plan_seconds + sum(model.launch_overhead(p) for p in launch_points)
+    runtime = model.plan_seconds + sum(model.launch_overhead(p) for p in (*launch_points, *held.launches))
     if model.serial_tasks:  # a node's task bodies run one after the other, over all its launches
         node_tasks: dict[int, int] = defaultdict(int)
-        for r, n_ in tasks_total.items():
+        for r, n_ in (*tasks_total.items(), *held.tasks.items()):
             node_tasks[model.node_of(r)] += n_
         runtime += max(node_tasks.values(), default=0) * model.task_seconds
     total += runtime
@@ -637,6 +654,51 @@ class _Tile:
     def add(self, real: int, abstract: tuple[int, ...], nbytes: float) -> None:
         self.need[real] = max(self.need.get(real, 0.0), nbytes)
         self.readers[real].add(abstract)
+
+
+@dataclass
+class _HeldWork:
+    """What the runtime adds to a plan's launches for a held reduction (`distal.lower.reductions.HeldReduction`):
+    per launch and real processor, seconds of the zero fill of its partials (before the first launch) and of
+    its folds (after a stage's last launch); the points of the runtime's own launches (the fill, one pinned
+    launch per fold); the fold tasks per real processor, in all and per launch."""
+
+    seconds: list[dict[int, float]]
+    launches: list[int] = field(default_factory=list)
+    tasks: dict[int, int] = field(default_factory=dict)
+    fold_tasks: list[dict[int, int]] = field(default_factory=list)
+
+
+def _held_work(plan: PlanBase, model: MachineModel, bind: Mapping[tuple[int, ...], int], count: int) -> _HeldWork:
+    """A held reduction's work besides the plan's launches, as the runtime does it each run
+    (runtime/_execute.py, runtime/_reduce.py): its partials (one `row` per processor of the plan's machine,
+    kept with the plan) are zeroed by one Legate fill before the launches, and after each stage every processor
+    that added into the output adds its partial into its box by a launch pinned to it (one point, one task:
+    the partial read, the box read and written, at the processor's streaming rate of element-wise work)."""
+    work = _HeldWork([defaultdict(float) for _ in range(count)], fold_tasks=[defaultdict(int) for _ in range(count)])
+    red = plan.reduction
+    machine = plan.machine
+    if not isinstance(red, HeldReduction) or machine is None or count == 0:
+        return work
+    proc = model.processor
+    stream = proc.streaming.get("GENERIC", proc.bandwidth)
+    itemsize = plan.tensors[red.tensor].itemsize
+    partial = float(math.prod(red.row)) * itemsize
+    coords = [tuple(c) for c in machine.coords()]
+    for c in coords:  # one fill (a Legate fill, no task) writes every processor's partial
+        work.seconds[0][bind.get(c, 0)] += partial / stream
+    work.launches.append(1)
+    tasks: dict[int, int] = defaultdict(int)
+    for index, points in held_folds(plan, red):
+        for device, box in points:
+            r = bind.get(coords[device], 0) if device < len(coords) else 0
+            nbytes = float(math.prod(max(hi - lo, 0) for lo, hi in box)) * itemsize
+            work.seconds[index][r] += 3 * nbytes / stream
+            work.fold_tasks[index][r] += 1
+            tasks[r] += 1
+            work.launches.append(1)
+    work.tasks = dict(tasks)
+    return work
 
 
 def _nearest_holder(model: MachineModel, holders: set[int], to: int) -> int:

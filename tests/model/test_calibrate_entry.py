@@ -28,3 +28,37 @@ def test_the_fixed_costs_child_is_the_calibrate_entry_point(monkeypatch: pytest.
 def test_the_library_module_refers_to_the_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
     assert calibrate.main(["--fixed-costs-child"]) == 2
     assert "python -m distal.calibrate_cli --fixed-costs-child" in capsys.readouterr().err
+
+
+def test_a_cached_model_is_read_only_from_a_file_no_one_else_could_write(tmp_path: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("DISTAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(calibrate.PINNED, raising=False)
+    made: list[int] = []
+
+    def measured(fixed_costs: bool = True) -> dict[str, Any]:
+        made.append(1)
+        return {"key": calibrate._key(), "flops": dict.fromkeys(calibrate.LEAF_KINDS, 1e9), "bandwidth": 1e10,
+                "memory": 1 << 30, "cores": 2}
+
+    monkeypatch.setattr(calibrate, "calibrate", measured)
+    calibrate.this_machine()
+    path = calibrate.cache_path()
+    assert made == [1] and oct(path.parent.stat().st_mode & 0o777) == oct(0o700)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644) and calibrate._load() is not None
+    calibrate.this_machine()
+    assert made == [1]  # read from the cache
+    os.chmod(path, 0o666)  # a file others could have written: measured again and replaced
+    assert calibrate._load() is None
+    calibrate.this_machine()
+    assert made == [1, 1] and calibrate._load() is not None
+    os.chmod(path.parent, 0o777)  # a directory of the user's own left open: closed to group and others
+    path.unlink()
+    planted = tmp_path / "planted.json"
+    planted.write_text(json.dumps({"key": calibrate._key()}))
+    path.symlink_to(planted)  # a link: not trusted
+    assert calibrate._load() is None
+    calibrate.this_machine()
+    assert made == [1, 1, 1] and not path.is_symlink() and not path.parent.stat().st_mode & 0o022
