@@ -209,7 +209,7 @@ def grid_child(quick: bool) -> list[dict[str, Any]]:
 def ordered_pairs(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Pairs of one size whose measured times differ by more than PAIR_GAP, and how many the model orders
     the same way (the faster measured is predicted faster), with the ones it does not."""
-    total = same = 0
+    total = same = ties = 0
     wrong: list[str] = []
     for n in sorted({r["size"] for r in rows}):
         at = [r for r in rows if r["size"] == n]
@@ -222,10 +222,13 @@ def ordered_pairs(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 if fast["predicted_seconds"] < slow["predicted_seconds"]:
                     same += 1
                 else:
+                    ties += abs(fast["predicted_seconds"] / slow["predicted_seconds"] - 1) < 0.01
                     wrong.append(f"n={n}: {_key(fast)} measured {fast['measured_seconds'] * 1e3:.2f} ms < "
                                  f"{_key(slow)} {slow['measured_seconds'] * 1e3:.2f} ms, predicted "
                                  f"{fast['predicted_seconds'] * 1e3:.2f} >= {slow['predicted_seconds'] * 1e3:.2f} ms")
-    return {"pairs": total, "same_order": same, "share": same / total if total else None, "misordered": wrong}
+    # a tie (predicted within 1%) counts as misordered: the model does not tell the two apart
+    return {"pairs": total, "same_order": same, "share": same / total if total else None, "ties": ties,
+            "misordered": wrong}
 
 
 def _key(row: dict[str, Any]) -> str:
@@ -425,7 +428,8 @@ def run_grids(quick: bool) -> int:
             pairs = part["pairs"]
             print(f"{which}: {part['in_band']} of {part['cases']} ratios in {BAND[0]}-{BAND[1]} (range "
                   f"{part['ratio_range'][0]:.2f}-{part['ratio_range'][1]:.2f}); pairs ordered as measured "
-                  f"{pairs['same_order']} of {pairs['pairs']}; fixed-cost dominated "
+                  f"{pairs['same_order']} of {pairs['pairs']} ({pairs['ties']} of the others tied); "
+                  f"fixed-cost dominated "
                   f"{part['fixed_cost_dominated']['in_band']} of {part['fixed_cost_dominated']['cases']} in band")
             for line in part["outside_band"] + pairs["misordered"]:
                 print(f"  {line}")
