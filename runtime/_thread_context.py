@@ -16,11 +16,10 @@ the context once bound (it is not unbound after the call): a store dropped
 later on that thread, by reference count or by the cyclic collector, calls
 Legion from there. A thread about to free stores without a call (a tensor
 dropped there: `bind_context_quietly`; a collection there: a `gc.callbacks`
-hook) takes it first. The thread that runs Python's exit takes the lock
-(`exit_waits_for`: a daemon thread's call ends first, none starts after)
-and the context, before legate's own clean-up (registered earlier, so run
-later), which otherwise ran Legate's shutdown on a thread without a context
-and crashed.
+hook) takes it first. The thread that runs Python's exit takes the
+context before legate's own clean-up (registered earlier, so run later),
+which otherwise ran Legate's shutdown on a thread without a context and
+crashed.
 
 Nothing here imports legate: it reads the context only once legate's module
 is loaded (Legate running), and says so when it cannot.
@@ -43,7 +42,6 @@ __all__ = [
     "bind_context_quietly",
     "capture_context",
     "context_known",
-    "exit_waits_for",
     "legate_loaded",
     "legate_ranks",
     "release_at_exit",
@@ -184,17 +182,6 @@ def _collecting(phase: str, info: dict[str, Any]) -> None:
         bind_context_quietly()
 
 
-EXIT_WAIT_S = 60.0  # how long the exit waits for a call in progress on another thread
-_turn: Any = None  # the lock that calls on Legate hold (`exit_waits_for`)
-
-
-def exit_waits_for(turn: Any) -> None:
-    """Make the exit take `turn`, the lock every call on Legate holds, before Legate's clean-up: a call still
-    running on a daemon thread ends first (within `EXIT_WAIT_S`), and none starts after Legate has finished."""
-    global _turn
-    _turn = turn
-
-
 def release_at_exit() -> None:
     """At exit, before legate's clean-up: that clean-up finishes Legate from this thread, so it takes the context.
 
@@ -202,8 +189,6 @@ def release_at_exit() -> None:
     finished, when asking Legate anything crashes.
     """
     global _exiting
-    if _turn is not None:  # a daemon thread may be inside a call: let it finish, and let no call start after
-        _turn.acquire(timeout=EXIT_WAIT_S)  # held for good (a daemon thread waiting for it is stopped at exit)
     bind_context_quietly()
     _exiting = True
     if _collecting in gc.callbacks:

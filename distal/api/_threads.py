@@ -26,10 +26,11 @@ can touch Legate (`dt.einsum`, `Plan.run`, `Schedule.evaluate`,
 
 from __future__ import annotations
 
+import atexit
 import threading
 
+from distal import runtime
 from distal.errors import DistalError
-from distal.runtime import _thread_context as runtime  # until distal.runtime exports its names
 
 __all__ = ["free_here", "legate_section"]
 
@@ -82,12 +83,13 @@ class _Section:
             runtime.capture_context()  # Legate may have started in the body, on this thread
             if _first is None and runtime.legate_loaded():
                 _first = threading.get_ident()
+                # registered after legate's clean-up and the runtime's own exit hook: run before both
+                atexit.register(_close)
         finally:
             _lock.release()
 
 
 _SECTION = _Section()
-runtime.exit_waits_for(_lock)  # at exit, the call in progress ends first and no other starts
 
 
 def legate_section() -> _Section:
@@ -97,6 +99,16 @@ def legate_section() -> _Section:
     Raises DistalError before the body runs when this thread cannot use Legate (see the module docstring).
     """
     return _SECTION
+
+
+EXIT_WAIT_S = 60.0  # how long the exit waits for a call in progress on another thread
+
+
+def _close() -> None:
+    """At exit, before Legate's clean-up: take the turn for good, so that a call a daemon thread is making ends
+    first (within `EXIT_WAIT_S`) and none starts after Legate has finished (a daemon thread waiting for the turn
+    is stopped by the exit)."""
+    _lock.acquire(timeout=EXIT_WAIT_S)
 
 
 def free_here() -> None:
