@@ -200,12 +200,9 @@ def legate_ranks() -> int:
     global _ranks
     if not legate_loaded():
         return 1
-    if _ranks is None:
-        from distal import runtime
-
-        counter = getattr(runtime, "rank_count", None)  # the runtime's own count, where it has one
+    if _ranks is None:  # Legate's own count (as `rank_count` reads it), without going through a start
         core: Any = sys.modules["legate.core"]
-        _ranks = int(counter()) if counter is not None else int(core.get_legate_runtime().node_count)
+        _ranks = int(core.get_legate_runtime().node_count)
     return _ranks
 
 
