@@ -163,15 +163,24 @@ def adopt_context(first: bool) -> None:
     _held.context = True
 
 
-def bind_context_quietly() -> None:
+def bind_context_quietly() -> bool:
     """Bind the context to this thread where that is allowed and needed (a tensor about to free its stores);
-    never raises, and does nothing once the process is exiting."""
-    if _context is None or _legion is None or _exiting or getattr(_held, "context", False):
-        return
-    if _legion.get_context() or _in_task():
-        return
-    _legion.bind(_legion.runtime, _context)
+    never raises. Returns whether this thread now holds the top-level context: False in a Legate task's thread
+    (it has its task's), once the process is exiting, and while Legate does not run or its context is unseen.
+    """
+    if _context is None or _legion is None or _exiting:
+        return False
+    if getattr(_held, "context", False):
+        return True
+    if _in_task():
+        return False
+    current = _legion.get_context()
+    if not current:
+        _legion.bind(_legion.runtime, _context)
+    elif current != _context:
+        return False
     _held.context = True
+    return True
 
 
 def _collecting(phase: str, info: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Callable
 
 from distal import runtime
 from distal.errors import DistalError
@@ -111,7 +112,19 @@ def _close() -> None:
     _lock.acquire(timeout=EXIT_WAIT_S)
 
 
-def free_here() -> None:
-    """Before Legate stores may be freed on this thread (a tensor about to go): give it Legate's context, without
-    the lock (freeing needs no turn); never raises."""
-    runtime.bind_context_quietly()
+def free_here(drop: Callable[[], None]) -> None:
+    """Run `drop`, which lets go of Legate stores, as this thread may free them: with Legate's context bound to
+    it, and in its turn (no other thread is inside Legate while Legion frees them; it waits for the turn, at most
+    `EXIT_WAIT_S`). Where the thread cannot hold the context (a Legate task's thread, the exit, Legate not
+    running), or it has its turn already, `drop` runs as it is. Never raises."""
+    holds = runtime.bind_context_quietly()
+    depth: int = getattr(_inside, "depth", 0)
+    if not holds or depth:
+        drop()
+        return
+    turn = _lock.acquire(timeout=EXIT_WAIT_S)
+    try:
+        drop()
+    finally:
+        if turn:
+            _lock.release()

@@ -197,11 +197,15 @@ class Tensor(TensorBase, ArrayBehaviour):
             return super().to_numpy()
 
     def __del__(self) -> None:
-        # the stores this tensor may free next are freed on this thread: Legion takes them only from a thread
-        # holding Legate's context (`distal.api._threads.free_here`)
+        # the stores this tensor holds are let go here, as Legion takes them: from a thread holding Legate's
+        # context, in its turn (`distal.api._threads.free_here`)
         storage = getattr(self, "_storage", None)  # absent when __init__ refused its arguments
         if storage is not None and storage.on_legate:
-            free_here()
+            free_here(self._let_go)
+
+    def _let_go(self) -> None:
+        self._storage = None
+        self._interface = None
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol (NumPy 2 semantics): `np.asarray(t)` is a new array of the tensor's data.

@@ -233,3 +233,32 @@ def test_an_error_inside_a_call_gives_the_turn_back() -> None:
     thread.start()
     thread.join(30)
     assert entered.is_set()
+
+
+def test_a_tensor_dropped_on_another_thread_waits_for_the_call_in_progress() -> None:
+    result = run_child("""
+import time
+from distal.api._threads import legate_section
+a = rng.random((30, 30))
+r = dt.einsum("ij,jk->ik", a, a, machine=m)
+np.asarray(r)  # its store is mapped: freeing it calls Legion
+held = [r]
+del r
+about_to_drop = threading.Event()
+
+def drop():
+    about_to_drop.set()
+    held.clear()  # the last reference: the tensor lets its stores go in its turn
+
+worker = threading.Thread(target=drop)
+with legate_section():  # a call in progress on the main thread
+    worker.start()
+    about_to_drop.wait(30)
+    time.sleep(0.3)
+    waited = worker.is_alive()  # the drop waits for the turn
+worker.join(30)
+assert waited and not worker.is_alive()
+assert np.allclose(matmul(a, a), a @ a)
+print("the drop waited its turn")
+""")
+    assert_clean(result, "the drop waited its turn")
