@@ -44,11 +44,9 @@ _METADATA: dict[Any, Callable[[Any], Any]] = {
 
 def is_notation_key(key: object) -> bool:
     """Whether indexing by `key` writes notation (index variables, or none: `A[()]`), not reads data."""
-    if key is None or key == ():
+    if key is None or isinstance(key, IndexVar):
         return True
-    if isinstance(key, IndexVar):
-        return True
-    return isinstance(key, tuple) and any(isinstance(k, IndexVar) for k in key)
+    return isinstance(key, tuple) and (not key or any(isinstance(k, IndexVar) for k in key))
 
 
 _EINSUM: list[Callable[..., Any]] = []  # `dt.einsum`, given by `distal.api` (`use_einsum`)
@@ -228,6 +226,13 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
     def _read(self, key: object) -> Any:
         """Indexing by integers, slices, arrays, `...` or `np.newaxis`: the data read, as NumPy indexes it."""
         return self.to_numpy()[_arrays(key)]
+
+    def _write(self, key: object, value: object) -> None:
+        """Assigning by integers, slices, arrays or `...`: NumPy's assignment into a copy of the data, which
+        becomes the tensor's data (`set_array`: on the host)."""
+        data = self.to_numpy()
+        data[_arrays(key)] = _arrays(value)
+        self.set_array(data)
 
     # -- NEP 13 and NEP 18 ---------------------------------------------------------------------------------
 

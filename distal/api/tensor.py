@@ -69,6 +69,22 @@ class Tensor(TensorBase, ArrayBehaviour):
             return super().__getitem__(key)
         return self._read(key)
 
+    def __setitem__(self, key: object, value: object) -> None:
+        """`A[i, j] = ...` (index variables) records the statement computing the tensor; integers, slices, arrays
+        and `...` write the data as NumPy assigns it (into a copy, which becomes the tensor's data, on the host).
+
+        >>> import numpy as np
+        >>> t = Tensor.from_array("t", np.zeros((2, 3)))
+        >>> t[1, 1:] = 7
+        >>> t.to_numpy()
+        array([[0., 0., 0.],
+               [0., 7., 7.]])
+        """
+        if is_notation_key(key):
+            super().__setitem__(key, value)
+        else:
+            self._write(key, value)
+
     # -- scheduling ------------------------------------------------------------
 
     def schedule(self) -> Schedule:

@@ -80,7 +80,7 @@ def test_out_tensors_receive_the_result_and_in_place_operators_update_the_tensor
 
 
 @pytest.mark.parametrize("key", [0, -1, (1, 2), slice(1, None), (slice(None), 1), Ellipsis, (..., 0),
-                                 (None, 1), [0, 2], (np.array([0, 1]), np.array([2, 3]))],
+                                 (None, 1), [0, 2], (np.array([0, 1]), np.array([2, 3])), DATA > 1, (slice(None), DATA[0] > 1)],
                          ids=str)
 def test_integer_slice_and_array_indexing_reads_the_data(key: Any) -> None:
     np.testing.assert_array_equal(tensor()[key], DATA[key])
@@ -229,3 +229,14 @@ def test_ndarray_methods_read_a_copy_of_the_data(name: str, args: tuple[Any, ...
         assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
     else:
         assert np.array_equal(got, want) and np.asarray(got).dtype == np.asarray(want).dtype
+
+
+@pytest.mark.parametrize(("key", "value"), [((0, 1), 9.0), (slice(1, None), 2.5), ((slice(None), 2), DATA[:, 0]),
+                                            (Ellipsis, 0.0), ([0, 2], DATA[1]), (DATA > 1, -1.0)], ids=str)
+def test_integer_slice_and_array_assignment_writes_the_data(key: Any, value: Any) -> None:
+    t, want = tensor(), DATA.copy()
+    t[key] = value
+    want[key] = value
+    np.testing.assert_array_equal(t.to_numpy(), want)
+    with pytest.raises(ValueError):  # NumPy's refusal: a shape that does not broadcast
+        t[0] = np.ones(7)
