@@ -60,9 +60,8 @@ class MachineInfo:
     """The processors and memory Legate was started with, and where it runs.
 
     Processors are counted over all ranks (Legate processes); `sysmem_mb` is
-    one rank's system memory (with several ranks, the smallest any rank has:
-    every rank checks against the same figure); `rank` is this process's
-    rank of `ranks`.
+    one rank's system memory (with several ranks, rank 0's: every rank
+    checks against the same figure); `rank` is this process's rank of `ranks`.
     """
 
     cpus: int
@@ -192,7 +191,7 @@ def _import_legate() -> Any:
     # and wraps their `seed` functions to warn about multi-rank runs. Keep
     # the user's streams and functions as they were (the warning fires in
     # every library that seeds, Hypothesis among them); with several ranks,
-    # `ensure_started` then gives every rank rank 0's streams (`_ranks`).
+    # `ensure_started` then gives every rank rank 0's streams (`_agree_with_rank0`).
     np_state = np.random.get_state()
     py_state = random.getstate()
     np_seed, py_seed = np.random.seed, random.seed
@@ -249,12 +248,86 @@ def ensure_started() -> MachineInfo:
 
         capture_context()  # this thread holds Legate's top-level context: other threads may take it later
         if _machine.ranks > 1:
-            from ._ranks import agreed_sysmem_mb, share_random_state  # they launch: a module above this one
-
-            share_random_state()
-            agreed = agreed_sysmem_mb(_machine.ranks, _machine.cpus, _machine.sysmem_mb)
-            _machine = dataclasses.replace(_machine, sysmem_mb=agreed)
+            _machine = dataclasses.replace(_machine, sysmem_mb=_agree_with_rank0(_machine.sysmem_mb))
         return _machine
+
+
+# -- several ranks agree at start-up ------------------------------------------------------------
+
+_RANDOM_WORDS = 624 + 4 + 2 + 625  # NumPy's MT19937 keys, 4 counters and flags, 2 cached Gaussians, Python's words
+_copier: list[Any] = []  # the Legate task that copies one store into another, once registered
+
+
+def pack_random_state() -> np.ndarray:
+    """NumPy's and Python's global random states as one uint64 array (`unpack_random_state` sets them)."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)  # type: ignore[misc]
+    assert kind == "MT19937", kind
+    version, words, gauss_next = random.getstate()
+    float_bits = np.array([float(gauss), float(gauss_next or 0.0)]).view(np.uint64)
+    packed = np.concatenate([
+        np.asarray(keys, dtype=np.uint64),
+        np.array([pos, has_gauss, version, gauss_next is not None], dtype=np.uint64),
+        float_bits,
+        np.asarray(words, dtype=np.uint64),
+    ])
+    assert packed.size == _RANDOM_WORDS, packed.size
+    return packed
+
+
+def unpack_random_state(packed: np.ndarray) -> None:
+    """Set NumPy's and Python's global random states from `pack_random_state`'s array."""
+    keys = packed[:624].astype(np.uint32)
+    pos, has_gauss, version, has_next = (int(x) for x in packed[624:628])
+    gauss, gauss_next = (float(x) for x in packed[628:630].view(np.float64))
+    words = tuple(int(x) for x in packed[630:_RANDOM_WORDS])
+    np.random.set_state(("MT19937", keys, pos, has_gauss, gauss))
+    random.setstate((version, words, gauss_next if has_next else None))
+
+
+def _rank0_copy(values: np.ndarray) -> np.ndarray:
+    """`values` as rank 0 holds them, on every rank: each rank attaches its own array, Legate reads an
+    attached buffer from one rank (rank 0's, seen with two and three ranks), and a task copies it into a
+    store every rank then reads. Called on every rank at the same point."""
+    from legate.core import align, get_legate_runtime, types
+    from legate.core.task import InputStore, OutputStore, task
+
+    if not _copier:
+        def distal_rank0_copy(source: Any, target: Any) -> None:
+            np.asarray(target)[...] = np.asarray(source)
+
+        # Legate reads the stores' roles from the annotations, as objects (this module's are strings)
+        distal_rank0_copy.__annotations__ = {"source": InputStore, "target": OutputStore, "return": None}
+        _copier.append(task(constraints=(align("source", "target"),))(distal_rank0_copy))
+    runtime = get_legate_runtime()
+    collecting = gc.isenabled()
+    gc.disable()  # a collection in the task's thread that freed Legate objects would crash the process
+    try:
+        source = runtime.create_store_from_buffer(types.uint64, values.shape, values, True)
+        target = runtime.create_store(types.uint64, values.shape)
+        _copier[0](source, target)
+        source.detach()
+        return np.array(np.asarray(target.get_physical_store().get_inline_allocation()))
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _agree_with_rank0(sysmem_mb: int) -> int:
+    """With several ranks, at start-up: every rank takes rank 0's NumPy and Python random streams, and rank 0's
+    system memory figure (returned) for its memory checks.
+
+    A program draws its data from the global streams before handing it to
+    distal; unseeded, they differ between ranks (legate.core seeds them when
+    imported, but `_import_legate` gives the user's back). A seeded program
+    continues its own stream. Each rank sized its default memory from what
+    was free when it started (5405 and 5407 MiB were seen): a check near the
+    limit could refuse on one rank only, and the others would wait for it
+    forever. Rank 0's figure, on every rank, makes every check agree.
+    """
+    packed = np.concatenate([pack_random_state(), np.array([sysmem_mb], dtype=np.uint64)])
+    shared = _rank0_copy(packed)
+    unpack_random_state(shared[:_RANDOM_WORDS])
+    return int(shared[_RANDOM_WORDS])
 
 
 def processor_count(kind: str = "cpu") -> int:

@@ -31,6 +31,7 @@ from distal.errors import DistalError, NotSupportedYet, RuntimeFailure
 from distal.lower.executable import check_store_memory
 
 from ._copy import copy_store
+from ._ranks import check_failures_everywhere
 from ._recording import abandon_recording
 from ._registry import release_transient
 from ._start import ensure_started, legate_runtime, work_done, work_pending
@@ -255,8 +256,6 @@ def read_back(store: Store) -> np.ndarray:
 
 
 def _check_failures(ran: bool) -> None:
-    from ._ranks import check_failures_everywhere  # _ranks launches, and _launch imports this module
-
     check_failures_everywhere(ran)
 
 
