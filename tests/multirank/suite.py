@@ -3,8 +3,8 @@
     mpirun -n 2 python tests/multirank/suite.py [GROUP ...]        (after `source "$(tools/multirank_env.sh)"`)
 
 Groups (default: all): library (the ten library algorithms), paper (SUMMA, Cannon and Johnson written
-as schedules over placed formats), einsum (dt.einsum with auto on random statements, NumPy and
-dt.Tensor operands), redist (redistributions between formats), reduce (hierarchical and distributed
+as schedules over placed formats), einsum (dt.einsum with auto on 20 random statements, NumPy and
+dt.Tensor operands; einsum=N for N), redist (redistributions between formats), reduce (hierarchical and distributed
 reductions), io (from_array / to_numpy, out-of-memory refusals, a user error), threads (a call from a
 second thread refused), placement (which rank Legate ran the tasks reading each tile on).
 DISTAL_RANKS_ONLY=TEXT runs only the checks whose name contains TEXT. Every rank writes its record
@@ -282,7 +282,7 @@ def placement(rank: Rank) -> float:
 
 # -- the program -------------------------------------------------------------------------------------
 
-def checks(rank: Rank, groups: tuple[str, ...]) -> list[tuple[str, Callable[[], float]]]:
+def checks(rank: Rank, groups: tuple[str, ...], statements: int = 20) -> list[tuple[str, Callable[[], float]]]:
     r = rank.ranks
     found: list[tuple[str, Callable[[], float]]] = []
     if "library" in groups:
@@ -293,7 +293,7 @@ def checks(rank: Rank, groups: tuple[str, ...]) -> list[tuple[str, Callable[[], 
         for name in ("summa", "cannon", "johnson"):
             found.append((f"paper schedule {name}", partial(paper_schedule, name, r)))
     if "einsum" in groups:
-        for seed in range(20):
+        for seed in range(statements):
             kind = "dt.Tensor" if seed % 3 == 2 else "NumPy"
             eager = "" if seed % 2 else ", DISTAL_EAGER=0"
             found.append((f"einsum auto #{seed} ({kind} operands{eager})",
@@ -317,7 +317,9 @@ def checks(rank: Rank, groups: tuple[str, ...]) -> list[tuple[str, Callable[[], 
 
 
 def run(rank: Rank) -> None:
-    groups = tuple(sys.argv[1:]) or GROUPS
+    given = [g.partition("=") for g in sys.argv[1:]]  # "einsum=6": six random statements (default 20)
+    groups = tuple(name for name, _, _ in given) or GROUPS
+    statements = int(next((n for name, _, n in given if name == "einsum" and n), 20))
     unknown = set(groups) - set(GROUPS)
     if unknown:
         raise SystemExit(f"unknown groups {sorted(unknown)}; expected some of {GROUPS}")
@@ -326,7 +328,7 @@ def run(rank: Rank) -> None:
     rank.record["random"] = {"numpy": np.random.random(3).tolist(), "python": random.random()}
     rank.record["processors"] = _processors()
     only = os.environ.get("DISTAL_RANKS_ONLY", "")  # run only the checks whose name contains it
-    for name, check in checks(rank, groups):
+    for name, check in checks(rank, groups, statements):
         if only in name:
             rank.run(name, check)
 
