@@ -221,8 +221,10 @@ def to_numpy(store: Store) -> np.ndarray:
     any rank: every rank raises it, `_ranks.check_failures_everywhere`).
     """
     result = read_back(store)
-    if (len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES
-            or gc.get_count()[0] > _GC_ALLOCATIONS or work_pending()):
+    # A fence is an operation every rank must issue alike: the allocation count (which differs between ranks
+    # that run different Python, a print on rank 0) decides it only with one rank.
+    allocated = gc.get_count()[0] > _GC_ALLOCATIONS and ensure_started().ranks == 1
+    if len(_KEEP_ALIVE) > _KEEP_ALIVE_LIMIT or _kept_bytes > _KEEP_ALIVE_BYTES or allocated or work_pending():
         fence()  # also gives back the user's GC and BLAS settings (_start.work_queued); raises failures
     else:
         _check_failures(ran=False)  # nothing of distal's was launched since the last fence
