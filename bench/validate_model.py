@@ -413,6 +413,7 @@ def run_grids(quick: bool) -> int:
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["loadavg_before"] = load_before
     summary["loadavg_after"] = list(os.getloadavg())
+    summary["niceness"] = os.nice(0)  # below 0: run ahead of the machine's other programs (`nice -n -20 ...`)
     note = (f"predicted (plan.predict(): this machine's model, the run's {procs} Legate CPU processors) / measured "
             "(median of interleaved plan.run() + fence) per case; ratio > 1: the model is pessimistic. Where a "
             f"ratio fell outside {BAND[0]}-{BAND[1]} the size ran a second time (second_run_samples) and the "
