@@ -7,7 +7,11 @@ statement of its format, `distal.cin.placement`), `from_array`, `place`,
 `redistribute` (the redistribution
 synthesizer, `distal.redist.formats`), NumPy's `__array__`,
 `to_cupynumeric` and `__legate_data_interface__` (the runtime's one entry
-point for a tensor's data, `distal.runtime.tensor_data`).
+point for a tensor's data, `distal.runtime.tensor_data`). It acts as a
+NumPy array (`distal.api._array`: NEP 13/18, operators, indexing by
+integers and slices that reads and writes the data, while index variables
+write notation), and every method that can touch Legate runs in
+`distal.api._threads.legate_section()`, so any thread may call it.
 
 >>> import distal as dt
 >>> A = dt.Tensor("A", (2, 3))
