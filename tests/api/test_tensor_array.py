@@ -139,8 +139,14 @@ def test_einsum_and_matmul_run_distal_and_give_tensors(monkeypatch: pytest.Monke
     assert float(r[0, 0]) == pytest.approx(float(DATA[0] @ DATA[0]))
     np.testing.assert_allclose(r[1:, 0], (DATA @ DATA.T)[1:, 0])
     assert len(r) == 3 and r.size == 9 and r.ndim == 2
-    # and can be passed on
-    np.testing.assert_allclose(np.asarray(r @ r), (DATA @ DATA.T) @ (DATA @ DATA.T))
+
+
+@pytest.mark.legate
+def test_a_result_on_legate_can_be_passed_on_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISTAL_EAGER", "0")
+    r = np.einsum("ij,kj->ik", tensor(), DATA)
+    assert isinstance(r, dt.Tensor) and r.on_legate
+    np.testing.assert_allclose(np.asarray(r @ r), (DATA @ DATA.T) @ (DATA @ DATA.T))  # the same tensor twice
 
 
 @pytest.mark.parametrize("dtype", [">f8", ">i4", ">c16"])
