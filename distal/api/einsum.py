@@ -178,7 +178,8 @@ def _build(call: Call, tensors: Sequence[Tensor], out: Tensor, machine: Machine,
     holder = Tensor(out.name, out.shape, out.format, dtype=out.dtype, casting=out.casting)
     # the plan is built on stand-ins over the operands' data: an algorithm of the library gives the tensors it
     # runs on its formats, which must not change the user's tensors (`_bound` lays each call's out so)
-    tensors = [_alias(t.name, t) for t in tensors]
+    stand: dict[int, Tensor] = {}
+    tensors = [stand.setdefault(id(t), _alias(t.name, t)) for t in tensors]  # the same tensor twice: one stand-in
     stmt = check_statement(_statement(call, tensors, holder))
     holder.record(stmt)
     if eager:
