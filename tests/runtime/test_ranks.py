@@ -141,3 +141,22 @@ def test_several_ranks_take_rank_0s_streams_and_memory(monkeypatch: pytest.Monke
     finally:
         np.random.set_state(saved_np)
         random.setstate(saved_py)
+
+
+@pytest.mark.legate
+def test_the_copy_from_rank_0_runs_on_legate(machine: rt.MachineInfo) -> None:
+    """The start-up copy several ranks share (here one rank: its own values come back)."""
+    values = np.arange(_start._RANDOM_WORDS + 1, dtype=np.uint64) * np.uint64(7)
+    assert np.array_equal(_start._rank0_copy(values.copy()), values)
+
+
+@pytest.mark.legate
+def test_the_failure_exchange_runs_on_legate(machine: rt.MachineInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exchange's launch and read on one rank: one row, written on rank 0, taking what was recorded."""
+    assert _ranks._reports(1) == [(0, False, "")]
+    rt.fence()
+    monkeypatch.setattr(_registry, "_failures", [_registry.KernelFailure("bad", (5,), "Traceback: boom")])
+    [(rank, failed, text)] = _ranks._reports(1)
+    assert (rank, failed) == (0, True) and "kernel 'bad' failed at launch point (5,)" in text and "boom" in text
+    assert _registry._failures == []
+    rt.fence()
