@@ -5,8 +5,9 @@ the runtime's costs by running plans on Legate in a child process. That child
 is this module (`--fixed-costs-child`): it builds plans through the public
 facade and `distal.kernels`, which sit above the time model, so it is an
 entry point run as its own process, never imported by the library. It prints
-one JSON line: ``{"runtime": rows, "overlap": rounds, "cpus": N}``
-(`runtime_rows`, `overlap_rounds`), which `distal.model.runtime_costs` fits.
+one JSON line: ``{"runtime": rows, "overlap": rounds, "reduction": rows, "cpus": N}``
+(`runtime_rows`, `overlap_rounds`, `reduction_rows`), which `distal.model.runtime_costs` and
+`distal.model.calibrate` fit.
 
 - *Costs that grow* (`runtime_rows`): tiny plans of 1 to 8 launches of one
   point (SUMMA on one processor in 1 to 8 steps), and one launch of P = 1, 4,
@@ -15,9 +16,10 @@ one JSON line: ``{"runtime": rows, "overlap": rounds, "cpus": N}``
   leaf costs nothing), run once with every point its own Legate task and once with the
   points of a processor grouped into one task (`distal.lower.grouping`), so
   that the cost per point and the cost per task separate and the tasks per
-  processor grow with P. Each plan is one run and a read of its output,
-  timed in interleaved rounds (every other round in reverse order), the
-  fastest round kept (the model is of a quiet machine).
+  processor grow with P. Each plan is one run and a fence (what
+  `Plan.predict()` times: a run, not reading its output back), timed in
+  interleaved rounds (every other round in reverse order), the fastest round
+  kept (the model is of a quiet machine).
 - *Overlap* (`overlap_plans`, `overlap_rounds`): `A(i,j) = B(i,j)` and
   `A(i,j) = B(i,j) * D(i,j) * ... * D(i,j)` (`OVERLAP_MULTS` products) on
   `Grid(2)` over rows, in `OVERLAP_STEPS` sequential steps per processor (a
@@ -26,6 +28,13 @@ one JSON line: ``{"runtime": rows, "overlap": rounds, "cpus": N}``
   assembled from both processors' instances: a copy); the four plans of
   `distal.model.runtime_costs.OverlapTimes`, in interleaved rounds, each run
   followed by a fence (reading the output back would add as much as the copies).
+- *Reduction instances* (`reduction_rows`): Johnson on `Grid(2, 2, 2)` (one
+  launch whose 8 points reduce into A with Legate's reduction, each with a
+  reduction instance of its tile) against Johnson on `Grid(2, 2, 1)` (the same
+  products, no reduction) at `REDUCTION_SIZES` (n = 512: tiles of 512 KiB, no
+  whole huge page; n = 1536: 4.5 MiB), in interleaved rounds, the median kept
+  (the cost is erratic and a typical run pays it); `distal.model.calibrate`
+  fits the cost per instance and per byte of its whole huge pages.
 
 Without arguments it does what `python -m distal.model.calibrate` does:
 measures again, caches the result and prints the model (`calibrate_main`).
@@ -42,8 +51,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_COSTS_CHILD", "GROWTH_POINTS", "OVERLAP_MULTS", "OVERLAP_N", "OVERLAP_STEPS", "calibrate_main",
-           "growth_plans", "overlap_plans", "overlap_rounds", "runtime_rows", "timed_rounds"]
+__all__ = ["FIXED_COSTS_CHILD", "GROWTH_POINTS", "OVERLAP_MULTS", "OVERLAP_N", "OVERLAP_STEPS", "REDUCTION_SIZES",
+           "calibrate_main", "growth_plans", "overlap_plans", "overlap_rounds", "reduction_rows", "runtime_rows",
+           "timed_rounds"]
 
 #: The argument that makes this module the fixed-costs child of `distal.model.calibrate.measure_fixed_costs`.
 FIXED_COSTS_CHILD = "--fixed-costs-child"
@@ -51,6 +61,8 @@ FIXED_COSTS_CHILD = "--fixed-costs-child"
 GROWTH_POINTS = (1, 4, 16, 64, 256)
 #: The overlap plans: n x n matrices, sequential steps per processor, products of the computing leaf.
 OVERLAP_N, OVERLAP_STEPS, OVERLAP_MULTS = 3072, 8, 4
+#: The reduction-instance plans' sizes: tiles below a huge page, and of two whole huge pages (n / 2 = 768).
+REDUCTION_SIZES = (512, 1536)
 
 _GROUPING = "DISTAL_GROUP_TASKS"  # distal.lower.grouping.ENV, read when a plan runs
 
@@ -134,7 +146,8 @@ def runtime_rows(repeats: int = 7, points: tuple[int, ...] = GROWTH_POINTS, cpus
 
     procs = cpus if cpus is not None else rt.ensure_started().cpus
     plans = {**_tiny_plans(), **growth_plans(points)}
-    samples = timed_rounds({name: _runner(*entry) for name, entry in plans.items()}, repeats)
+    samples = timed_rounds({name: _runner(plan, None, grouped) for name, (plan, _out, grouped) in plans.items()},
+                           repeats)
     os.environ.pop(_GROUPING, None)
     rows = []
     for name, (plan, _out, grouped) in plans.items():
@@ -185,6 +198,39 @@ def overlap_rounds(repeats: int = 5, n: int = OVERLAP_N) -> list[dict[str, float
     return [{name: samples[name][k] for name in plans} for k in range(repeats)]
 
 
+def reduction_rows(repeats: int = 5, sizes: tuple[int, ...] = REDUCTION_SIZES, cpus: int | None = None
+                   ) -> list[dict[str, Any]]:
+    """In a process running Legate: per size n, Johnson with Legate's reduction (`Grid(2, 2, 2)`) and without
+    (`Grid(2, 2, 1)`), medians of interleaved rounds, with each plan's launch points and Legate tasks and the
+    reduction instances of the first (count, bytes of each, the most on one processor)."""
+    import distal as dt
+    import distal.runtime as rt
+    from distal import kernels
+
+    procs = cpus if cpus is not None else rt.ensure_started().cpus
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in sizes:
+        b, c = rng.random((n, n)), rng.random((n, n))
+        plans = {}
+        for grid in ((2, 2, 2), (2, 2, 1)):
+            a = dt.Tensor("A", (n, n))
+            ins = [dt.Tensor.from_array("B", b), dt.Tensor.from_array("C", c)]
+            plans[grid] = kernels.build("johnson", dt.Machine(dt.Grid(*grid)), a, *ins).compile()
+        samples = timed_rounds({str(g): _runner(plan, None, True) for g, plan in plans.items()}, repeats)
+        os.environ.pop(_GROUPING, None)
+        shape = {g: _shape_of(plan, procs, True) for g, plan in plans.items()}
+        rows.append({"n": n, "with": float(np.median(samples[str((2, 2, 2))])),
+                     "without": float(np.median(samples[str((2, 2, 1))])),
+                     "with_fastest": min(samples[str((2, 2, 2))]), "without_fastest": min(samples[str((2, 2, 1))]),
+                     "points_with": shape[(2, 2, 2)][0], "tasks_with": shape[(2, 2, 2)][1],
+                     "points_without": shape[(2, 2, 1)][0], "tasks_without": shape[(2, 2, 1)][1],
+                     "instances": 8, "instance_bytes": (n // 2) ** 2 * 8, "per_processor": -(-8 // procs)})
+        del plans
+        rt.fence()
+    return rows
+
+
 def calibrate_main(argv: list[str] | None = None) -> int:
     """Measure this machine again, cache it and print the model; with `--fixed-costs-child`, be that child
     (print the runtime rows, the overlap rounds and the CPU processors as one JSON line)."""
@@ -193,7 +239,8 @@ def calibrate_main(argv: list[str] | None = None) -> int:
         import distal.runtime as rt
 
         cpus = rt.ensure_started().cpus
-        print(json.dumps({"runtime": runtime_rows(cpus=cpus), "overlap": overlap_rounds(), "cpus": cpus}))
+        print(json.dumps({"runtime": runtime_rows(cpus=cpus), "overlap": overlap_rounds(),
+                          "reduction": reduction_rows(cpus=cpus), "cpus": cpus}))
         return 0
     from distal.model.calibrate import main
 

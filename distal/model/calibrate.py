@@ -43,7 +43,14 @@
   processor's instances) in interleaved rounds; the share of the communication
   hidden behind the computation in each round, the median over the rounds
   (`OverlapTimes.paired`), held to [0, 1], is the model's overlap (0.3 when a
-  record has none measured).
+  record has none measured);
+- Legate's reduction instances: the same child times Johnson with Legate's
+  reduction (`Grid(2, 2, 2)`, a reduction instance per point) and the same
+  products without (`Grid(2, 2, 1)`) at two sizes (`calibrate_cli.reduction_rows`);
+  `fit_reduction` gives the cost per instance and per byte of its whole huge
+  pages (`MachineModel.reduction_seconds`; `DEFAULT_REDUCTION_COSTS` for a
+  record that has none). The child's plans are timed as a run and a fence,
+  what `Plan.predict()` predicts (before: a run and a read of the output).
 
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
@@ -64,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import socket
 import stat
@@ -80,8 +88,17 @@ import numpy as np
 from distal import leaf
 from distal.host import meminfo_kib
 from distal.machine.links import Link
-from distal.model.hardware import LEAF_KINDS, MachineModel, ModelError, ProcessorModel, dgx_a100, lassen_cpu, lassen_gpu
-from distal.model.runtime_costs import OverlapTimes, RuntimeRow, fit_runtime_costs
+from distal.model.hardware import (
+    HUGE_PAGE,
+    LEAF_KINDS,
+    MachineModel,
+    ModelError,
+    ProcessorModel,
+    dgx_a100,
+    lassen_cpu,
+    lassen_gpu,
+)
+from distal.model.runtime_costs import OverlapTimes, RuntimeFit, RuntimeRow, fit_runtime_costs
 
 __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "DEFAULT_REDUCTION_COSTS", "PINNED",
            "cache_path", "calibrate", "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model",
@@ -99,15 +116,16 @@ BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
 DEFAULT_FIXED_COSTS = {"plan_seconds": 0.5e-3, "launch_seconds": 0.35e-3, "task_seconds": 0.11e-3}
 #: The overlap of a calibration record that has none measured (version 10 and earlier, or no Legate).
 DEFAULT_OVERLAP = 0.3
-#: A Legate reduction instance's cost (`MachineModel.reduction_seconds`) where a record has none measured: per
-#: instance, and per byte of its whole huge pages. From quiet runs of bench/validate_model.py's cases on this
-#: 2-core machine (load average 0.6-1.5): Johnson and COSMA on Grid(2, 2, 2) (one REDUCE_ADD launch of 8 points, 4
-#: per processor) took 0.9-1.2 ms more than the same products without REDUCE_ADD (SUMMA on Grid(2, 2)) at n = 256
-#: and 512 (tiles of 128 and 512 KiB, no whole huge page: about 0.25 ms an instance), 18-35 ms more at n = 1024
-#: (2 MiB tiles) and 210-280 ms more at n = 2048 (8 MiB): system time (150-500 ms a run at n = 2048) of the kernel
-#: zeroing the instances' fresh huge pages (perf: clear_page_erms under do_huge_pmd_anonymous_page), not glibc's
-#: (its trim and mmap thresholds changed nothing). Per MiB of whole huge pages on one processor that is 2.2-4.4 ms at
-#: n = 1024 and 6.5-8.7 ms at n = 2048: the one rate 4.5 ms keeps both within 0.67-1.5 of the medians measured.
+#: A Legate reduction instance's cost (`MachineModel.reduction_seconds`) where a record has none measured (one of before
+#: the child measured it, or made without Legate): per instance, and per byte of its whole huge pages. From quiet runs
+#: of bench/validate_model.py's cases on this 2-core machine (load average 0.6-1.5): Johnson and COSMA on Grid(2, 2, 2)
+#: (one REDUCE_ADD launch of 8 points, 4 per processor) took 0.9-1.2 ms more than the same products without REDUCE_ADD
+#: (SUMMA on Grid(2, 2)) at n = 256 and 512 (tiles of 128 and 512 KiB, no whole huge page: about 0.25 ms an instance),
+#: 18-35 ms more at n = 1024 (2 MiB tiles) and 210-280 ms more at n = 2048 (8 MiB): system time (150-500 ms a run at n =
+#: 2048) of the kernel zeroing the instances' fresh huge pages (perf: clear_page_erms under do_huge_pmd_anonymous_page),
+#: not glibc's (its trim and mmap thresholds changed nothing). Per MiB of whole huge pages on one processor that is
+#: 2.2-4.4 ms at n = 1024 and 6.5-8.7 ms at n = 2048: the one rate 4.5 ms keeps both within 0.67-1.5 of the medians
+#: measured.
 DEFAULT_REDUCTION_COSTS = {"reduction_instance_seconds": 0.25e-3, "reduction_page_seconds": 4.5e-3 / 2**20}
 
 # (leaf kind, operand shapes) per calibrated size; FLOPs per call as predict counts them
@@ -277,6 +295,8 @@ def fit_child(found: dict[str, Any]) -> dict[str, Any]:
                            "runtime_rows": [{**r, "predicted": fit.seconds(r["points"], r["tasks"])}
                                             for r in found["runtime"]],
                            "fixed_costs_cpus": int(found.get("cpus", 1))}
+    if found.get("reduction"):
+        out.update(fit_reduction(found["reduction"], fit))
     rounds = [OverlapTimes(**{k: float(r[k]) for k in ("fixed", "comm", "comp", "both")})
               for r in found.get("overlap", [])]
     if rounds:
@@ -290,6 +310,40 @@ def fit_child(found: dict[str, Any]) -> dict[str, Any]:
                                           "of_medians": OverlapTimes.median_of(rounds).as_record(),
                                           "rounds": [r.as_record() for r in rounds]}
     return out
+
+
+def fit_reduction(rows: list[dict[str, Any]], fit: RuntimeFit) -> dict[str, Any]:
+    """A Legate reduction instance's cost (`MachineModel.reduction_seconds`) from the child's reduction rows
+    (`distal.calibrate_cli.reduction_rows`): a row's extra time is its plan with Legate's reduction less the
+    same products without, less what the fitted runtime terms charge for the first's further points and
+    tasks; a processor makes its instances one after the other, so the extra over the instances on one
+    processor is one instance's. Rows whose instances fill no whole huge page give the cost per instance,
+    the others (less that) the cost per byte of whole huge pages; each is the median over its rows, 0 when
+    negative, `DEFAULT_REDUCTION_COSTS` when no row gives it.
+
+    >>> flat = RuntimeFit("linear", 0.0, 0.0, 0.0, 0.0, 1e-4)
+    >>> row = lambda n, w: {"n": n, "with": w, "without": 0.01, "points_with": [8], "tasks_with": [8],
+    ...                     "points_without": [4], "tasks_without": [4], "instance_bytes": (n // 2) ** 2 * 8,
+    ...                     "per_processor": 4}
+    >>> got = fit_reduction([row(512, 0.0114), row(1536, 0.0514)], flat)  # 4 tasks more; 4 x (0.25 ms + 2 pages)
+    >>> round(got["reduction_instance_seconds"] * 1e3, 3), round(got["reduction_page_seconds"] * 2**20 * 1e3, 3)
+    (0.25, 2.5)
+    """
+    per_instance: list[float] = []
+    paged: list[tuple[float, float]] = []  # (extra seconds per instance, bytes of whole huge pages)
+    for r in rows:
+        runtime = fit.seconds(r["points_with"], r["tasks_with"]) - fit.seconds(r["points_without"], r["tasks_without"])
+        extra = (float(r["with"]) - float(r["without"]) - runtime) / max(int(r["per_processor"]), 1)
+        pages = math.floor(float(r["instance_bytes"]) / HUGE_PAGE) * HUGE_PAGE
+        if pages:
+            paged.append((extra, pages))
+        else:
+            per_instance.append(extra)
+    instance = (max(0.0, statistics.median(per_instance)) if per_instance
+                else DEFAULT_REDUCTION_COSTS["reduction_instance_seconds"])
+    page = (max(0.0, statistics.median((e - instance) / b for e, b in paged)) if paged
+            else DEFAULT_REDUCTION_COSTS["reduction_page_seconds"])
+    return {"reduction_instance_seconds": instance, "reduction_page_seconds": page, "reduction_rows": rows}
 
 
 def fit_fixed_costs(rows: list[list[float]]) -> dict[str, float]:

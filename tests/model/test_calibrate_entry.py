@@ -62,3 +62,21 @@ def test_a_cached_model_is_read_only_from_a_file_no_one_else_could_write(tmp_pat
     assert calibrate._load() is None
     calibrate.this_machine()
     assert made == [1, 1, 1] and not path.is_symlink() and not path.parent.stat().st_mode & 0o022
+
+
+def test_the_childs_reduction_rows_become_the_models_reduction_costs() -> None:
+    run = {"points": [1], "tasks": [1], "seconds": 1e-3}
+    rows = [{"n": n, "with": w, "without": 0.01, "points_with": [8], "tasks_with": [8], "points_without": [8],
+             "tasks_without": [8], "instance_bytes": (n // 2) ** 2 * 8, "per_processor": 4}
+            for n, w in ((512, 0.012), (1536, 0.012 + 4 * (4 << 20) * 1e-9))]
+    got = calibrate.fit_child({"runtime": [run, {**run, "points": [4], "tasks": [4], "seconds": 2e-3}],
+                               "reduction": rows, "cpus": 2})
+    assert round(got["reduction_instance_seconds"] * 1e6) == 500  # 2 ms over 4 instances on a processor
+    assert round(got["reduction_page_seconds"] * 1e12) == 1000  # 1 ns per byte of two whole huge pages
+    record = {"key": calibrate._key(), "flops": dict.fromkeys(calibrate.LEAF_KINDS, 1e9), "bandwidth": 1e10,
+              "memory": 1 << 30, "cores": 2, **{k: got[k] for k in calibrate.DEFAULT_REDUCTION_COSTS}}
+    made = calibrate.model_of(record)
+    assert made.reduction_instance_seconds == got["reduction_instance_seconds"]
+    older = {k: v for k, v in record.items() if not k.startswith("reduction")}  # a record of before: the defaults
+    default = calibrate.DEFAULT_REDUCTION_COSTS["reduction_instance_seconds"]
+    assert calibrate.model_of(older).reduction_instance_seconds == default
