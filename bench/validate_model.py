@@ -86,11 +86,27 @@ QUIET_BUDGET = 150.0  # seconds the whole run waits at most (then rounds run as 
 
 
 def others_running() -> int:
-    """Tasks runnable on the machine now besides the one reading (/proc/loadavg's running count, less one)."""
+    """Threads of other processes runnable now (state R in /proc/<pid>/task/<tid>/stat), this process's own
+    (Legate's threads, idle between rounds, and the reading one) left out; 0 where /proc cannot be read."""
+    me = os.getpid()
+    count = 0
     try:
-        return max(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1, 0)
-    except (OSError, ValueError, IndexError):
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != me]
+    except OSError:
         return 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            count += stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] == b"R"
+    return count
 
 
 class Quiet:
