@@ -25,10 +25,11 @@ Results go to `<results>/<date>_<commit>/model_validation_grids.json`
 (`_common.record`, with the machine and its CPU).
 
 Run (the whole validation, a few minutes on a quiet 2-core machine):
-`python bench/validate_model.py --calibrate` (`--calibrate` measures this
-machine's model again first, as `python -m distal.model.calibrate` does,
-about 10-15 s; without it the cached model is used); `--quick` checks the
-pipeline (two sizes, 3 rounds; its figures are noise). `--sweep` runs the previous
+`python bench/validate_model.py` (this machine's cached model);
+`--calibrate` measures the model again first, as `python -m
+distal.model.calibrate` does (about 10-15 s; only on a quiet machine: the
+new calibration is cached); `--quick` checks the pipeline (two sizes, 3
+rounds; its figures are noise). `--sweep` runs the previous
 validation instead: every library algorithm, the higher-order kernels
 included, on the machine `dt.kernels.machine(name, N)` picks for 1, 2 and 4
 Legate CPU processors (one child each, `plan.predict(model, N)`), with

@@ -16,10 +16,13 @@ one JSON line: ``{"runtime": rows, "overlap": rounds, "reduction": rows, "cpus":
   leaf costs nothing), run once with every point its own Legate task and once with the
   points of a processor grouped into one task (`distal.lower.grouping`), so
   that the cost per point and the cost per task separate and the tasks per
-  processor grow with P. Each plan is one run and a fence (what
-  `Plan.predict()` times: a run, not reading its output back), timed in
-  interleaved rounds (every other round in reverse order), the fastest round
-  kept (the model is of a quiet machine).
+  processor grow with P. Each plan is one run and a read of its output,
+  timed in interleaved rounds (every other round in reverse order), the
+  fastest round kept (the model is of a quiet machine). (A run and a fence
+  instead, what `Plan.predict()` predicts, gave fixed costs that put the
+  library's plans at n = 256 at about half their measured time: a run of a
+  real plan costs more than a tiny plan's run, and the read-back carries
+  that; which part of a run it is was not found.)
 - *Overlap* (`overlap_plans`, `overlap_rounds`): `A(i,j) = B(i,j)` and
   `A(i,j) = B(i,j) * D(i,j) * ... * D(i,j)` (`OVERLAP_MULTS` products) on
   `Grid(2)` over rows, in `OVERLAP_STEPS` sequential steps per processor (a
@@ -146,8 +149,7 @@ def runtime_rows(repeats: int = 7, points: tuple[int, ...] = GROWTH_POINTS, cpus
 
     procs = cpus if cpus is not None else rt.ensure_started().cpus
     plans = {**_tiny_plans(), **growth_plans(points)}
-    samples = timed_rounds({name: _runner(plan, None, grouped) for name, (plan, _out, grouped) in plans.items()},
-                           repeats)
+    samples = timed_rounds({name: _runner(*entry) for name, entry in plans.items()}, repeats)
     os.environ.pop(_GROUPING, None)
     rows = []
     for name, (plan, _out, grouped) in plans.items():

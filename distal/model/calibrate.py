@@ -49,8 +49,7 @@
   products without (`Grid(2, 2, 1)`) at two sizes (`calibrate_cli.reduction_rows`);
   `fit_reduction` gives the cost per instance and per byte of its whole huge
   pages (`MachineModel.reduction_seconds`; `DEFAULT_REDUCTION_COSTS` for a
-  record that has none). The child's plans are timed as a run and a fence,
-  what `Plan.predict()` predicts (before: a run and a read of the output).
+  record that has none).
 
 `this_machine()` reads the result from the user's cache directory
 (`$DISTAL_CACHE_DIR`, else `$XDG_CACHE_HOME/distal`, else `~/.cache/distal`),
