@@ -154,9 +154,15 @@ _runs: dict[str, Ran] = {}  # each launch runs once per session, whatever order 
 
 def once(name: str, env_file: Path, how: Launch, program: str, args: tuple[str, ...]) -> Ran:
     """`program` under `how`, run the first time a test asks; its output and records stay in
-    .multirank/runs/<name>/ (replaced at the next run) for reading after a failure."""
+    .multirank/runs/<pytest's pid>/<name>/ for reading after a failure (the five latest sessions are kept)."""
     if name not in _runs:
-        out = env_file.parent / "runs" / name
+        runs = env_file.parent / "runs"
+        out = runs / str(os.getpid()) / name
+        if not _runs:
+            older = sorted((p for p in runs.glob("*") if p.is_dir() and p.name != str(os.getpid())),
+                           key=lambda p: p.stat().st_mtime)
+            for old in older[:-4]:
+                shutil.rmtree(old, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
         _runs[name] = ran = launch(env_file, how, program, args, out)
         print(f"\n{how.name} {program}: {ran.seconds:.0f} s, status {ran.status}, {len(ran.records)} records")
