@@ -1,21 +1,30 @@
 """`dt.einsum`: NumPy's einsum, distributed with no schedule written.
 
-`einsum(subscripts, *operands, machine=None, out=None)` reads the
-subscripts as NumPy does (explicit `->` or implicit output, repeated
-letters for diagonals, `...`, size-one dimensions broadcast, the sublist
-form), writes the statement `R(out) = A(...) * B(...) * ...` over tensors
-holding the operands (NumPy arrays are read where they are, cuPyNumeric
-arrays copied store to store on Legate, `dt.Tensor`s used as they are), and
-runs the schedule `Schedule.auto` chooses for it on `machine` (default:
-every processor the running Legate has), eager runs in this process
-included. The result is a new `dt.Tensor` of NumPy's result dtype (or
-`out`, which receives it).
+`einsum(subscripts, *operands, out=None, dtype=None, order="K",
+casting="safe", optimize=False, machine=None)` reads the call as NumPy does
+(`distal.api._einsum_args`: subscripts, operands in native byte order and
+aligned, NumPy's keywords and refusals, as ValueError/TypeError classes),
+writes the statement `R(out) = A(...) * B(...) * ...` over tensors holding
+the operands (NumPy arrays are read where they are, cuPyNumeric arrays
+copied store to store on Legate, `dt.Tensor`s of any name used as they are),
+and runs the schedule `Schedule.auto` chooses for it on `machine` (default:
+every processor the running Legate has; a machine of processors Legate does
+not run becomes the same machine of CPUs, with a warning), eager runs in
+this process included. `optimize=` (other than False) runs opt_einsum's
+pairwise path, a statement per pair. An operand or output over Legate's six
+dimensions has letters that travel together folded into one, or runs
+eagerly. The result is a new `dt.Tensor` of NumPy's result dtype (or `out`,
+which receives it by NumPy's casting rule). Every 16 calls on Legate (or 64
+MiB staged) wait for the queued work, so that what earlier calls dropped is
+freed (`_settle`).
 
 Plans are cached: a call with the same subscripts, shapes, dtypes, formats,
 data location (host or Legate) and machine as an earlier one runs the plan
 compiled then, on the new data (at most `CACHE_SIZE` plans, least recently
-used dropped first; `clear_cache()` empties it). `einsum_plan(...)` returns
-that plan instead of running it, for `explain()`.
+used dropped first; `clear_cache()` empties it); they are compiled on
+stand-ins of the operands, so the formats a plan gives its tensors never
+reach the user's. `einsum_plan(...)` returns that plan instead of running
+it, for `explain()`.
 """
 
 from __future__ import annotations
