@@ -110,6 +110,7 @@ class Call:
     # arrays or Tensors
     given: tuple[str, ...] = ()  # each operand's subscripts as the user wrote them (errors quote them)
     dtypes: tuple[np.dtype[Any], ...] = ()  # each operand's dtype as the user gave it (byte order included)
+    text: str = ""  # the subscripts as the user wrote them (the sublist form as letters)
 
     @property
     def spec(self) -> str:
@@ -189,7 +190,7 @@ def read_call(subscripts: Any, operands: Sequence[Any], paired: bool = False) ->
         arrays.append(op)
     given = tuple(op.dtype if isinstance(op, np.ndarray) else np.dtype(norm.dtype)
                   for op, norm in zip(operands, normal))
-    return Call(spec.inputs, spec.output, tuple(arrays), spec.given, given)
+    return Call(spec.inputs, spec.output, tuple(arrays), spec.given, given, subscripts)
 
 
 def cast_call(call: Call, dtype: np.dtype[Any], casting: Any, convert: bool) -> Call:
@@ -292,8 +293,8 @@ def _read(subscripts: str, shapes: tuple[tuple[int, ...], ...], paired: bool = F
                                     f"in {subscripts!r}, but found shape {shape}")
             term = term.replace("...", ell_letters[ell - k:])
         if len(term) != len(shape):
-            raise NotationError(f"expected operand {n} of {len(term)} dimension(s) for its subscripts {terms[n]!r} "
-                                f"in {subscripts!r}, but found shape {shape} (NumPy refuses it too)")
+            raise NotationError(f"expected an operand of {len(term)} dimension(s) for subscripts {terms[n]!r}, but "
+                                f"found shape {shape} in operand {n} of {subscripts!r} (NumPy refuses it too)")
         for c in set(term):  # a repeated letter (a diagonal) takes equal extents, with no broadcasting
             sizes = {e for d, e in zip(term, shape) if d == c}
             if len(sizes) > 1:
@@ -311,10 +312,10 @@ def _read(subscripts: str, shapes: tuple[tuple[int, ...], ...], paired: bool = F
                             f"'...' (NumPy refuses it too: give the output '...' or sum them with letters)")
     for c in out:
         if out.count(c) > 1:
-            raise NotationError(f"expected each output subscript once, but found {said(c)} more than once in "
+            raise NotationError(f"expected each output subscript once, but found {c!r} more than once in "
                                 f"{subscripts!r} (NumPy refuses it too)")
         if c not in letters:
-            raise NotationError(f"expected every output subscript in some operand, but found {said(c)} in no operand "
+            raise NotationError(f"expected every output subscript in some operand, but found {c!r} in no operand "
                                 f"of {subscripts!r} (NumPy refuses it: an einsum output is a sum over the operands)")
     # extents: one per letter; a dimension of extent one broadcasts against a longer one (as in NumPy)
     extent: dict[str, tuple[int, int]] = {}
@@ -324,8 +325,7 @@ def _read(subscripts: str, shapes: tuple[tuple[int, ...], ...], paired: bool = F
                 first = extent.setdefault(c, (e, n))
                 if first[0] != e:
                     raise NotationError(f"expected one extent for {said(c)} in {subscripts!r}, but found "
-                                        f"{first[0]} in operand {first[1]} and {e} in operand {n} (NumPy refuses it "
-                                        f"too)")
+                                        f"{first[0]} and {e} (operands {first[1]} and {n}; NumPy refuses it too)")
     final: list[str] = []
     drops: list[tuple[int, ...]] = []
     for term, shape in zip(inputs, shapes):

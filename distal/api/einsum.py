@@ -484,8 +484,8 @@ def _check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], casting: 
                          f"refuses it too)")
     have = out.concrete_shape() if isinstance(out, Tensor) else out.shape
     if tuple(have) != shape:
-        raise NotationError(f"expected out= of shape {shape} for {','.join(call.given)}, but found "
-                            f"{tuple(have)} (NumPy refuses it too)")
+        raise NotationError(f"expected out of shape {shape} for {call.text or call.spec}, but found {tuple(have)} "
+                            f"(NumPy refuses it too)")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise NotationError("expected out= a writeable array, but found a read-only one (NumPy refuses it too)")
     if both and not np.can_cast(out.dtype, dtype, casting):
