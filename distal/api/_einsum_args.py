@@ -36,6 +36,7 @@ _NUMERIC = {("i", 1), ("i", 2), ("i", 4), ("i", 8), ("u", 1), ("u", 2), ("u", 4)
             ("f", 8), ("c", 8), ("c", 16)}
 
 
+@functools.lru_cache(maxsize=256)
 def canonical(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """`dtype` (one distal computes with) as NumPy's own name for it, native byte order: '>f8' and longlong
     become float64 and int64."""
@@ -213,6 +214,8 @@ def cast_call(call: Call, dtype: np.dtype[Any], casting: Any, convert: bool) -> 
             elif not np.can_cast(have, dtype, "safe"):
                 op = np.asarray(op).astype(dtype)
         arrays.append(op)
+    if all(x is y for x, y in zip(arrays, call.arrays)):
+        return call
     return replace(call, arrays=tuple(arrays))
 
 

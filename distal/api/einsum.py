@@ -473,8 +473,7 @@ def _path(call: Call, opts: Options) -> Any:
     return opts.optimize
 
 
-def _check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], casting: Any, call: Call,
-               both: bool = False) -> None:
+def _check_out(out: Any, dtype: np.dtype[Any], casting: Any, call: Call, both: bool = False) -> None:
     """`out=` as NumPy checks it: an array of the result's shape, writeable, of a dtype the result casts into
     by `casting` (`both`, with `dtype=`: and castable into that dtype too, as NumPy's iterator asks)."""
     if out is None:
@@ -483,6 +482,7 @@ def _check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], casting: 
         raise DtypeError(f"expected out= a dt.Tensor or a NumPy array, but found {type(out).__name__} (NumPy "
                          f"refuses it too)")
     have = out.concrete_shape() if isinstance(out, Tensor) else out.shape
+    shape = _shape(call)
     if tuple(have) != shape:
         raise NotationError(f"expected out of shape {shape} for {call.text or call.spec}, but found {tuple(have)} "
                             f"(NumPy refuses it too)")
@@ -510,7 +510,7 @@ def _einsum_plan(subscripts: Any, operands: Sequence[Any], machine: Machine | Gr
     opts = read_options(dtype, order, casting, False)
     machine = _on_this_host(machine)
     call, rdtype = _computing(read_call(subscripts, operands), opts, out)
-    _check_out(out, _shape(call), rdtype, opts.casting, call, both=opts.dtype is not None)
+    _check_out(out, rdtype, opts.casting, call, both=opts.dtype is not None)
     fold = _fold(call)
     notes: tuple[str, ...] = ()
     eager = ""
@@ -553,7 +553,7 @@ def _einsum(subscripts: Any, operands: Sequence[Any], out: Any, dtype: Any, orde
     # NumPy's pairwise path (optimize= other than False) writes its last step into out= by its ufuncs' rule
     paired = opts.optimize is not False and len(call.arrays) > 1
     rule = ("unsafe" if opts.casting == "unsafe" else "same_kind") if paired else opts.casting
-    _check_out(out, _shape(call), compute, rule, call, both=opts.dtype is not None and not paired)
+    _check_out(out, compute, rule, call, both=opts.dtype is not None and not paired)
     path = _path(call, opts)
     into = out if (isinstance(out, Tensor) and path is None and out.dtype == compute
                    and not any(a is out for a in call.arrays) and out.name not in _names(call.arrays)) else None
