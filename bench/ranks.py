@@ -77,7 +77,8 @@ def _workloads(quick: bool) -> list[tuple[str, Callable[[], Any], Any]]:
         found.append((f"library {name} on Grid{GRIDS.get(name, (2,))}", plan.run, plan))
     found.append(("a fence alone (nothing launched)", _nothing, None))
     os.environ["DISTAL_EAGER"] = "0"  # the statements run as Legate plans, as the library's do
-    extents = {"i": n // 2, "j": n // 2, "k": n // 2, "l": 16}
+    # 3-d operands of 128^3 at most (16 MiB): every workload's tensors stay alive, in 512 MiB a rank
+    extents = {"i": n // 4, "j": n // 4, "k": n // 4, "l": 16}
     for spec in EINSUMS:
         inputs = spec.split("->")[0].split(",")
         tensors = [dt.Tensor.from_array(f"E{len(found)}_{p}", rng.random(tuple(extents[c] for c in s)))
