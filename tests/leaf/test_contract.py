@@ -114,6 +114,21 @@ def test_a_batched_matmul_is_one_batched_gemm_and_ttm_on_the_middle_mode_is_copy
     assert "copying" not in text and text.endswith("; into the output"), text
 
 
+def test_a_matrix_vector_product_that_would_copy_its_matrix_streams_it_instead() -> None:
+    # ijab,jb->ia reads operand 1 as an (ia) x (jb) matrix only after copying it; einsum's loop reads it as it lies
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((6, 7, 8, 9)), rng.standard_normal((7, 9))
+    plan = contract.contraction("ijab,jb->ia", (x, y))
+    text = plan.describe()
+    assert text.startswith("einsum loop ijab,jb->ia") and "copying" not in text, text
+    calls: dict[str, int] = {}
+    np.testing.assert_allclose(plan.run((x, y), calls=calls), np.einsum("ijab,jb->ia", x, y), rtol=1e-10, atol=1e-12)
+    assert list(calls) == [text]
+    # a matrix-vector product BLAS reads as it lies stays one GEMM
+    text = contract.contraction("ij,j->i", (np.ones((300, 200)), np.ones(200))).describe()
+    assert text.startswith("GEMM [300x200] @ [200x1]") and "copying" not in text, text
+
+
 def test_three_operands_run_pairwise_not_as_one_loop() -> None:
     ops = [np.ones((6, 6, 6))] * 3
     plan = contract.contraction("abc,cde,efa->bdf", ops)
