@@ -52,6 +52,15 @@ one-task plan (the issue measured 3.8-4.3 s before this work; target 5x),
 with `numpy.einsum(optimize=False)`, the call the generic leaf made before,
 timed once for reference.
 
+`--drop-in [NAME ...]` runs only issue 33's table (`DROP_IN`: `ijab,jb->ia`,
+the 1500-class matmul, `abcd,cdij->abij`, attention `bhqd,bhkd->bhqk` in
+float32, `ab,bcd,de->ace`, `pqrs,pi,qj,rk,sl->ijkl`) at three sizes each
+(NumPy at about 5 ms, 50 ms and 0.5 s), one Legate child per statement with
+`numpy.einsum(optimize=True)`, `opt_einsum.contract`, `dt.einsum` on the
+NumPy operands and on placed `dt.Tensor`s interleaved, every result read
+back (`drop_in_child`; target 0.9x the best NumPy median); it writes
+`einsum_drop_in.json`.
+
 Run: `python bench/einsum.py` (or `distal bench einsum`); `--statements`
 picks some, `--no-library`, `--no-contract40` leave sections out,
 `--quick` is a smoke run (tiny sizes, 1 round, every statement of a system
@@ -72,7 +81,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -626,6 +635,140 @@ def contract40_child(n: int, rounds: int, quick: bool) -> dict[str, Any]:
             "legate_config": os.environ.get("LEGATE_CONFIG"), "peak_rss_mib": _peak_rss(), "blas": blas_kernels()}
 
 
+# -- issue 33's drop-in table: dt.einsum against the NumPy call it replaces ----------------------------------
+
+@dataclass(frozen=True)
+class DropIn:
+    """A statement of issue 33's table: operand shapes at size n, its dtype and the three sizes measured (NumPy
+    at about 5 ms, 50 ms and 0.5 s on this machine, at 2 BLAS threads; a size below that where the operands
+    would not fit in memory, said in `capped`)."""
+
+    spec: str
+    shapes: Callable[[int], list[tuple[int, ...]]]
+    sizes: tuple[int, int, int]
+    quick: int
+    dtype: str = "float64"
+    capped: str = ""
+
+
+DROP_IN: dict[str, DropIn] = {
+    "ijab_jb": DropIn("ijab,jb->ia", lambda n: [(n,) * 4, (n, n)], (64, 112, 128), 8,
+                      capped="NumPy streams the 4-index operand once: 0.5 s would take 13 GB of it; the third size "
+                             "is the largest whose operand (2.1 GB) fits beside the other children"),
+    "matmul": DropIn("ij,jk->ik", lambda n: [(n, n), (n, n)], (640, 1400, 3000), 32),
+    "contract4": DropIn("abcd,cdij->abij", lambda n: [(n,) * 4, (n,) * 4], (20, 30, 42), 6),
+    "attention": DropIn("bhqd,bhkd->bhqk", lambda n: [(8, 8, n, 64), (8, 8, n, 64)], (256, 768, 2304), 16,
+                        dtype="float32"),
+    "chain": DropIn("ab,bcd,de->ace", lambda n: [(n, n), (n, n, n), (n, n)], (80, 144, 256), 8),
+    "tucker": DropIn("pqrs,pi,qj,rk,sl->ijkl", lambda n: [(n,) * 4] + [(n, n)] * 4, (28, 44, 70), 6),
+}
+DROP_IN_RUNS = ("numpy.einsum", "opt_einsum", "distal_numpy", "distal_tensor")
+
+
+def drop_in_memory(name: str, sizes: Sequence[int]) -> tuple[int, float]:
+    """(--sysmem MB, resident MiB) of a drop-in child at its largest size: operands placed once, three results
+    on Legate (the distal runs' and a spare), the host operands, NumPy's results and an intermediate."""
+    d = DROP_IN[name]
+    item = np.dtype(d.dtype).itemsize
+    n = max(sizes)
+    ins = sum(_mib(s, item) for s in d.shapes(n))
+    lhs, res = d.spec.split("->")
+    ext = {c: k for term, s in zip(lhs.split(","), d.shapes(n)) for c, k in zip(term, s)}
+    out = _mib(tuple(ext[c] for c in res), item)
+    sysmem = min(SYSMEM_CAP, int(1.3 * (2 * ins + 3 * out)) + 512)
+    return sysmem, sysmem + 2 * ins + 4 * out + RUNTIME_MIB
+
+
+def drop_in_child(names: list[str], sizes: list[int], rounds: int) -> dict[str, Any]:
+    """Per statement and size, in one Legate process, interleaved rounds (a warm-up round first) of
+    numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on
+    dt.Tensors placed on Legate before timing; every run returns its result in host memory (distal's read
+    back with to_numpy(), so each copy of the NumPy operands onto Legate and of the result back is counted)."""
+    import opt_einsum
+
+    import distal as dt
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    out: dict[str, Any] = {}
+    for name, n in zip(names, sizes):
+        d = DROP_IN[name]
+        arrays = [np.random.default_rng([2, k]).random(s).astype(d.dtype) for k, s in enumerate(d.shapes(n))]
+        tensors = [dt.Tensor.from_array(f"T{k}", a).place() for k, a in enumerate(arrays)]
+        rt.fence()
+        spec = d.spec
+        runs: dict[str, Callable[[], Any]] = {
+            "numpy.einsum": lambda spec=spec, arrays=arrays: np.einsum(spec, *arrays, optimize=True),
+            "opt_einsum": lambda spec=spec, arrays=arrays: opt_einsum.contract(spec, *arrays),
+            "distal_numpy": lambda spec=spec, arrays=arrays: dt.einsum(spec, *arrays).to_numpy(),
+            "distal_tensor": lambda spec=spec, tensors=tensors: dt.einsum(spec, *tensors).to_numpy()}
+        load_before = os.getloadavg()
+        samples = interleaved_rounds(runs, rounds)
+        load_after = os.getloadavg()
+        secs = {k: statistics.median(v) for k, v in samples.items()}
+        best = min(secs["numpy.einsum"], secs["opt_einsum"])
+        prints = {k: fingerprint(f()) for k, f in runs.items()}
+        out[f"{name}@{n}"] = {
+            "spec": spec, "n": n, "dtype": d.dtype, "shapes": [list(s) for s in d.shapes(n)], "seconds": secs,
+            "best_of": {k: min(v) for k, v in samples.items()}, "all": samples, "best_numpy_s": best,
+            "ratio_numpy_operands": best / secs["distal_numpy"], "ratio_tensor_operands": best / secs["distal_tensor"],
+            "meets_0_9x": best / secs["distal_numpy"] >= 0.9 and best / secs["distal_tensor"] >= 0.9,
+            "choices": {"distal_numpy": _choice(dt.einsum_plan(spec, *arrays)),
+                        "distal_tensor": _choice(dt.einsum_plan(spec, *tensors))},
+            "max_rel_error_vs_opt_einsum": {k: fingerprint_error(p, prints["opt_einsum"]) for k, p in prints.items()},
+            "loadavg_before": list(load_before), "loadavg_after": list(load_after), "capped": d.capped}
+        del runs, tensors, arrays
+        rt.fence()
+        gc.collect()
+        rt.fence()
+    return {"statements": out, "legate_config": os.environ.get("LEGATE_CONFIG"), "peak_rss_mib": _peak_rss(),
+            "blas": blas_kernels()}
+
+
+def run_drop_in(args: argparse.Namespace, rounds: int) -> int:
+    """Issue 33's table at three sizes each: one Legate child per statement (`drop_in_child`); writes
+    `einsum_drop_in.json` (`einsum_drop_in_quick.json`)."""
+    names = args.drop_in or list(DROP_IN)
+    name_ = "einsum_drop_in_quick" if args.quick else "einsum_drop_in"
+    start = time.perf_counter()
+    progress = Progress(len(names))
+    results: dict[str, Any] = {"method": DROP_IN_METHOD.format(rounds=rounds), "rounds": rounds, "quick": args.quick,
+                               "statements": {}, "blas": {}, "children": [], "complete": False}
+    for name in names:
+        d = DROP_IN[name]
+        sizes = [d.quick] if args.quick else list(d.sizes)
+        sysmem, need = drop_in_memory(name, sizes)
+        check_host_memory(f"drop-in {name}", need)
+        part = _attempt(results, f"drop-in {name}", ["--child", "drop_in", "--rounds", str(rounds), "--names",
+                                                     *[name] * len(sizes), "--sizes", *map(str, sizes)],
+                        legate_env(sysmem), args.timeout, progress)
+        if part is None:
+            continue
+        results["statements"].update(part["statements"])
+        results["blas"] = part["blas"]
+        results["children"].append({"statement": name, "sizes": sizes, "sysmem": sysmem,
+                                    "peak_rss_mib": part["peak_rss_mib"], "legate_config": part["legate_config"]})
+        progress.step(f"{d.spec}: " + "; ".join(
+            f"n={v['n']} numpy {v['best_numpy_s'] * 1e3:.1f} ms, ratio numpy operands {v['ratio_numpy_operands']:.2f},"
+            f" tensors {v['ratio_tensor_operands']:.2f}" for v in part["statements"].values()))
+        record(name_, results)
+    results["seconds_total"] = time.perf_counter() - start
+    results["complete"] = True
+    path = record(name_, results)
+    print(f"wrote {path} in {results['seconds_total']:.0f} s")
+    return 0
+
+
+DROP_IN_METHOD = (
+    "Issue 33's table: per statement one Legate child (LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 "
+    "--sysmem sized for it); at each size, {rounds} interleaved rounds after a warm-up round of "
+    "numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on dt.Tensors "
+    "placed before timing, every result returned in host memory (distal's read back with to_numpy()). NumPy's "
+    "BLAS runs its default threads (2 here) in the same process. Figures are medians; ratios are the best NumPy "
+    "median over distal's (target 0.9); loadavg before and after each size is recorded."
+)
+
+
 # -- the runner ---------------------------------------------------------------------------------------------
 
 
@@ -700,8 +843,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"statements to run (default all: {', '.join(STATEMENTS)})")
     parser.add_argument("--no-library", action="store_true", help="leave out the library-against-auto section")
     parser.add_argument("--no-contract40", action="store_true", help="leave out the 4-index contraction at 40")
+    parser.add_argument("--drop-in", nargs="*", default=None, choices=list(DROP_IN), metavar="NAME",
+                        help="only issue 33's drop-in table (all of it, or these statements: "
+                             f"{', '.join(DROP_IN)}), at three sizes each")
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT, help="seconds a child may run")
-    parser.add_argument("--child", choices=(*SYSTEMS, NUMPY_AVX512, "calibrate", "library", "contract40"),
+    parser.add_argument("--child", choices=(*SYSTEMS, NUMPY_AVX512, "calibrate", "library", "contract40", "drop_in"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--names", nargs="*", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=[], help=argparse.SUPPRESS)
@@ -714,6 +860,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child_main(args, rounds)))
         return 0
     try:
+        if args.drop_in is not None:
+            return run_drop_in(args, rounds)
         return run(args, rounds)
     except (ChildHung, MemoryError) as e:
         print(f"bench/einsum.py: {e}", file=sys.stderr)
@@ -731,6 +879,8 @@ def _child_main(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
         return cupynumeric_child(args.names, args.sizes)
     if args.child == "library":
         return library_child(args.names, args.sizes, rounds)
+    if args.child == "drop_in":
+        return drop_in_child(args.names, args.sizes, rounds)
     return contract40_child(args.sizes[0], rounds, args.quick)
 
 
