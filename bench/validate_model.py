@@ -3,8 +3,8 @@
 The default run (issue 34): the library's six matmul algorithms (SUMMA,
 Cannon, PUMMA on the 2-D grids `Grid(2, 1)` and `Grid(2, 2)`; Johnson,
 Solomonik, COSMA, which need three dimensions, on the cube `Grid(2, 2, 2)`;
-a 1-D `Grid(2)` runs none of them) at n = 256, 512, 1024 and 2048, in one
-Legate child on the processors distal configures by default (one CPU per
+a 1-D `Grid(2)` runs none of them) at n = 256, 512, 1024 and 2048, in a
+Legate child per size on the processors distal configures by default (one CPU per
 core), each predicted by `plan.predict()` with its defaults (this machine's
 calibrated model, the Legate processors of the run). Then a held-out run
 the model was not tuned on: n = 384, 768 and 1536, the 2-D algorithms on
@@ -13,9 +13,11 @@ the model was not tuned on: n = 384, 768 and 1536, the 2-D algorithms on
 `_common.interleaved_rounds`: a warm-up round, then each case once per
 round, so load from elsewhere hits every case alike; more rounds at small
 sizes, where a run takes a millisecond), each round starting when no other
-program has been runnable for 60 ms (`Quiet`: at most 3 s a round, 150 s a
-run; the rounds that started while others ran are counted); a sample is
-`plan.run()` and a fence, the figure the median of the samples. Where a ratio of predicted to
+program has been runnable for 60 ms (`Quiet`: at most 3 s a round, 20 s a
+size; the rounds that started while others ran are counted); a sample is
+`plan.run()` and a fence, the figure the median of the samples. Each size
+runs in a Legate child of its own (one process holding every size filled
+its pool and waited forever at the held-out n = 1536). Where a ratio of predicted to
 measured falls outside `BAND` the size's rounds run a second time and the
 record keeps both; the figure is then the median of both runs' samples.
 The summary counts ratios in the band, and the pairs of one size whose
@@ -83,7 +85,7 @@ PAIR_GAP = 1.2  # pairs whose measured times differ by more than this factor are
 
 
 QUIET_WAIT = 3.0  # seconds a round waits at most for the other programs on the machine to leave the cores
-QUIET_BUDGET = 150.0  # seconds the whole run waits at most (then rounds run as the load allows, counted)
+QUIET_BUDGET = 20.0  # seconds one size's child waits at most (then rounds run as the load allows, counted)
 
 
 def others_running() -> int:
@@ -156,8 +158,15 @@ def rounds_for(n: int, quick: bool) -> int:
     return 15 if n <= 384 else 11 if n <= 512 else 9 if n <= 768 else 7 if n <= 1024 else 5
 
 
-def grid_child(quick: bool) -> list[dict[str, Any]]:
-    """The issue-34 validation and its held-out run in this process (Legate on its configured processors)."""
+def grid_sizes(quick: bool) -> list[tuple[str, int]]:
+    """(set, size) of every child of the validation: the validation's sizes, then the held-out run's."""
+    return ([("validation", n) for n in (QUICK_GRID_SIZES if quick else GRID_SIZES)]
+            + [("held_out", n) for n in (QUICK_HELD_OUT_SIZES if quick else HELD_OUT_SIZES)])
+
+
+def grid_child(quick: bool, only: tuple[str, int]) -> list[dict[str, Any]]:
+    """One size of the issue-34 validation or its held-out run in this process (Legate on its configured
+    processors; a process per size, so that no size's stores and Legate's instances wait on another's)."""
     import distal as dt
     from distal import kernels
     from distal import runtime as rt
@@ -166,8 +175,7 @@ def grid_child(quick: bool) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     quiet = Quiet()
-    sets = [("validation", GRID_CASES, QUICK_GRID_SIZES if quick else GRID_SIZES),
-            ("held_out", HELD_OUT_CASES, QUICK_HELD_OUT_SIZES if quick else HELD_OUT_SIZES)]
+    sets = [(only[0], GRID_CASES if only[0] == "validation" else HELD_OUT_CASES, (only[1],))]
     for which, grid_cases, sizes in sets:
         for n in sizes:
             b, c = rng.random((n, n)), rng.random((n, n))
@@ -408,7 +416,7 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str
 
 
 def run_grids(quick: bool, calibrate: bool = False) -> int:
-    """The issue-34 validation (default): one Legate child on distal's default processors, then the record;
+    """The issue-34 validation (default): a Legate child per size on distal's default processors, then the record;
     with `calibrate`, this machine's model is measured again first (`python -m distal.model.calibrate`)."""
     import subprocess
     import time
@@ -427,11 +435,14 @@ def run_grids(quick: bool, calibrate: bool = False) -> int:
     procs = configured_processors("cpu", {})  # distal's default: one CPU processor per core
     env = dict(os.environ)
     env["LEGATE_CONFIG"] = legate_config(6000, procs)
-    args = [sys.executable, str(HERE / "validate_model.py"), "--grid-child"] + (["--quick"] if quick else [])
-    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=HERE.parent, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"the validation child failed ({proc.returncode})")
-    rows = list(json.loads(proc.stdout.strip().splitlines()[-1]))
+    rows: list[dict[str, Any]] = []
+    for which, n in grid_sizes(quick):
+        args = [sys.executable, str(HERE / "validate_model.py"), "--grid-child", f"{which}:{n}"]
+        proc = subprocess.run(args + (["--quick"] if quick else []), stdout=subprocess.PIPE, text=True, env=env,
+                              cwd=HERE.parent, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"the validation child of {which} n = {n} failed ({proc.returncode})")
+        rows += list(json.loads(proc.stdout.strip().splitlines()[-1]))
     summary = grid_summary(rows)
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["loadavg_before"] = load_before
@@ -466,7 +477,7 @@ def run_grids(quick: bool, calibrate: bool = False) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--grid-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--grid-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds: checks the pipeline only")
     parser.add_argument("--calibrate", action="store_true",
                         help="measure this machine's model again first (on a quiet machine; about 10 s)")
@@ -477,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     if args.grid_child:
-        print(json.dumps(grid_child(args.quick)))
+        which, n = args.grid_child.split(":")
+        print(json.dumps(grid_child(args.quick, (which, int(n)))))
         return 0
     if args.child is not None:
         print(json.dumps(sweep_child(args.child, args.quick, repeats)))
