@@ -172,3 +172,18 @@ def test_the_generic_leaf_and_batched_gemm_compute_through_the_engine() -> None:
     assert next(iter(calls)).startswith("batched GEMM 3 x [4x5] @ [5x6] by ")
     x = rng.standard_normal((40, 30))
     np.testing.assert_allclose(leaf.GENERIC.compute(x, x, pattern="ab,cb->ac"), x @ x.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_stack_of_small_products_split_over_threads_equals_matmul(threads: int, monkeypatch: pytest.MonkeyPatch
+                                                                     ) -> None:
+    monkeypatch.setattr(contract, "_blas_threads", lambda: threads)
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((5, 1, 6, 4)), rng.standard_normal((1, 3, 4, 7))  # broadcast both ways
+    np.testing.assert_allclose(contract._stacked_matmul(a, b), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    out = np.full((5, 3, 6, 7), np.nan)
+    assert contract._stacked_matmul(a, b, out) is out
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
+    np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
+                               rtol=1e-5, atol=1e-5)
