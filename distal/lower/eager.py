@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import RuntimeFailure
+from distal.host import check_host_allocation
 from distal.lower.task_graph import PlanBase, Privilege
 from distal.notation.storage import HostStorage
 
@@ -44,6 +45,9 @@ def run_eager(plan: PlanBase) -> None:
     source = plan.source
     reads_output = source is None or any(a.tensor.uid == info.tensor.uid for a in source.rhs.accesses())
     fresh = plan.zero_output and not reads_output
+    # an eager run allocates its output on the host: refused (OutOfMemory) before anything is allocated or run,
+    # as a plan on Legate is by its memory check, not a MemoryError from NumPy halfway
+    check_host_allocation(f"the output {info.name} of an eager run", info.shape, info.dtype)
     if plan.zero_output:  # `=`: the output starts at zero (unwritten where the task writes it all first)
         result = np.empty(info.shape, dtype=info.dtype) if fresh else np.zeros(info.shape, dtype=info.dtype)
     else:

@@ -52,11 +52,7 @@ class Launch:
 
 # Checks that fail today for a reason named here, outside the multi-rank work: the test reports them as a skip
 # with that reason (the other checks must pass). Remove an entry when its fix lands.
-WAITING = {
-    "out-of-memory refusal (einsum)": "auto's eager candidate is not refused for memory (distal/search/auto.py): "
-    "with one CPU per rank auto picks it for a 32 TiB result and NumPy raises MemoryError instead of "
-    "dt.OutOfMemory (also on one rank with --cpus 1; reported to H3 and the lead 2026-11-28)",
-}
+WAITING: dict[str, str] = {}  # check name -> the fix it waits on (none now: the eager run checks memory)
 
 MPIRUN = "mpirun --bind-to none"
 LAUNCHES = {
