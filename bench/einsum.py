@@ -713,6 +713,12 @@ def drop_in_child(names: list[str], sizes: list[int], rounds: int) -> dict[str, 
             "best_of": {k: min(v) for k, v in samples.items()}, "all": samples, "best_numpy_s": best,
             "ratio_numpy_operands": best / secs["distal_numpy"], "ratio_tensor_operands": best / secs["distal_tensor"],
             "meets_0_9x": best / secs["distal_numpy"] >= 0.9 and best / secs["distal_tensor"] >= 0.9,
+            # the issue's own figure: best of the rounds (under load from other programs the fastest round is the
+            # one least disturbed)
+            "ratio_best_of_numpy_operands": min(min(samples["numpy.einsum"]), min(samples["opt_einsum"]))
+            / min(samples["distal_numpy"]),
+            "ratio_best_of_tensor_operands": min(min(samples["numpy.einsum"]), min(samples["opt_einsum"]))
+            / min(samples["distal_tensor"]),
             "choices": {"distal_numpy": _choice(dt.einsum_plan(spec, *arrays)),
                         "distal_tensor": _choice(dt.einsum_plan(spec, *tensors))},
             "max_rel_error_vs_opt_einsum": {k: fingerprint_error(p, prints["opt_einsum"]) for k, p in prints.items()},
@@ -750,7 +756,8 @@ def run_drop_in(args: argparse.Namespace, rounds: int) -> int:
                                     "peak_rss_mib": part["peak_rss_mib"], "legate_config": part["legate_config"]})
         progress.step(f"{d.spec}: " + "; ".join(
             f"n={v['n']} numpy {v['best_numpy_s'] * 1e3:.1f} ms, ratio numpy operands {v['ratio_numpy_operands']:.2f},"
-            f" tensors {v['ratio_tensor_operands']:.2f}" for v in part["statements"].values()))
+            f" tensors {v['ratio_tensor_operands']:.2f} (best of rounds {v['ratio_best_of_numpy_operands']:.2f},"
+            f" {v['ratio_best_of_tensor_operands']:.2f})" for v in part["statements"].values()))
         record(name_, results)
     results["seconds_total"] = time.perf_counter() - start
     results["complete"] = True
