@@ -640,8 +640,9 @@ def contract40_child(n: int, rounds: int, quick: bool) -> dict[str, Any]:
 @dataclass(frozen=True)
 class DropIn:
     """A statement of issue 33's table: operand shapes at size n, its dtype and the three sizes measured (NumPy
-    at about 5 ms, 50 ms and 0.5 s on this machine, at 2 BLAS threads; a size below that where the operands
-    would not fit in memory, said in `capped`)."""
+    at about 5 ms, 50 ms and 0.5 s on this machine at 2 BLAS threads, from the fastest rounds of a run at load
+    2.3-4.4, bench/results/2026-11-28_f442d64; a size below that where the operands would not fit in memory,
+    said in `capped`)."""
 
     spec: str
     shapes: Callable[[int], list[tuple[int, ...]]]
@@ -656,11 +657,13 @@ DROP_IN: dict[str, DropIn] = {
                       capped="NumPy streams the 4-index operand once: 0.5 s would take 13 GB of it; the third size "
                              "is the largest whose operand (2.1 GB) fits beside the other children"),
     "matmul": DropIn("ij,jk->ik", lambda n: [(n, n), (n, n)], (640, 1400, 3000), 32),
-    "contract4": DropIn("abcd,cdij->abij", lambda n: [(n,) * 4, (n,) * 4], (20, 30, 42), 6),
-    "attention": DropIn("bhqd,bhkd->bhqk", lambda n: [(8, 8, n, 64), (8, 8, n, 64)], (256, 768, 2304), 16,
-                        dtype="float32"),
-    "chain": DropIn("ab,bcd,de->ace", lambda n: [(n, n), (n, n, n), (n, n)], (80, 144, 256), 8),
-    "tucker": DropIn("pqrs,pi,qj,rk,sl->ijkl", lambda n: [(n,) * 4] + [(n, n)] * 4, (28, 44, 70), 6),
+    "contract4": DropIn("abcd,cdij->abij", lambda n: [(n,) * 4, (n,) * 4], (26, 38, 54), 6),
+    "attention": DropIn("bhqd,bhkd->bhqk", lambda n: [(8, 8, n, 64), (8, 8, n, 64)], (320, 960, 2304), 16,
+                        dtype="float32",
+                        capped="the third size's result is 1.4 GB (NumPy about 0.3 s); 0.5 s would need results "
+                               "of 2.4 GB, several at once in the distal child"),
+    "chain": DropIn("ab,bcd,de->ace", lambda n: [(n, n), (n, n, n), (n, n)], (80, 176, 320), 8),
+    "tucker": DropIn("pqrs,pi,qj,rk,sl->ijkl", lambda n: [(n,) * 4] + [(n, n)] * 4, (28, 44, 76), 6),
 }
 DROP_IN_RUNS = ("numpy.einsum", "opt_einsum", "distal_numpy", "distal_tensor")
 
