@@ -285,8 +285,8 @@ def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> 
     if xp_name != "numpy":
         return f"{xp_name}.matmul"
     dt = np.dtype(dtype)
-    if (nb == 1 and dt in (np.float32, np.float64) and tile_blas.library() is not None
-            and m * n * k >= tile_blas.MIN_WORK):
+    if (dt in (np.float32, np.float64) and tile_blas.library() is not None
+            and m * n * k >= (tile_blas.MIN_WORK if nb == 1 else _SMALL_MATRIX)):
         return f"distal's OpenBLAS {'s' if dt == np.float32 else 'd'}gemm"
     return "numpy.matmul"
 
@@ -649,6 +649,20 @@ def _blas_threads() -> int:
     return max((lib.num_threads for lib in _Blas.controller.lib_controllers), default=1)
 
 
+def _each_on_tile_blas(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """A stack of large products one by one on `distal.tile_blas` (its kernels where NumPy's lack AVX-512; a
+    Python loop costs nothing beside products this large), each on NumPy's matmul where that GEMM does not run."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if out is None:
+        out = np.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype)
+    av = np.broadcast_to(a, (*batch, *a.shape[-2:]))
+    bv = np.broadcast_to(b, (*batch, *b.shape[-2:]))
+    for idx in np.ndindex(*batch):
+        if tile_blas.gemm(av[idx], bv[idx], out=out[idx]) is None:
+            np.matmul(av[idx], bv[idx], out=out[idx])
+    return out
+
+
 def _stacked_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """`numpy.matmul(a, b)` of stacks of matrices (into `out` where given); where each product is small, the
     stack is split into one share per BLAS thread, each share run on one Python thread with BLAS on one
@@ -663,6 +677,9 @@ def _stacked_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     lead = max(a.shape[0], b.shape[0])
+    if m * n * k >= _SMALL_MATRIX and tile_blas.library() is not None and a.dtype == b.dtype \
+            and a.dtype in (np.float32, np.float64):
+        return _each_on_tile_blas(a, b, out)
     threads = _blas_threads() if m * n * k < _SMALL_MATRIX and lead > 1 else 1
     if threads <= 1:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)

@@ -187,3 +187,17 @@ def test_a_stack_of_small_products_split_over_threads_equals_matmul(threads: int
     x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
     np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_stack_of_large_products_runs_each_on_the_tile_blas_and_equals_matmul(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    monkeypatch.setattr(contract, "_SMALL_MATRIX", 1)  # every product counts as large
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((3, 1, 40, 30)), rng.standard_normal((1, 2, 30, 50))
+    np.testing.assert_allclose(contract._stacked_matmul(a, b), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    out = np.full((3, 2, 40, 50), np.nan)
+    assert contract._stacked_matmul(a, b, out) is out
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
+    np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
+                               rtol=1e-5, atol=1e-5)
