@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from distal._text import bytes_text
-from distal.errors import OutOfMemory
+from distal.errors import DistalError, OutOfMemory
 
 __all__ = ["SYSMEM_MAX_MB", "SYSMEM_MIN_MB", "SYSMEM_SHARE", "available_bytes", "available_mb", "check_host_allocation",
            "config_flag", "configured_processors", "cores", "cpu_model", "default_sysmem_mb", "meminfo_kib",
-           "meminfo_mb"]
+           "meminfo_mb", "private_dir", "trusted_file"]
 
 # Legate's pool of system memory when the user sets none: half of what is available, within bounds.
 SYSMEM_SHARE = 0.5
@@ -150,3 +151,37 @@ def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | No
         f"expected {what} ({list(shape)} {np.dtype(dtype)}) to fit in the host's available memory "
         f"of {bytes_text(limit)}, but it needs {bytes_text(need)}; nothing was allocated"
     )
+
+
+def private_dir(path: Path, what: str, why: str, remedy: str, error: type[DistalError] = DistalError) -> Path:
+    """`path` as a directory that only this user can write; made (0700) where missing. Returns `path`.
+
+    Raises `error` where it is not a directory or another user owns it (the
+    checks follow a symbolic link: its target is what is used); the message
+    names `what` the directory is, `why` distal will not use another user's,
+    and the `remedy`. A directory of the user's own that group or others may
+    write is closed to them (its other permission bits are kept). OSError
+    where it cannot be made (a read-only home). Every cache distal loads code
+    or trusts figures from (the driver stand-in, the machine model) goes
+    through this and `trusted_file` (issue 32: a directory planted by another
+    user in a shared $TMPDIR).
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = path.stat()
+    uid = os.getuid()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid:
+        kind = "a directory" if stat.S_ISDIR(found.st_mode) else "something other than a directory"
+        raise error(f"expected {what} {path} to be a directory of your own (uid {uid}), but found {kind} owned by "
+                    f"uid {found.st_uid}; {why}. Remove it, or set {remedy} to a directory of your own")
+    if found.st_mode & 0o022:
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
+    return path
+
+
+def trusted_file(path: Path) -> bool:
+    """Whether `path` is a regular file (not a link) of this user's that group and others cannot write."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import ctypes
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from distal import host
 from distal.errors import DistalError, RuntimeFailure
+from distal.host import trusted_file
 
 __all__ = ["DriverInfo", "build_shim", "driver_listed", "load_driver", "private_dir", "shim_source", "trusted_file"]
 
@@ -57,37 +58,9 @@ def _cache_dir() -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """`path` as a directory that only this user can write; made (0700) where missing. Returns `path`.
-
-    Raises `DistalError` where it is not a directory or another user owns it
-    (the checks follow a symbolic link: its target is what is used). A
-    directory of the user's own that group or others may write is closed
-    to them (its other permission bits are kept). OSError where it cannot
-    be made (a read-only home).
-    """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    found = path.stat()
-    uid = os.getuid()
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid:
-        what = "a directory" if stat.S_ISDIR(found.st_mode) else "something other than a directory"
-        raise DistalError(
-            f"expected distal's cache directory {path} to be a directory of your own (uid {uid}), but found "
-            f"{what} owned by uid {found.st_uid}; distal loads a library from it into every process and will "
-            "not load one that another user could have written. Remove it, or set XDG_CACHE_HOME to a "
-            "directory of your own"
-        )
-    if found.st_mode & 0o022:
-        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
-    return path
-
-
-def trusted_file(path: Path) -> bool:
-    """Whether `path` is a regular file (not a link) of this user's that group and others cannot write."""
-    try:
-        found = path.lstat()
-    except OSError:
-        return False
-    return stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022
+    """`path` (distal's cache directory) as a directory only this user can write (`distal.host.private_dir`)."""
+    return host.private_dir(path, "distal's cache directory", "distal loads a library from it into every process "
+                            "and will not load one that another user could have written", "XDG_CACHE_HOME")
 
 
 def _compiler() -> str | None:

@@ -73,7 +73,6 @@ import json
 import math
 import os
 import socket
-import stat
 import statistics
 import subprocess
 import sys
@@ -85,7 +84,7 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
-from distal.host import meminfo_kib
+from distal.host import meminfo_kib, private_dir, trusted_file
 from distal.machine.links import Link
 from distal.model.hardware import (
     HUGE_PAGE,
@@ -365,35 +364,17 @@ def _memory_bytes() -> int:
 
 
 def _private_dir(path: Path) -> Path:
-    """`path` as a directory only this user can write (made 0700 where missing), as runtime/_shim.py keeps
-    the driver stand-in's; `ModelError` where it is not a directory or another user owns it (plans follow
-    what is cached in it). A directory of the user's own that group or others may write is closed to them."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    found = path.stat()
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise ModelError(f"expected the machine model's cache directory {path} to be a directory of your own "
-                         f"(uid {os.getuid()}), but found one owned by uid {found.st_uid}; distal chooses plans by "
-                         "what is cached there and will not read what another user could have written. Remove "
-                         "it, or set DISTAL_CACHE_DIR to a directory of your own")
-    if found.st_mode & 0o022:
-        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
-    return path
-
-
-def _trusted(path: Path) -> bool:
-    """Whether `path` is a regular file (not a link) of this user's that group and others cannot write."""
-    try:
-        found = path.lstat()
-    except OSError:
-        return False
-    return stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022
+    """`path` as a directory only this user can write (`distal.host.private_dir`, as the driver stand-in's);
+    `ModelError` where it is not a directory or another user owns it (plans follow what is cached in it)."""
+    return private_dir(path, "the machine model's cache directory", "distal chooses plans by what is cached there "
+                       "and will not read what another user could have written", "DISTAL_CACHE_DIR", ModelError)
 
 
 def _load() -> dict[str, Any] | None:
     """The cached calibration of this machine; None where there is none, it is of another key, or the file is
     not one this user alone could have written (then it is measured again and replaced)."""
     path = cache_path()
-    if not _trusted(path):
+    if not trusted_file(path):
         return None
     try:
         data: dict[str, Any] = json.loads(path.read_text())
