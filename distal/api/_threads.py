@@ -27,6 +27,7 @@ can touch Legate (`dt.einsum`, `Plan.run`, `Schedule.evaluate`,
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 from collections.abc import Callable
 
@@ -116,8 +117,16 @@ def free_here(drop: Callable[[], None]) -> None:
     """Run `drop`, which lets go of Legate stores, as this thread may free them: with Legate's context bound to
     it, and in its turn (no other thread is inside Legate while Legion frees them; it waits for the turn, at most
     `EXIT_WAIT_S`). Where the thread cannot hold the context (a Legate task's thread, the exit, Legate not
-    running), or it has its turn already, `drop` runs as it is. Never raises."""
-    holds = runtime.bind_context_quietly()
+    running), or it has its turn already, `drop` runs as it is. Never raises: a tensor collected while the
+    interpreter shuts down (its import machinery gone) lets go as it is, without a word on stderr."""
+    if sys.is_finalizing():
+        drop()
+        return
+    try:
+        holds = runtime.bind_context_quietly()
+    except ImportError:  # the interpreter is shutting down ("sys.meta_path is None")
+        drop()
+        return
     depth: int = getattr(_inside, "depth", 0)
     if not holds or depth:
         drop()
