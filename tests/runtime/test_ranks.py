@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -78,38 +79,38 @@ def _draws() -> tuple[list[float], list[float]]:
     return [*np.random.standard_normal(3), np.random.random()], [random.gauss(0, 1), random.random()]
 
 
-@pytest.mark.parametrize("warm", [False, True])
-def test_the_random_state_packs_and_unpacks_exactly(warm: bool) -> None:
+@pytest.fixture
+def streams_kept() -> Iterator[None]:
+    """NumPy's and Python's global random streams as they were before the test, after it."""
     saved_np, saved_py = np.random.get_state(), random.getstate()
-    try:
-        np.random.seed(11)
-        random.seed(12)
-        if warm:  # leave a cached Gaussian in both generators
-            np.random.standard_normal(1)
-            random.gauss(0, 1)
-        packed = _start.pack_random_state()
-        assert packed.dtype == np.uint64
-        expected = _draws()
-        np.random.seed(99)
-        random.seed(98)
-        _start.unpack_random_state(packed.copy())
-        assert _draws() == expected
-    finally:
-        np.random.set_state(saved_np)
-        random.setstate(saved_py)
+    yield
+    np.random.set_state(saved_np)
+    random.setstate(saved_py)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_the_random_state_packs_and_unpacks_exactly(warm: bool, streams_kept: None) -> None:
+    np.random.seed(11)
+    random.seed(12)
+    if warm:  # leave a cached Gaussian in both generators
+        np.random.standard_normal(1)
+        random.gauss(0, 1)
+    packed = _start.pack_random_state()
+    assert packed.dtype == np.uint64
+    expected = _draws()
+    np.random.seed(99)
+    random.seed(98)
+    _start.unpack_random_state(packed.copy())
+    assert _draws() == expected
 
 
 @pytest.mark.legate
-def test_one_rank_keeps_the_users_random_stream(machine: rt.MachineInfo) -> None:
-    saved = np.random.get_state()
-    try:
-        np.random.seed(5)
-        expected = np.random.random(3)
-        np.random.seed(5)
-        rt.ensure_started()  # started already: nothing changes the stream
-        assert np.array_equal(np.random.random(3), expected)
-    finally:
-        np.random.set_state(saved)
+def test_one_rank_keeps_the_users_random_stream(machine: rt.MachineInfo, streams_kept: None) -> None:
+    np.random.seed(5)
+    expected = np.random.random(3)
+    np.random.seed(5)
+    rt.ensure_started()  # started already: nothing changes the stream
+    assert np.array_equal(np.random.random(3), expected)
 
 
 @pytest.mark.legate
@@ -125,22 +126,17 @@ def test_a_failing_kernel_is_raised_by_the_next_read(machine: rt.MachineInfo) ->
 
 
 
-def test_several_ranks_take_rank_0s_streams_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_ranks_take_rank_0s_streams_and_memory(monkeypatch: pytest.MonkeyPatch, streams_kept: None) -> None:
     """What `_agree_with_rank0` does with what the copy from rank 0 gives back (a stand-in for that copy)."""
-    saved_np, saved_py = np.random.get_state(), random.getstate()
-    try:
-        np.random.seed(3)
-        random.seed(4)
-        rank0 = np.concatenate([_start.pack_random_state(), np.array([5405], dtype=np.uint64)])
-        expected = _draws()
-        np.random.seed(8)  # this rank's own, different streams and memory
-        random.seed(9)
-        monkeypatch.setattr(_start, "_rank0_copy", lambda values: rank0.copy())
-        assert _start._agree_with_rank0(5407) == 5405
-        assert _draws() == expected
-    finally:
-        np.random.set_state(saved_np)
-        random.setstate(saved_py)
+    np.random.seed(3)
+    random.seed(4)
+    rank0 = np.concatenate([_start.pack_random_state(), np.array([5405], dtype=np.uint64)])
+    expected = _draws()
+    np.random.seed(8)  # this rank's own, different streams and memory
+    random.seed(9)
+    monkeypatch.setattr(_start, "_rank0_copy", lambda values: rank0.copy())
+    assert _start._agree_with_rank0(5407) == 5405
+    assert _draws() == expected
 
 
 @pytest.mark.legate
