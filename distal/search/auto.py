@@ -72,6 +72,7 @@ from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule.commands import ScheduleBase
+from distal.search.host_moves import copy_in_seconds, eager_prediction
 
 __all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "moved_bytes", "options",
            "realise", "resolve_machine", "timing_processors"]
@@ -80,7 +81,6 @@ S = TypeVar("S", bound=ScheduleBase)
 
 _TOP_VARS = 4  # variables (largest extents) tried on grids of two and three dimensions
 _STEPS = (2, 4, 8, 16, 32)  # sequential steps tried for a summed variable when tiles do not fit
-_EAGER_OVERHEAD = 30e-6  # seconds: an eager run's Python (planning cached, one task body call)
 
 
 @dataclass(frozen=True)
@@ -318,30 +318,6 @@ def _assignments(extents: dict[IndexVar, int], grid: tuple[int, ...]) -> list[tu
             if all(math.ceil(extents[v] / math.ceil(extents[v] / g)) == g for v, g in zip(vs, grid))]
 
 
-def _moving(sched: ScheduleBase, on_legate: bool, mm: Any) -> float:
-    """Seconds to move the inputs whose data is on the host onto Legate (on_legate=False), or those on Legate
-    back to the host (True): per operand a blocking transfer (the model's cost of a plan run, a fence and a
-    mapping) and its bytes at a quarter of the memory bandwidth (Legate's copy between a NumPy buffer and a
-    store: 1.0-2.6 GB/s measured here at 7.6 GB/s of bandwidth)."""
-    count, nbytes = _host_bytes(sched, on_legate)
-    return float(count * mm.plan_seconds + nbytes / (mm.processor.bandwidth / 4))
-
-
-def _host_bytes(sched: ScheduleBase, on_legate: bool) -> tuple[int, int]:
-    """How many inputs have their data on the host (on_legate=False) or on Legate (True), and their bytes."""
-    total = count = 0
-    seen: set[int] = set()
-    for acc in sched.source.rhs.accesses():
-        if acc.tensor.uid in seen:
-            continue
-        seen.add(acc.tensor.uid)
-        t = sched.bindings.get_tensor(acc.tensor)
-        if t is not None and t.has_data and t.on_legate == on_legate:
-            total += math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize
-            count += 1
-    return count, total
-
-
 def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, memory: int | None = None,
             model: Any = None, eager: bool = False, formats: bool = True, library: Library | None = None
             ) -> list[Option]:
@@ -356,7 +332,7 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
     bound = memory if memory is not None else mm.processor.memory
     source = schedule.source
     extents = {v: n for v, n in _extents(source).items() if n >= 2}
-    copy_in = _moving(schedule, False, mm) if eager else 0.0
+    copy_in = copy_in_seconds(schedule, mm) if eager else 0.0
 
     real = timing_processors(m, mm)
 
@@ -370,13 +346,9 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
     one = timed(_shadow(source, {}), "one task", "one task on one processor")
     found = [one]
     if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            pred = time_model.predict(compile_schedule(_shadow(source, {})), mm, 1)
-        back = _moving(schedule, True, mm)
-        leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
-        found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)",
-                            leaf + back + _EAGER_OVERHEAD, 0, pred.peak_bytes, pred.peak_bytes <= bound, p - 1))
+        seconds, peak = eager_prediction(schedule, _shadow(source, {}), mm)
+        found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)", seconds, 0, peak,
+                            peak <= bound, p - 1))
     for shape in _grids(p, m.kind):
         grid = Grid(*shape, kind=m.kind)
         for vs in _assignments(extents, shape):
