@@ -134,12 +134,15 @@ def from_numpy(array: Any) -> Store:
                     "host data and its store)", 2 * private.nbytes)
     runtime = legate_runtime()
     kind = legate_type(private.dtype)
-    handle = runtime.create_store(kind, private.shape)
+    # a 0-d array is copied as one element and the store is a 0-d view of it: legate 26.1 aborts the process
+    # attaching a 0-d buffer (`_versions`), so distal attaches none on either release
+    shape = private.shape or (1,)
+    handle = runtime.create_store(kind, shape)
     if private.size > 0:
-        source = runtime.create_store_from_buffer(kind, private.shape, private, True)
+        source = runtime.create_store_from_buffer(kind, shape, private.reshape(shape), True)
         copy_store(handle, source)
         source.detach()  # waits for the copy: `private` is not read after this
-    return wrap(handle, private.dtype)
+    return wrap(handle if private.shape else handle.project(0, 0), private.dtype)
 
 
 def _fill_kernel(value: Any, dtype: np.dtype[Any]) -> int:

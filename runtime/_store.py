@@ -245,13 +245,15 @@ def read_back(store: Store) -> np.ndarray:
                     "it through its own memory)", nbytes)
     result = np.empty(store.shape, dtype=store.dtype)
     if result.size > 0:
-        target = runtime.create_store_from_buffer(
-            legate_type(store.dtype), store.shape, result, False
-        )
-        copy_store(target, store.handle)
+        # a 0-d store is read as one element, through a 1-d view of it: legate 26.1 aborts the process attaching
+        # a 0-d buffer, and Legate's own copy takes no view (`_versions`), so the copy task reads it
+        flat = result.reshape(result.shape or (1,))
+        source = store.handle if store.shape else store.handle.promote(0, 1)
+        target = runtime.create_store_from_buffer(legate_type(store.dtype), flat.shape, flat, False)
+        copy_store(target, source, by_task=True if not store.shape else None)
         mapped = np.asarray(target.get_physical_store())
         if not np.shares_memory(mapped, result):
-            result[...] = mapped
+            flat[...] = mapped
         del mapped
         target.detach()
     return result
