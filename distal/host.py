@@ -8,10 +8,14 @@ available memory, 256 MiB to 64 GiB).
 
 `check_host_allocation` refuses, with `OutOfMemory`, an array that cannot
 fit in the memory the operating system reports available (`MemAvailable`):
-a copy of a user's data (`Tensor.from_array`), or an input without data made
-as zeros. It reads nothing of plans or of Legate, so the notation's `Tensor`
-calls it from a low layer. Legate's own memory is checked by
-`distal.lower.memory`.
+a copy of a user's data (`Tensor.from_array`), an input without data made
+as zeros, or an eager run's output. It reads nothing of plans or of Legate,
+so the notation's `Tensor` calls it from a low layer. Legate's own memory is
+checked by `distal.lower.memory`. With several Legate ranks every rank must
+decide alike (a rank that refuses alone leaves the others waiting for its
+launches forever), and each reads its own, different figure: the runtime
+then hands this module rank 0's figure (`share_rank0_available`), and every
+rank checks against that.
 
 >>> config_flag("--sysmem", {"LEGATE_CONFIG": "--cpus 2 --sysmem=3000"})
 '3000'
@@ -27,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +40,9 @@ import numpy as np
 from distal._text import bytes_text
 from distal.errors import DistalError, OutOfMemory
 
-__all__ = ["SYSMEM_MAX_MB", "SYSMEM_MIN_MB", "SYSMEM_SHARE", "available_bytes", "available_mb", "check_host_allocation",
-           "config_flag", "configured_processors", "cores", "cpu_model", "default_sysmem_mb", "meminfo_kib",
-           "meminfo_mb", "private_dir", "trusted_file"]
+__all__ = ["HOST_CHECKED_FROM", "SYSMEM_MAX_MB", "SYSMEM_MIN_MB", "SYSMEM_SHARE", "available_bytes", "available_mb",
+           "check_host_allocation", "config_flag", "configured_processors", "cores", "cpu_model", "default_sysmem_mb",
+           "meminfo_kib", "meminfo_mb", "private_dir", "share_rank0_available", "trusted_file"]
 
 # Legate's pool of system memory when the user sets none: half of what is available, within bounds.
 SYSMEM_SHARE = 0.5
@@ -134,22 +138,51 @@ def default_sysmem_mb(available: int) -> int:
     return max(SYSMEM_MIN_MB, min(SYSMEM_MAX_MB, int(available * SYSMEM_SHARE)))
 
 
+HOST_CHECKED_FROM = 1 << 20
+"""With several ranks, arrays smaller than this (bytes) are not checked: each check asks rank 0 (a Legate task
+and a wait), and so small an array cannot decide what fits."""
+
+# With several Legate ranks: rank 0's available memory now (bytes; None: not known), on every rank. Set by the
+# runtime once Legate runs several ranks; it runs a task that every rank issues, so it is called at the same
+# point of the program on every rank, which `check_host_allocation`'s callers are (every rank runs the program).
+_rank0_available: Callable[[], int | None] | None = None
+
+
+def share_rank0_available(reader: Callable[[], int | None] | None) -> None:
+    """From now on, `check_host_allocation` checks against `reader()` (rank 0's available memory, the same on
+    every rank) instead of this process's figure; None goes back to this process's. The runtime calls it when
+    Legate starts with several ranks."""
+    global _rank0_available
+    _rank0_available = reader
+
+
 def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | None = None) -> None:
     """Raise `OutOfMemory` when an array of `shape` and `dtype` cannot fit in the host's available memory.
 
     `what` names the allocation (e.g. "a copy of B's data"); `available`
-    defaults to what the operating system reports (MemAvailable).
+    defaults to what the operating system reports (MemAvailable): this
+    process's figure, or with several Legate ranks rank 0's
+    (`share_rank0_available`), so that every rank refuses or none does
+    (arrays under `HOST_CHECKED_FROM` bytes are then not checked).
     """
     try:
         need = math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize
     except (TypeError, ValueError):
         return
-    limit = available_bytes() if available is None else available
+    if available is not None:
+        limit: int | None = available
+    elif _rank0_available is None:
+        limit = available_bytes()
+    elif need < HOST_CHECKED_FROM:
+        return
+    else:
+        limit = _rank0_available()
     if limit is None or need <= limit:
         return
+    shared = " (rank 0's figure, which every rank checks against)" if available is None and _rank0_available else ""
     raise OutOfMemory(
         f"expected {what} ({list(shape)} {np.dtype(dtype)}) to fit in the host's available memory "
-        f"of {bytes_text(limit)}, but it needs {bytes_text(need)}; nothing was allocated"
+        f"of {bytes_text(limit)}{shared}, but it needs {bytes_text(need)}; nothing was allocated"
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from distal.errors import DistalError, RuntimeFailure
+from distal.host import available_bytes, share_rank0_available
 
 from . import _blas, _versions
 from ._config import default_config, host_info, quiet_gpu_logging
@@ -249,6 +250,7 @@ def ensure_started() -> MachineInfo:
         capture_context()  # this thread holds Legate's top-level context: other threads may take it later
         if _machine.ranks > 1:
             _machine = dataclasses.replace(_machine, sysmem_mb=_agree_with_rank0(_machine.sysmem_mb))
+            share_rank0_available(rank0_available)  # host-memory checks: rank 0's figure on every rank
         return _machine
 
 
@@ -328,6 +330,23 @@ def _agree_with_rank0(sysmem_mb: int) -> int:
     shared = _rank0_copy(packed)
     unpack_random_state(shared[:_RANDOM_WORDS])
     return int(shared[_RANDOM_WORDS])
+
+
+_UNKNOWN = np.iinfo(np.uint64).max  # rank 0 could not read its available memory
+
+
+def rank0_available() -> int | None:
+    """Rank 0's available host memory now (bytes; None where it cannot tell), on every rank.
+
+    With several ranks the host-memory checks (`distal.host.check_host_allocation`)
+    use it: each rank reads a different figure (each host, or the same host at
+    different moments), and a rank that refused alone would leave the others
+    waiting for it forever. One small task per call, which every rank issues
+    at the same point (the checks are made by the program every rank runs).
+    """
+    found = available_bytes()
+    shared = int(_rank0_copy(np.array([_UNKNOWN if found is None else found], dtype=np.uint64))[0])
+    return None if shared == _UNKNOWN else shared
 
 
 def processor_count(kind: str = "cpu") -> int:

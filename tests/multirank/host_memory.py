@@ -1,0 +1,82 @@
+"""Host-memory checks with several ranks: every rank refuses, or none does, whatever its own figure says.
+
+    mpirun -n 2 python tests/multirank/host_memory.py          (after `source "$(tools/multirank_env.sh)"`)
+
+`distal.host.check_host_allocation` compares an array with the memory the operating system reports
+available. Each rank reads its own figure (another host, or the same host a moment later): a rank that
+refused alone would stop issuing launches while the others wait for it. Here every rank is made to read a
+different figure (the reading function is replaced on each rank: rank 0 a small one, the others a large
+one, then the other way round), and each records what its checks decided. The driver
+(test_host_memory.py) requires rank 0's decision on every rank, and a result equal to NumPy after them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from _rank import Rank, main_guard, relative_error
+
+import distal as dt
+from distal import host
+from distal.runtime import _start
+
+GIB = 1 << 30
+
+
+def _report(rank: Rank, figure: int) -> None:
+    """This rank's process reads `figure` bytes available from now on."""
+    host.available_bytes = _start.available_bytes = lambda: figure  # type: ignore[assignment]
+    rank.record.setdefault("figures", []).append(figure)
+
+
+def _decide(name: str, shape: tuple[int, ...]) -> str:
+    """What the zeros of a tensor of `shape` without data decided: "allocated" or the error's class."""
+    try:
+        got = dt.Tensor(name, shape).to_numpy()  # zeros: refused by the host check, or never touched
+        del got
+        return "allocated"
+    except dt.DistalError as exc:
+        return type(exc).__name__
+
+
+def run(rank: Rank) -> None:
+    os.environ["DISTAL_EAGER"] = "0"  # the product at the end runs across the ranks, not in each process
+    big = (GIB // 4, 8)  # 2 GiB of float64, never written (NumPy's zeros map pages lazily)
+    small, large = 1 * GIB, 1 << 40
+    decisions: dict[str, Any] = {}
+
+    _report(rank, small if rank.rank == 0 else large)
+    decisions["rank0_figure"] = _start.rank0_available()
+    decisions["rank0_small"] = _decide("Z0", big)
+
+    _report(rank, large if rank.rank == 0 else small)
+    decisions["rank0_figure_after"] = _start.rank0_available()
+    decisions["rank0_large"] = _decide("Z1", big)
+
+    asked: list[int] = []
+    reader = host._rank0_available
+    assert reader is not None, "several ranks, but the host checks do not use rank 0's figure"
+
+    def counted() -> int | None:
+        asked.append(1)
+        return reader()
+
+    host.share_rank0_available(counted)
+    a = np.arange(120.0).reshape(10, 12)
+    decisions["small_from_array"] = relative_error(dt.Tensor.from_array("S", a).to_numpy(), a)
+    decisions["rank0_asked_for_small"] = len(asked)
+    host.share_rank0_available(reader)
+    rank.record["decisions"] = decisions
+    print(f"[rank {rank.rank}/{rank.ranks}] decisions: {decisions}", flush=True)
+
+    # after the refusals, the ranks still issue the same launches: a product across them
+    b = np.arange(48.0).reshape(6, 8)
+    c = np.arange(40.0).reshape(8, 5)
+    rank.run("einsum after the host checks", lambda: relative_error(
+        dt.einsum("ij,jk->ik", b, c, machine=dt.Machine(dt.Grid(rank.ranks))).to_numpy(), b @ c))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_guard(run, "host_memory"))
