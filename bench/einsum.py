@@ -779,6 +779,103 @@ DROP_IN_METHOD = (
 )
 
 
+# -- what moving host operands costs (auto's figures in distal/search/host_moves.py) ---------------------------
+
+HOST_MOVES_ELEMENTS = (1 << 10, 1 << 15, 1 << 18, 1 << 20, 1 << 22, 1 << 24)  # float64: 8 KiB to 128 MiB
+HOST_MOVES_GEMMS = (256, 640, 1400)  # eager GEMMs timed on one BLAS thread and on NumPy's threads
+
+
+def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least squares seconds = a + bytes / b over (bytes, seconds): (a, b)."""
+    xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    slope, a = np.polyfit(xs, ys, 1)
+    return float(a), float(1.0 / slope) if slope > 0 else math.inf
+
+
+def host_moves_child(rounds: int, quick: bool) -> dict[str, Any]:
+    """dt.einsum's moves between host and Legate, timed on `i,i->i` over float64 vectors on Legate (eager runs
+    refused, DISTAL_EAGER=0), in interleaved rounds per size: on placed dt.Tensors then a fence, the same on
+    the NumPy arrays (their two copies onto Legate), and the placed run with its result read back
+    (`to_numpy()`); then the eager GEMMs of `ij,jk->ik` on one BLAS thread and on NumPy's threads."""
+    from threadpoolctl import threadpool_limits
+
+    import distal as dt
+    import distal.contract as contract
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    os.environ["DISTAL_EAGER"] = "0"
+    sizes: dict[str, Any] = {}
+    for n in HOST_MOVES_ELEMENTS[:3] if quick else HOST_MOVES_ELEMENTS:
+        arrays = [np.random.default_rng([3, k]).random(n) for k in range(2)]
+        tensors = [dt.Tensor.from_array(f"V{k}", a).place() for k, a in enumerate(arrays)]
+        rt.fence()
+        runs: dict[str, Callable[[], Any]] = {
+            "tensors": lambda tensors=tensors: (dt.einsum("i,i->i", *tensors), rt.fence()),
+            "numpy": lambda arrays=arrays: (dt.einsum("i,i->i", *arrays), rt.fence()),
+            "tensors_read": lambda tensors=tensors: dt.einsum("i,i->i", *tensors).to_numpy()}
+        load = os.getloadavg()
+        samples = interleaved_rounds(runs, rounds)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        sizes[str(n * 8)] = {"bytes": n * 8, "seconds": med, "all": samples, "loadavg_before": list(load),
+                             "copy_in_per_operand_s": (med["numpy"] - med["tensors"]) / 2,
+                             "read_back_s": med["tensors_read"] - med["tensors"]}
+        del runs, tensors, arrays
+        rt.fence()
+    del os.environ["DISTAL_EAGER"]
+    copy_in = _fit([(v["bytes"], v["copy_in_per_operand_s"]) for v in sizes.values()])
+    read_back = _fit([(v["bytes"], v["read_back_s"]) for v in sizes.values()])
+    gemms: dict[str, Any] = {}
+    for n in HOST_MOVES_GEMMS[:1] if quick else HOST_MOVES_GEMMS:
+        arrays = [np.random.default_rng([4, k]).random((n, n)) for k in range(2)]
+        plan = contract.contraction("ij,jk->ik", arrays)
+        threads = contract.blas_threads()
+
+        def eager(plan: Any = plan, arrays: list[np.ndarray] = arrays, n: int = n) -> None:
+            plan.run(arrays, np, out=np.empty((n, n)))
+
+        def one_thread(eager: Callable[[], None] = eager) -> None:
+            with threadpool_limits(1, user_api="blas"):
+                eager()
+
+        load = os.getloadavg()
+        samples = interleaved_rounds({"one_thread": one_thread, "threads": eager}, rounds)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        gemms[str(n)] = {"n": n, "threads": threads, "seconds": med, "all": samples, "loadavg_before": list(load),
+                         "speedup": med["one_thread"] / med["threads"], "describe": plan.describe()}
+    return {"sizes": sizes, "copy_in_fit": {"seconds": copy_in[0], "bytes_per_second": copy_in[1]},
+            "read_back_fit": {"seconds": read_back[0], "bytes_per_second": read_back[1]}, "eager_gemm": gemms,
+            "legate_config": os.environ.get("LEGATE_CONFIG"), "blas": blas_kernels(), "loadavg_after":
+            list(os.getloadavg())}
+
+
+def run_host_moves(args: argparse.Namespace, rounds: int) -> int:
+    """`host_moves_child` in one Legate child; writes `einsum_host_moves.json` (`_quick`)."""
+    name_ = "einsum_host_moves_quick" if args.quick else "einsum_host_moves"
+    part = _run(["--child", "host_moves", "--rounds", str(rounds), *(["--quick"] if args.quick else [])],
+                legate_env(1200), args.timeout)
+    part["method"] = HOST_MOVES_METHOD.format(rounds=rounds)
+    path = record(name_, part)
+    for key in ("copy_in_fit", "read_back_fit"):
+        fit = part[key]
+        print(f"{key}: {fit['seconds'] * 1e3:.3f} ms + bytes / {fit['bytes_per_second'] / 1e9:.2f} GB/s")
+    for v in part["eager_gemm"].values():
+        print(f"eager GEMM n={v['n']}: {v['seconds']['one_thread'] * 1e3:.2f} ms on one BLAS thread, "
+              f"{v['seconds']['threads'] * 1e3:.2f} ms on {v['threads']} ({v['speedup']:.2f}x)")
+    print(f"wrote {path}")
+    return 0
+
+
+HOST_MOVES_METHOD = (
+    "One Legate child (LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 --sysmem 1200), DISTAL_EAGER=0: per "
+    "vector size, {rounds} interleaved rounds after a warm-up round of dt.einsum('i,i->i') on two placed "
+    "dt.Tensors then distal.runtime.fence(), the same on the two NumPy arrays (each copied onto Legate), and the "
+    "placed run read back with to_numpy(). Copy-in per operand = (numpy - tensors) / 2, read-back = "
+    "tensors_read - tensors (medians); each fitted as a + bytes / b by least squares. Then the eager GEMM of "
+    "ij,jk->ik (distal.contract) on one BLAS thread (threadpoolctl) and on NumPy's threads, interleaved."
+)
+
+
 # -- the runner ---------------------------------------------------------------------------------------------
 
 
@@ -856,8 +953,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop-in", nargs="*", default=None, choices=list(DROP_IN), metavar="NAME",
                         help="only issue 33's drop-in table (all of it, or these statements: "
                              f"{', '.join(DROP_IN)}), at three sizes each")
+    parser.add_argument("--host-moves", action="store_true",
+                        help="only the costs auto prices dt.einsum's host operands with (einsum_host_moves.json)")
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT, help="seconds a child may run")
-    parser.add_argument("--child", choices=(*SYSTEMS, NUMPY_AVX512, "calibrate", "library", "contract40", "drop_in"),
+    parser.add_argument("--child", choices=(*SYSTEMS, NUMPY_AVX512, "calibrate", "library", "contract40", "drop_in",
+                                        "host_moves"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--names", nargs="*", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=[], help=argparse.SUPPRESS)
@@ -872,6 +972,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.drop_in is not None:
             return run_drop_in(args, rounds)
+        if args.host_moves:
+            return run_host_moves(args, rounds)
         return run(args, rounds)
     except (ChildHung, MemoryError) as e:
         print(f"bench/einsum.py: {e}", file=sys.stderr)
@@ -891,6 +993,8 @@ def _child_main(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
         return library_child(args.names, args.sizes, rounds)
     if args.child == "drop_in":
         return drop_in_child(args.names, args.sizes, rounds)
+    if args.child == "host_moves":
+        return host_moves_child(rounds, args.quick)
     return contract40_child(args.sizes[0], rounds, args.quick)
 
 

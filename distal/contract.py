@@ -52,7 +52,7 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["Contraction", "Pair", "Prepare", "contraction", "run", "work"]
+__all__ = ["Contraction", "Pair", "Prepare", "blas_threads", "contraction", "run", "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -637,6 +637,12 @@ class _Blas:
     controller: Any = None
     pool: Any = None
     lock = threading.Lock()
+
+
+def blas_threads() -> int:
+    """How many threads NumPy's BLAS (and `distal.tile_blas`, which takes NumPy's count) runs a call on now in
+    this thread: 1 inside a Legate task, which limits it; what an eager dt.einsum's matrix products get."""
+    return _blas_threads()
 
 
 def _blas_threads() -> int:

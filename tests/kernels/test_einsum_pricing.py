@@ -1,0 +1,79 @@
+"""What dt.einsum's candidates pay for host data (distal.search.host_moves): the eager candidate's matrix products
+on every BLAS thread, the Legate candidates' copies of host operands onto Legate and of the result back.
+
+No Legate: the schedules are priced on the session's pinned model of this machine (tests/conftest.py), with the
+BLAS thread count fixed by the test.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import distal as dt
+from distal import model
+from distal.search import host_moves
+
+einsum_module = importlib.import_module("distal.api.einsum")
+
+
+def _schedule(spec: str, *shapes: tuple[int, ...]) -> dt.Schedule:
+    """The default schedule of `spec` over host tensors of these shapes (float64 zeros)."""
+    lhs, out = spec.split("->")
+    letters = {c: v for c, v in zip(dict.fromkeys(lhs.replace(",", "") + out),
+                                    dt.index_vars(" ".join(dict.fromkeys(lhs.replace(",", "") + out))))}
+    tensors = [dt.Tensor.from_array(f"T{n}", np.zeros(s)) for n, s in enumerate(shapes)]
+    ext = {c: k for term, s in zip(lhs.split(","), shapes) for c, k in zip(term, s)}
+    R = dt.Tensor("R", tuple(ext[c] for c in out))
+    rhs = tensors[0][tuple(letters[c] for c in lhs.split(",")[0])]
+    for t, term in zip(tensors[1:], lhs.split(",")[1:]):
+        rhs = rhs * t[tuple(letters[c] for c in term)]
+    R[tuple(letters[c] for c in out)] = rhs
+    return R.schedule()
+
+
+def _eager(sched: dt.Schedule, threads: int, monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setattr(host_moves, "blas_threads", lambda: threads)
+    return host_moves.eager_prediction(sched, sched, model.this_machine())[0]
+
+
+def test_eager_matrix_products_run_on_every_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eager candidate was timed on one processor although its GEMMs use every BLAS thread (issue 33)."""
+    sched = _schedule("ij,jk->ik", (1400, 1400), (1400, 1400))
+    one, two = _eager(sched, 1, monkeypatch), _eager(sched, 2, monkeypatch)
+    assert two < 0.6 * one
+
+
+def test_eager_element_wise_work_stays_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    sched = _schedule("ij,ij->ij", (1400, 1400), (1400, 1400))
+    assert _eager(sched, 2, monkeypatch) == _eager(sched, 1, monkeypatch)
+
+
+def test_legate_candidates_pay_the_copies_in_and_the_result_back() -> None:
+    sched = _schedule("ij,jk->ik", (300, 200), (200, 100))
+    fixed_in, rate_in = host_moves.COPY_IN
+    fixed_back, rate_back = host_moves.READ_BACK
+    want = 2 * fixed_in + (300 * 200 + 200 * 100) * 8 / rate_in + fixed_back + 300 * 100 * 8 / rate_back
+    assert host_moves.copy_in_seconds(sched) == pytest.approx(want)
+
+
+def test_threaded_models_only_the_matrix_product_kinds() -> None:
+    mm = model.this_machine()
+    two = host_moves.threaded(mm, 2)
+    assert two.processor.rate("GEMM", 2e8) == pytest.approx(2 * mm.processor.rate("GEMM", 1e8))
+    assert two.processor.rate("GENERIC", 2e8) == mm.processor.rate("GENERIC", 2e8)
+    assert host_moves.threaded(mm, 1) is mm
+
+
+def test_a_matmul_numpy_does_in_milliseconds_runs_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33's table: at NumPy's 5 ms sizes auto chose Legate for NumPy operands (0.33-0.48x NumPy's time):
+    copying them on and the result back costs more than the second processor saves over NumPy's two BLAS
+    threads."""
+    monkeypatch.setattr(host_moves, "blas_threads", lambda: 2)
+    einsum_module.clear_cache()
+    a = np.zeros((640, 640))
+    plan = dt.einsum_plan("ij,jk->ik", a, a, machine=dt.Machine(dt.Grid(2)))
+    assert plan.eager, plan.notes[0]
+    einsum_module.clear_cache()
