@@ -13,8 +13,10 @@ Run: `python bench/import_time.py [--repeats 15]` or `distal bench import-time`.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +36,10 @@ _PROBE = (
 # it). PYTHONDONTWRITEBYTECODE would make every sample compile every module again; the
 # bytecode goes to a private folder, not into the checkout.
 _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-_ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"distal-import-time-{os.getuid()}")
+# A folder new to each run (tempfile.mkdtemp: mode 0700, a name nobody could make first), since the child
+# interpreter runs whatever bytecode it finds there.
+_ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="distal-import-time-")
+atexit.register(shutil.rmtree, _ENV["PYTHONPYCACHEPREFIX"], ignore_errors=True)
 
 
 def sample(module: str) -> dict[str, object]:

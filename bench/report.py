@@ -8,7 +8,6 @@ its CPU and the BLAS kernels each system ran.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,9 @@ def _load(name: str, folder: Path = RESULTS) -> dict[str, Any] | None:
     found = _common.find(name, folder=folder)
     if found is not None:
         return found[1]
-    path = folder / f"{name}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    from _common.results import read_record  # a cached record only where the private-directory rule allows
+
+    return read_record(folder / f"{name}.json", folder)
 
 
 def suite_tables(d: dict[str, Any]) -> list[str]:

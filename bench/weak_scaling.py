@@ -222,10 +222,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"GiB), compile {row['compile_seconds']:.2f} s, predict {row['predict_seconds']:.2f} s",
                       file=sys.stderr, flush=True)
     if args.update and (RESULTS / "weak_scaling.json").exists():
-        import json
+        from _common.results import read_record  # a cached record only where the private-directory rule allows
 
         ran = {(r["kind"], r["algorithm"], r["nodes"]) for r in rows}
-        kept = [r for r in json.loads((RESULTS / "weak_scaling.json").read_text())["rows"]
+        kept = [r for r in (read_record(RESULTS / "weak_scaling.json", RESULTS) or {"rows": []})["rows"]
                 if (r["kind"], r["algorithm"], r["nodes"]) not in ran]
         order = {(k, a): i for i, (k, a) in enumerate((k, a) for k in ("cpu", "gpu") for a in (*MATMUL, *HIGHER_N0))}
         rows = sorted(kept + rows, key=lambda r: (order.get((r["kind"], r["algorithm"]), 99), r["nodes"]))

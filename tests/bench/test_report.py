@@ -47,3 +47,16 @@ def test_the_kernel_table_shows_numpys_time_against_a_tenth_of_a_second(
     assert f"| ttv | ({n}, 0) | 0.080 | no | 0.040 | 0.160 | 2.00x | 4.00x | memory | 1.0e-03 |" in text
     assert "| ttm | (240, 900) | 0.300 | yes | 0.600 | 1.200 | 0.50x | 2.00x | calibration (0.05 s at n = 150) |" in text
     assert "baseline (ttv (45, 0); median of 5 rounds): ttv_vs_numpy 1.25x" in text
+
+
+def test_a_flat_record_in_a_cache_is_read_only_when_only_its_owner_may_write_it(
+        modules: tuple[ModuleType, ModuleType], tmp_path: Path) -> None:
+    report, _ = modules
+    folder = tmp_path / "results"
+    folder.mkdir(mode=0o700)
+    path = folder / "suite.json"
+    path.write_text('{"machine": {}}')
+    path.chmod(0o600)
+    assert report._load("suite", folder) == {"machine": {}}
+    path.chmod(0o666)  # anybody could have written what it says
+    assert report._load("suite", folder) is None
