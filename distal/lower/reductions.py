@@ -19,7 +19,11 @@ Strategies (`lower(..., reduction=...)`, default from DISTAL_REDUCTION):
 
 * "auto" (default): the synthesized program on a hierarchical machine when
   the best program is not the single AllReduce (which is what Legate's one
-  reduction does anyway); Legate's reduction on a flat machine;
+  reduction does anyway); Legate's reduction on a flat machine, its
+  partials held (below) where they are at least `HOLD_MIN_BYTES` on a
+  machine of at most `HOLD_MAX_PROCESSORS` processors: Legate makes a
+  reduction instance afresh for every point of every run, which costs far
+  more than a fold at those sizes on this machine (Johnson on Grid(2,2,2));
 * "synthesized": the synthesized program on any machine, the single
   AllReduce included (to test the path on flat machines);
 * "legate": always Legate's reduction.
@@ -63,7 +67,8 @@ from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
 from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
 
-__all__ = ["STRATEGIES", "HeldReduction", "choose_reduction", "held_folds", "partials_reduction", "reduced_after"]
+__all__ = ["HOLD_MAX_PROCESSORS", "HOLD_MIN_BYTES", "STRATEGIES", "HeldReduction", "choose_reduction", "held_folds",
+           "partials_reduction", "reduced_after"]
 
 STRATEGIES = ("auto", "synthesized", "legate")
 
@@ -91,18 +96,35 @@ class HeldReduction(Reduction):
     across: tuple[str, ...] = ()
 
 
+#: On a flat machine ("auto"), a Legate reduction whose processors' partials are at least this many bytes holds
+#: them (`HeldReduction`) even where no tile is reduced twice: Legate makes a fresh reduction instance per point
+#: every run, which on this machine took 5.8-40 ms a run for Johnson on Grid(2, 2, 2) at n = 512 (512 KiB
+#: tiles) and 50 ms at n = 576 (648 KiB) against 3.6-5.8 and 8.6 ms held (/tmp probes of session 11, one Legate
+#: child, medians of 7-11 interleaved runs); below it the held partials' pinned folds (one launch per processor)
+#: cost more than the instances: 1.5-3.9 ms against 2.0-4.6 held at n = 128-384 (32-288 KiB).
+HOLD_MIN_BYTES = 1 << 19
+#: ... and the machine has at most this many processors: the folds are one pinned launch per processor (about
+#: 0.12 ms each here), where Legate's reduction is one launch for all of them.
+HOLD_MAX_PROCESSORS = 16
+
+
 def choose_reduction(plan: PlanBase, how: str, communicated_at: int) -> Reduction | None:
     """How the plan's REDUCE_ADD launches into the output run; None when there are none.
 
     ``communicated_at``: how many launch variables (distributed loops, then steps) fix the output's tile,
     i.e. down to its `communicate` loop (`distal.lower._communicated_at`); a Legate reduction
     whose processors add into one tile over several launches of one iteration of that loop holds their
-    partials across them (`HeldReduction`).
+    partials across them (`HeldReduction`). On a flat machine of at most `HOLD_MAX_PROCESSORS` processors
+    ("auto"), a Legate reduction whose partials are at least `HOLD_MIN_BYTES` is held too, each tile reduced
+    once after its launch, instead of a reduction instance made afresh per point and run.
     """
     chosen = _choose(plan, how)
     if chosen is None or chosen.synthesized:
         return chosen
-    return _held(plan, chosen, communicated_at) or chosen
+    machine = plan.machine
+    flat = (how == "auto" and machine is not None and machine.levels == 1 and not machine.params
+            and math.prod(machine.full_shape) <= HOLD_MAX_PROCESSORS)
+    return _held(plan, chosen, communicated_at, HOLD_MIN_BYTES if flat else None) or chosen
 
 
 def _choose(plan: PlanBase, how: str) -> Reduction | None:
@@ -203,10 +225,11 @@ def _choose(plan: PlanBase, how: str) -> Reduction | None:
 
 
 
-def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
+def _held(plan: PlanBase, chosen: Reduction, at: int, min_bytes: int | None = None) -> HeldReduction | None:
     """``chosen`` (a Legate reduction) holding its partials across the steps under the output's communicate
-    loop, where some processor adds into one tile in several launches of a stage; None where nothing is
-    reduced twice, or the partials have no regular shape (a processor adding into several tiles in one
+    loop, where some processor adds into one tile in several launches of a stage (or, with `min_bytes`,
+    where the partials are at least `min_bytes`); None where nothing is reduced twice (and the partials are
+    smaller), or the partials have no regular shape (a processor adding into several tiles in one
     stage, two points of one launch on one processor, a launch overwriting the output). A launch whose
     points add into distinct tiles (READ_WRITE: the last step where only some processors have work) adds
     into the partials too."""
@@ -247,15 +270,19 @@ def _held(plan: PlanBase, chosen: Reduction, at: int) -> HeldReduction | None:
                     return None
                 repeated = True
             seen_in_stage[device] = box
-    if not repeated:
+    nbytes = out.itemsize * math.prod(row or (1,))
+    big = min_bytes is not None and nbytes >= min_bytes
+    if not repeated and not big:
         return None
     steps = [str(v) for group in plan.groups for v in group.vars[max(at, group.distributed):]]
-    across = tuple(dict.fromkeys(steps))
+    across = tuple(dict.fromkeys(steps)) if repeated else ()
     values = {f.name: getattr(chosen, f.name) for f in fields(Reduction)}
     why = chosen.reason.removesuffix(": one Legate reduction") if " writes " not in chosen.reason else ""
-    values.update(row=row or (1,), whole=False, nbytes=float(out.itemsize * math.prod(row or (1,))),
-                  reason=(f"{why + ': ' if why else ''}each processor holds its partial across step(s) "
-                          f"{', '.join(across)} and adds it into its tile once, after the last step"))
+    how = (f"each processor holds its partial across step(s) {', '.join(across)} and adds it into its tile once, "
+           "after the last step") if repeated else (
+        f"each processor adds into its own partial ({nbytes} B, kept with the plan) and adds it into its tile "
+        "once, not into a reduction instance made afresh per point and run")
+    values.update(row=row or (1,), whole=False, nbytes=float(nbytes), reason=f"{why + ': ' if why else ''}{how}")
     return HeldReduction(**values, folds=tuple(stage[-1] for stage in stages), across=across)
 
 
