@@ -18,8 +18,8 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
+import distal.contract as contract
 import distal.model as time_model
-from distal.contract import blas_threads
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
@@ -97,7 +97,7 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     of `schedule`'s operands that live on Legate, and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        pred = time_model.predict(compile_schedule(one_task), threaded(mm, blas_threads()), 1)
+        pred = time_model.predict(compile_schedule(one_task), threaded(mm, contract.blas_threads()), 1)
     back = moving_seconds(schedule, True, mm)
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
     return leaf + back + EAGER_OVERHEAD, pred.peak_bytes

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import distal as dt
+import distal.contract as contract
 from distal import model
 from distal.search import host_moves
 
@@ -35,7 +36,7 @@ def _schedule(spec: str, *shapes: tuple[int, ...]) -> dt.Schedule:
 
 
 def _eager(sched: dt.Schedule, threads: int, monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setattr(host_moves, "blas_threads", lambda: threads)
+    monkeypatch.setattr(contract, "blas_threads", lambda: threads)
     return host_moves.eager_prediction(sched, sched, model.this_machine())[0]
 
 
@@ -71,9 +72,10 @@ def test_a_matmul_numpy_does_in_milliseconds_runs_eagerly(monkeypatch: pytest.Mo
     """Issue 33's table: at NumPy's 5 ms sizes auto chose Legate for NumPy operands (0.33-0.48x NumPy's time):
     copying them on and the result back costs more than the second processor saves over NumPy's two BLAS
     threads."""
-    monkeypatch.setattr(host_moves, "blas_threads", lambda: 2)
+    monkeypatch.setattr(contract, "blas_threads", lambda: 2)
     einsum_module.clear_cache()
     a = np.zeros((640, 640))
     plan = dt.einsum_plan("ij,jk->ik", a, a, machine=dt.Machine(dt.Grid(2)))
     assert plan.eager, plan.notes[0]
     einsum_module.clear_cache()
+
