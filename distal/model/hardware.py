@@ -398,6 +398,27 @@ class MachineModel:
                 changes["levels"] = (Level(outer.name, per_node // group, intra, outer.kind), *inner)
         return replace(self, **changes)  # type: ignore[arg-type]
 
+    def across_ranks(self, ranks: int, per_rank: int, link: Link, local: int | None = None) -> MachineModel:
+        """This host's model for a run of `ranks` Legate ranks of `per_rank` processors each: a node is a rank.
+
+        Inside a rank a tile moves at the memory's bandwidth (no latency), between ranks over `link`; the
+        ranks on this host (`local`, default all of them) share its cores. A rank is a process of its own, so
+        only its own memory is shared: the model is not `shared_memory` (a tile another rank holds is copied).
+        One rank: this model unchanged.
+
+        >>> m = MachineModel("this-machine", _POWER9, 2, XBUS_POWER9, EDR_LASSEN, cores=2, shared_memory=True)
+        >>> r = m.across_ranks(2, 1, EDR_LASSEN)
+        >>> r.per_node, r.cores, r.shared_memory, r.intra.name, r.inter.name, m.across_ranks(1, 2, EDR_LASSEN) is m
+        (1, 1, False, 'memory', 'edr', True)
+        """
+        if ranks <= 1:
+            return self
+        if isinstance(per_rank, bool) or not isinstance(per_rank, int) or per_rank < 1:
+            raise ModelError(f"expected a positive number of processors per rank, but found {per_rank!r}")
+        cores = None if self.cores is None else max(1, self.cores // (local or ranks))
+        return self.with_(per_node=per_rank, levels=(), shared_memory=False, cores=cores,
+                          intra=Link("memory", self.processor.bandwidth, 0.0), inter=link)
+
     def describe(self) -> str:
         p = self.processor
         rates = ", ".join(f"{k} {v / 1e9:.3g}" for k, v in p.flops.items())
