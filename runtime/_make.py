@@ -136,10 +136,10 @@ def from_numpy(array: Any) -> Store:
     kind = legate_type(private.dtype)
     # a 0-d array is copied as one element and the store is a 0-d view of it: legate 26.1 aborts the process
     # attaching a 0-d buffer (`_versions`), so distal attaches none on either release
-    shape = private.shape or (1,)
-    handle = runtime.create_store(kind, shape)
+    buffer = private if private.shape else private.reshape(1)
+    handle = runtime.create_store(kind, buffer.shape)
     if private.size > 0:
-        source = runtime.create_store_from_buffer(kind, shape, private.reshape(shape), True)
+        source = runtime.create_store_from_buffer(kind, buffer.shape, buffer, True)
         copy_store(handle, source)
         source.detach()  # waits for the copy: `private` is not read after this
     return wrap(handle if private.shape else handle.project(0, 0), private.dtype)

@@ -14,6 +14,12 @@ Legate's version. The differences met so far:
   0 in default store targets", base_mapper.cc:76); a copy written as a task
   works. distal copies store to store by a task whenever Legate runs several
   ranks, on either release (`copies_by_task`).
+- 26.1 aborts the process when a 0-d buffer is attached
+  (`create_store_from_buffer` with shape (): "assertion failed: ndim > 0"
+  in `generate_legion_dims`, mapping.cc:122); 26.6 attaches it. distal
+  attaches none on either release: a 0-d store is one element and a 0-d
+  view of it (`_make.from_numpy`), read back through a 1-d view of it
+  (`_store.read_back`).
 - `ManualTask.add_input/add_output/add_reduction` gained an optional
   `is_key_partition` in 26.6; distal does not pass it.
 - The 26.1 wheels are built for CUDA 12, the 26.6 wheels for CUDA 13 (the
