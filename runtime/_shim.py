@@ -15,6 +15,11 @@ have their library loaded); a directory of the user's own that group or
 others may write is closed to them first. A cached library is loaded only if
 it is a regular file of the user's that group and others cannot write
 (`trusted_file`); any other is removed and built again.
+
+The stand-in may also be found as `libcuda.so.1` on the loader's path (the
+multi-rank environment, tools/multirank_env.sh, links it there so that the
+ranks' processes find it before Python runs): `load_driver` recognises it by
+the text it gives for "no device", and treats it as the stand-in.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from distal import host
 from distal.errors import DistalError, RuntimeFailure
 from distal.host import trusted_file
 
-__all__ = ["DriverInfo", "build_shim", "driver_listed", "load_driver", "private_dir", "shim_source", "trusted_file"]
+__all__ = ["DriverInfo", "build_shim", "driver_listed", "is_stand_in", "load_driver", "private_dir", "shim_source",
+           "trusted_file"]
 
 _SONAME = "libcuda.so.1"
 # -Bsymbolic: the shim's own lookups bind to its own functions.
@@ -149,6 +155,22 @@ def _count_devices(driver: ctypes.CDLL) -> int:
     return count.value
 
 
+_STAND_IN_TEXT = b"(distal driver shim)"  # cuda_shim.c's text for CUDA_ERROR_NO_DEVICE ends so
+_NO_DEVICE = 100  # CUDA_ERROR_NO_DEVICE
+
+
+def is_stand_in(driver: ctypes.CDLL) -> bool:
+    """Whether the loaded `libcuda.so.1` is distal's stand-in (its text for "no device" says so)."""
+    text = ctypes.c_char_p()
+    try:
+        get_text = driver.cuGetErrorString
+    except AttributeError:
+        return False
+    get_text.restype = ctypes.c_int
+    get_text.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    return get_text(_NO_DEVICE, ctypes.byref(text)) == 0 and (text.value or b"").endswith(_STAND_IN_TEXT)
+
+
 def load_driver() -> DriverInfo:
     """Make `libcuda.so.1` resolvable in this process; idempotent.
 
@@ -162,6 +184,9 @@ def load_driver() -> DriverInfo:
         real = ctypes.CDLL(_SONAME)
     except OSError:
         real = None
+    if real is not None and is_stand_in(real):  # distal's own, found on the loader's path
+        _loaded = DriverInfo(real=False, devices=0, path=_SONAME)
+        return _loaded
     if real is not None:
         _loaded = DriverInfo(real=True, devices=_count_devices(real), path=_SONAME)
         return _loaded

@@ -177,3 +177,31 @@ def test_an_untrusted_cached_library_is_built_again(tmp_path: Path, plant: str) 
     assert built == planted and trusted_file(built)
     assert built.read_bytes().startswith(b"\x7fELF") and evil.read_bytes() == b"not the stand-in"
     assert build_shim(cache).stat().st_mtime_ns == built.stat().st_mtime_ns  # trusted now: kept
+
+
+# -- the stand-in found on the loader's path is still the stand-in (the multi-rank environment) ------------------
+
+def test_the_stand_in_is_recognised_and_a_driver_without_its_text_is_not(shim: ctypes.CDLL) -> None:
+    from distal.runtime._shim import is_stand_in
+
+    assert is_stand_in(shim)
+    assert not is_stand_in(ctypes.CDLL("libm.so.6"))  # a library without cuGetErrorString
+
+
+def test_a_stand_in_on_ld_library_path_is_loaded_as_the_stand_in(tmp_path: Path) -> None:
+    """tools/multirank_env.sh links the stand-in as libcuda.so.1 on LD_LIBRARY_PATH: distal must treat it as the
+    stand-in (no automatic configuration, Realm's GPU logger silenced in the user's LEGATE_CONFIG), as it does
+    one it loads itself; on legate 26.1 the "no device" lines were printed on stdout."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "driver"
+    folder.mkdir()
+    (folder / "libcuda.so.1").symlink_to(build_shim(tmp_path / "cache"))
+    code = ("import os; from distal.runtime import _start; config, _, driver = _start.prepare_process(); "
+            "print(driver, config, os.environ['LEGATE_AUTO_CONFIG'])")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(folder), "LEGATE_CONFIG": "--cpus 1 --sysmem 300"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "shim --cpus 1 --sysmem 300 --logging gpu=none 0"
