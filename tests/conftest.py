@@ -19,6 +19,11 @@ The guard checks it. While an unmarked test is set up and runs:
   records the import; a child given an environment without that PYTHONPATH
   is not seen).
 
+A test that needs cuPyNumeric carries the `cupynumeric` marker as well: where
+cuPyNumeric is not installed (legate 26.1's multi-rank environment leaves it
+out, tools/multirank_env.sh) it is skipped, with the reason, instead of
+failing on the import.
+
 A session fixture that fails so stays failed for the tests after it (pytest
 caches it): the message names the unmarked test that asked for it first. At
 the end of a run that selected no marked test, the session fails if `legate`
@@ -38,6 +43,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import tempfile
@@ -52,6 +58,7 @@ import pytest
 os.environ.setdefault("DISTAL_MACHINE_MODEL", str(Path(__file__).resolve().parent / "_data" / "machine-model.json"))
 
 MARKER = "legate"
+CUPYNUMERIC = "cupynumeric"  # the marker of tests that need cuPyNumeric installed
 LEGATE_PACKAGES = ("legate", "cupynumeric")
 GUARD_SITE = Path(__file__).resolve().parent / "_guard_site"
 
@@ -145,10 +152,22 @@ def guarded(item: pytest.Item) -> Iterator[None]:
             yield
 
 
+def cupynumeric_missing(item: pytest.Item) -> str | None:
+    """Why `item` cannot run here: it is marked `cupynumeric` and cuPyNumeric is not installed; else None.
+    (Looked up without importing it: an import starts Legate.)"""
+    if item.get_closest_marker(CUPYNUMERIC) is None or importlib.util.find_spec("cupynumeric") is not None:
+        return None
+    return ("needs cuPyNumeric, which is not installed here (legate 26.1's multi-rank environment leaves it out); "
+            "`pip install nvidia-cupynumeric` of the installed legate's release runs it")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
     # Setup is guarded too: a session fixture that starts Legate, first asked for by an unmarked test.
     # Teardown is not: the last test of a module or session tears down what the marked ones set up.
+    missing = cupynumeric_missing(item)
+    if missing is not None:
+        pytest.skip(missing)
     with guarded(item):
         return (yield)
 

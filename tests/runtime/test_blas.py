@@ -29,6 +29,7 @@ def two_blas_threads() -> Iterator[None]:
 
 
 @pytest.mark.legate
+@pytest.mark.cupynumeric
 def test_tasks_run_with_one_blas_thread_and_the_users_setting_comes_back(
         machine: rt.MachineInfo, two_blas_threads: None) -> None:
     import cupynumeric  # noqa: F401  (brings its own OpenBLAS, loaded after Legate started)

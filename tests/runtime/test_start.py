@@ -99,6 +99,7 @@ def test_no_cuda_discovery_lines_under_the_legate_launcher(tmp_path: Path) -> No
 
 
 @pytest.mark.legate
+@pytest.mark.cupynumeric
 @pytest.mark.parametrize("first", ["import distal", "import distal.runtime"])
 @pytest.mark.parametrize("starts", ["cupynumeric", "distal"])
 def test_cupynumeric_imports_after_distal(run_python: Runner, first: str, starts: str) -> None:
