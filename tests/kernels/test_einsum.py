@@ -121,6 +121,7 @@ def test_on_legate_without_eager_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.legate
+@pytest.mark.cupynumeric
 def test_cupynumeric_operands(monkeypatch: pytest.MonkeyPatch) -> None:
     import cupynumeric as cn
 
