@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._blas import blas_info, set_task_threads, task_threads
+    from ._blas import blas_info, blas_user_threads, set_task_threads, task_threads
     from ._config import HostInfo, default_config, host_info
     from ._execute import run_plan
     from ._interop import legate_input
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 # (`import distal` prepares the driver through it), and the storage,
 # redistribution and reduction modules import the compiler's synthesizers.
 _LAZY = {
-    **dict.fromkeys(("blas_info", "set_task_threads", "task_threads"), "_blas"),
+    **dict.fromkeys(("blas_info", "blas_user_threads", "set_task_threads", "task_threads"), "_blas"),
     **dict.fromkeys(("HostInfo", "default_config", "host_info"), "_config"),
     **dict.fromkeys(("run_plan",), "_execute"),
     **dict.fromkeys(("Affine", "Arg", "Privilege", "index_launch", "point_launch", "tile_colors"), "_launch"),
@@ -115,6 +115,7 @@ __all__ = [
     "as_storage",
     "bind_context_quietly",
     "blas_info",
+    "blas_user_threads",
     "build_shim",
     "capture_context",
     "check_failures",

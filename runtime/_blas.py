@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["blas_info", "limit", "restore", "set_task_threads", "task_threads"]
+__all__ = ["blas_info", "blas_user_threads", "limit", "restore", "set_task_threads", "task_threads"]
 
 _lock = threading.Lock()
 _threads: int | None = 1
@@ -66,6 +66,16 @@ def blas_info() -> list[dict[str, Any]]:
     """Each loaded BLAS library: its internal API (openblas, mkl, blis), path and current thread count."""
     return [{"internal_api": lib.internal_api, "filepath": lib.filepath, "num_threads": lib.num_threads}
             for lib in _blas_libraries(refresh=True)]
+
+
+def blas_user_threads() -> int:
+    """NumPy's BLAS thread count outside distal's limit: while `limit()` holds, the count `restore()` gives back
+    (the largest saved of the libraries it limited); otherwise the largest count of the loaded BLAS libraries
+    now (1 where none is found). Steady while distal's tasks are queued, unlike the count of the moment."""
+    with _lock:
+        if _saved:
+            return max(before for _, before in _saved)
+    return max((lib.num_threads for lib in _blas_libraries()), default=1)
 
 
 def prepare() -> None:

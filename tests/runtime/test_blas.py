@@ -104,3 +104,16 @@ def test_distals_own_openblas_is_limited_too(machine: rt.MachineInfo) -> None:
         pytest.skip(f"matrix products of tiles run on NumPy's BLAS here: {tile_blas.describe()}")
     paths = {str(Path(x.filepath).resolve()) for x in _blas._blas_libraries(refresh=True)}
     assert str(Path(lib.path).resolve()) in paths
+
+
+@pytest.mark.legate
+def test_the_users_thread_count_holds_while_distals_tasks_are_queued(machine: rt.MachineInfo,
+                                                                     two_blas_threads: None) -> None:
+    key = rt.register_kernel(lambda point, tile: None)
+    store = rt.zeros((2,), tile=(2,))
+    rt.fence()
+    assert rt.blas_user_threads() == 2
+    rt.index_launch(key, (1,), [rt.Arg(store, rt.Privilege.READ_WRITE, (2,))])
+    assert set(_blas_threads()) == {1} and rt.blas_user_threads() == 2  # limited now; the user's count is 2
+    rt.fence()
+    assert rt.blas_user_threads() == 2
