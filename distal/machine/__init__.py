@@ -17,7 +17,9 @@ from distal.machine.links import (
     Link,
     LinkError,
 )
+from distal.machine.ranks import RANK_LINK, local_ranks, rank_machine, run_processors, running_ranks
 
 __all__ = ["EDR_LASSEN", "HDR_DGX_A100", "KINDS", "LINKS", "MEMORY_KINDS", "NIC", "NVLINK2_LASSEN", "NVLINK_V100",
-           "NVSWITCH_A100", "PCIE", "PROCESSOR_KINDS", "SHARED_MEMORY", "XBUS_POWER9", "Grid", "Level", "Link",
-           "LinkError", "Machine", "ProcessorKind", "default_links", "machine_levels", "node_size", "processor_kind"]
+           "NVSWITCH_A100", "PCIE", "PROCESSOR_KINDS", "RANK_LINK", "SHARED_MEMORY", "XBUS_POWER9", "Grid", "Level",
+           "Link", "LinkError", "Machine", "ProcessorKind", "default_links", "local_ranks", "machine_levels",
+           "node_size", "processor_kind", "rank_machine", "run_processors", "running_ranks"]

@@ -66,6 +66,7 @@ from distal.host import config_flag, configured_processors
 from distal.lower import compile_schedule
 from distal.lower.executable import analysis_of
 from distal.machine.grid import Grid, Machine, processor_kind
+from distal.machine.ranks import rank_machine, run_processors, running_ranks
 from distal.model.explain import predicted
 from distal.notation.ast import Access, Assignment, Expr, IndexVar
 from distal.notation.tensor_base import TensorBase
@@ -101,7 +102,11 @@ class Option:
     order: tuple[int, ...] = ()  # the statement's inputs in the algorithm's operand order
     machine: Machine | None = None
     params: tuple[tuple[str, Any], ...] = ()
-    copy_seconds: float = 0.0  # dt.einsum: copying host operands onto Legate before the plan runs
+    copy_seconds: float = 0.0  # dt.einsum: copying host operands onto Legate and the result back
+    # on a machine of two levels (nodes, with several Legate ranks the ranks; then their processors): the
+    # variables over the inner level's dimensions, `vars` and `grid` being the outer level's; a variable of
+    # `vars` here stands for its part inside one node (split further), another variable for itself
+    inner: tuple[IndexVar, ...] = ()
 
     @property
     def total_seconds(self) -> float:
@@ -111,7 +116,8 @@ class Option:
     def describe(self) -> str:
         idle = f", {self.idle} processor(s) idle" if self.idle else ""
         fit = "" if self.fits else " (over the memory bound)"
-        copy = f" plus {_fmt(self.copy_seconds)} copying host operands onto Legate" if self.copy_seconds else ""
+        copy = (f" plus {_fmt(self.copy_seconds)} copying host operands onto Legate and the result back"
+                if self.copy_seconds else "")
         return (f"{self.what}: predicted {_fmt(self.seconds)}{copy}, moves {_bytes(self.comm_bytes)} per processor, "
                 f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
 
@@ -120,9 +126,11 @@ _DEFAULT: dict[tuple[Any, ...], Machine] = {}  # default_machine's answer, by ki
 
 
 def default_machine(kind: str | None = None) -> Machine:
-    """Every processor the running Legate has (GPUs where it has any, else CPUs) as a 1-D machine; before
-    Legate starts, the processors its configuration (LEGATE_CONFIG) asks for."""
-    key = (kind, rt.is_started(), os.environ.get("LEGATE_CONFIG", ""))
+    """Every processor the running Legate has (GPUs where it has any, else CPUs): one grid of them, or with several
+    Legate ranks the ranks and then each rank's processors (`distal.machine.ranks.rank_machine`:
+    `Machine(Grid(ranks), Grid(per rank))`, the ranks being the machine's nodes); before Legate starts, the
+    processors its configuration (LEGATE_CONFIG) asks for on the ranks the launcher started."""
+    key = (kind, rt.is_started(), os.environ.get("LEGATE_CONFIG", ""), running_ranks())
     found = _DEFAULT.get(key)
     if found is None:
         found = _DEFAULT[key] = _default_machine(kind)
@@ -131,15 +139,18 @@ def default_machine(kind: str | None = None) -> Machine:
 
 def _default_machine(kind: str | None) -> Machine:
     if rt.is_started():
+        ranks = rt.rank_count()
         gpus = rt.processor_count("gpu") if kind in (None, "gpu") else 0
-        if gpus:
-            return Machine(Grid(gpus, kind="gpu"))
-        return Machine(Grid(max(rt.processor_count("cpu"), 1)))
+        kind_, total = ("gpu", gpus) if gpus else ("cpu", max(rt.processor_count("cpu"), 1))
+        if ranks > 1 and total % ranks == 0:
+            return rank_machine(ranks, total // ranks, kind_)
+        return Machine(Grid(total, kind=kind_))
+    ranks = running_ranks()
     flag = config_flag("--gpus")
     gpus = int(flag) if flag is not None and flag.isdigit() else 0
     if gpus and kind in (None, "gpu"):
-        return Machine(Grid(gpus, kind="gpu"))
-    return Machine(Grid(configured_processors("cpu")))
+        return rank_machine(ranks, gpus, "gpu")
+    return rank_machine(ranks, configured_processors("cpu"))
 
 
 def resolve_machine(machine: Machine | Grid | None) -> Machine:
@@ -165,10 +176,10 @@ def default_model(machine: Machine) -> Any:
 
 def timing_processors(machine: Machine, mm: Any) -> int:
     """The real processors auto times candidates on: on this machine's model the processors the run will have
-    (Legate's configured processors of the machine's kind, `Plan.predict()`'s and explain()'s default), on a
-    model of another machine the processors of `machine`."""
+    (Legate's configured processors of the machine's kind on every rank, `distal.machine.ranks.run_processors`),
+    on a model of another machine the processors of `machine`."""
     if getattr(mm, "name", "") == "this-machine":
-        return configured_processors(machine.kind)
+        return run_processors(machine.kind)
     return machine.size
 
 
@@ -245,12 +256,13 @@ def _fresh(v: IndexVar, suffix: str, used: set[str]) -> IndexVar:
 
 
 def _formats(source: Assignment, vars_: Sequence[IndexVar], machine: Machine,
-             split: IndexVar | None = None) -> dict[int, Format]:
+             split: IndexVar | None = None, inner: Sequence[IndexVar] = ()) -> dict[int, Format]:
     """A format per tensor without one: each tile where the launch point computing it runs. With a summed
     variable `split` fetched in steps, a tensor that no distributed variable cuts is cut along `split`
-    instead on the first machine dimension (each processor holds a share; the steps fetch the rest)."""
+    instead on the first machine dimension (each processor holds a share; the steps fetch the rest). On a
+    machine of two levels, `inner` are the variables over the inner level (`Option.inner`): one distribution
+    per level."""
     out: dict[int, Format] = {}
-    reduced = set(source.reduction_vars)
     seen: set[int] = set()
     for acc in (source.lhs, *source.rhs.accesses()):
         t = acc.tensor
@@ -259,27 +271,47 @@ def _formats(source: Assignment, vars_: Sequence[IndexVar], machine: Machine,
             continue
         seen.add(t.uid)
         names = "abcdefghijklmnopqrstuvwxyz"[:t.order]
-        dims = []
-        for v in vars_:
-            at = next((d for d, x in enumerate(acc.indices) if x == v), None)
-            if at is not None:
-                dims.append(names[at])
-            elif acc is source.lhs and v in reduced:
-                dims.append("0")  # the result of a distributed sum is held by the dimension's first processor
-            else:
-                dims.append("*")
+        dims = _level_dims(source, acc, vars_, names)
         if split is not None and all(d == "*" for d in dims) and split in acc.indices:
             dims[0] = names[acc.indices.index(split)]
-        out[t.uid] = Format(f"{names} -> {''.join(dims)}", machine)
+        if machine.levels == 1:
+            out[t.uid] = Format(f"{names} -> {''.join(dims)}", machine)
+        else:
+            levels = [f"{names} -> {''.join(dims)}", f"{names} -> {''.join(_level_dims(source, acc, inner, names))}"]
+            out[t.uid] = Format(levels, machine)
     return out
 
 
-def _distributed(sched: S, vars_: Sequence[IndexVar], grid: Grid, split: tuple[IndexVar, int] | None) -> S:
-    """`sched` with `vars_` distributed over `grid` (compound form), a summed variable split into steps."""
+def _level_dims(source: Assignment, acc: Access, vars_: Sequence[IndexVar], names: str) -> list[str]:
+    """One machine level's distribution of `acc`'s tensor: per dimension of the level, the tensor dimension its
+    variable indexes, `0` for the output of a sum distributed there (the dimension's first processor holds it),
+    else `*` (replicated)."""
+    dims = []
+    for v in vars_:
+        at = next((d for d, x in enumerate(acc.indices) if x == v), None)
+        if at is not None:
+            dims.append(names[at])
+        elif acc is source.lhs and v in source.reduction_vars:
+            dims.append("0")
+        else:
+            dims.append("*")
+    return dims
+
+
+def _distributed(sched: S, vars_: Sequence[IndexVar], grid: Grid, split: tuple[IndexVar, int] | None,
+                 machine: Machine | None = None, inner: Sequence[IndexVar] = ()) -> S:
+    """`sched` with `vars_` distributed over `grid` (compound form), a summed variable split into steps. On a
+    two-level `machine`, `vars_` go over its outer level and `inner` over its inner one (a variable of `vars_`
+    there: its part inside a node)."""
     used = _names(sched.source)
     outer = [_fresh(v, "o", used) for v in vars_]
-    inner = [_fresh(v, "i", used) for v in vars_]
-    out = sched.distribute(list(vars_), outer, inner, Machine(grid))
+    within = [_fresh(v, "i", used) for v in vars_]
+    if machine is not None and machine.levels == 2:
+        out = sched.distribute(list(vars_), outer, within, machine)
+        targets = [within[vars_.index(v)] if v in vars_ else v for v in inner]
+        return out.distribute(targets, [_fresh(v, "o", used) for v in targets],
+                              [_fresh(v, "i", used) for v in targets], machine, level=1)
+    out = sched.distribute(list(vars_), outer, within, Machine(grid))
     if split is not None:
         k, steps = split
         extent = _extents(sched.source)[k]
@@ -318,6 +350,26 @@ def _assignments(extents: dict[IndexVar, int], grid: tuple[int, ...]) -> list[tu
             if all(math.ceil(extents[v] / math.ceil(extents[v] / g)) == g for v, g in zip(vs, grid))]
 
 
+def _inner_assignments(extents: dict[IndexVar, int], outer: Sequence[IndexVar], grid: Sequence[int],
+                       outer_grid: Sequence[int]) -> list[tuple[IndexVar, ...]]:
+    """Variables for the inner level's dimensions under `outer` on the outer level's: distinct, each a variable
+    of `outer` (its part inside one node, of ceil(n / g) elements) or another one, each cut into as many
+    non-empty blocks as its dimension has processors."""
+    part = {v: math.ceil(extents[v] / g) for v, g in zip(outer, outer_grid)}
+    ranked = [*outer, *(v for v in sorted(extents, key=lambda v: -extents[v]) if v not in part)]
+    pool = ranked[:len(outer) + _TOP_VARS]
+    size = {v: part.get(v, extents[v]) for v in pool}
+    return [vs for vs in itertools.permutations(pool, len(grid))
+            if all(g == 1 or math.ceil(size[v] / math.ceil(size[v] / g)) == g for v, g in zip(vs, grid))]
+
+
+def _level_text(vs: Sequence[IndexVar], inner: Sequence[IndexVar], m: Machine) -> str:
+    """A two-level candidate in words: 'b over the nodes Grid(2), i inside each node over Grid(2)'."""
+    within = ", ".join(f"{v}'s part" if v in vs else str(v) for v in inner)
+    return (f"{', '.join(map(str, vs))} distributed over the nodes {m.grids[0]!r}, {within} over each node's "
+            f"{m.grids[1]!r}")
+
+
 def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, memory: int | None = None,
             model: Any = None, eager: bool = False, formats: bool = True, library: Library | None = None
             ) -> list[Option]:
@@ -349,7 +401,18 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
         seconds, peak = eager_prediction(schedule, _shadow(source, {}), mm)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)", seconds, 0, peak,
                             peak <= bound, p - 1))
-    for shape in _grids(p, m.kind):
+    if m.levels == 2:  # the machine's nodes (with several Legate ranks, the ranks), then each node's processors
+        outer_shape, inner_shape = m.grids[0].dims, m.grids[1].dims
+        for vs in _assignments(extents, outer_shape):
+            for inner in _inner_assignments(extents, vs, inner_shape, outer_shape):
+                try:
+                    given = _formats(source, vs, m, None, inner) if formats else {}
+                    sched = _distributed(_shadow(source, given), vs, m.grids[0], None, m, inner)
+                    found.append(timed(sched, "distributed", _level_text(vs, inner, m), vars=vs,
+                                       grid=outer_shape, inner=inner))
+                except (ScheduleError, ShapeError):
+                    continue
+    for shape in _grids(p, m.kind) if m.levels != 2 else ():
         grid = Grid(*shape, kind=m.kind)
         for vs in _assignments(extents, shape):
             gm = Machine(grid)
@@ -450,8 +513,10 @@ def realise(best: Option, schedule: S, machine: Machine | Grid | None = None, *,
         return base
     grid = Grid(*best.grid, kind=machine.kind)
     split = best.split[0] if best.split is not None else None
-    for uid, fmt in (_formats(base.source, best.vars, Machine(grid), split) if formats else {}).items():
+    on = machine if best.inner else Machine(grid)
+    for uid, fmt in (_formats(base.source, best.vars, on, split, best.inner) if formats else {}).items():
         t = schedule.bindings[uid]
         if t.format is None:
             t.set_format(fmt)
-    return _distributed(type(schedule).of(source, schedule.bindings), best.vars, grid, best.split)
+    return _distributed(type(schedule).of(source, schedule.bindings), best.vars, grid, best.split,
+                        machine if best.inner else None, best.inner)

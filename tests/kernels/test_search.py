@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 import distal as dt
 from distal import kernels, model
+from distal.machine.links import Link
+from distal.machine.ranks import RANK_LINK
 from distal.model.hardware import LEAF_KINDS
 from tests._strategies import einsum_oracle, statements
 
@@ -167,3 +169,58 @@ def test_every_candidate_auto_considers_computes_the_statement(machine: dt.Machi
         sched = kernels.realise(option, Y.schedule(), machine, formats=False)
         sched.compile().run(backend="numpy")
         np.testing.assert_allclose(Y.to_numpy(), want, rtol=1e-10, atol=1e-10, err_msg=option.what)
+
+
+def _batched(m: dt.Machine) -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
+    """A[b,i,k] = B[b,i,j] * C[b,j,k] with B and C placed as a user who split the batch over the nodes would:
+    b over the nodes, B's rows (C replicated) over each node's processors."""
+    rng = np.random.default_rng(5)
+    b, i, j, k = dt.index_vars("b i j k")
+    B = dt.Tensor.from_array("B", rng.standard_normal((4, 256, 192)), dt.Format(["bij -> b", "bij -> i"], m))
+    C = dt.Tensor.from_array("C", rng.standard_normal((4, 192, 160)), dt.Format(["bjk -> b", "bjk -> *"], m))
+    A = dt.Tensor("A", (4, 256, 160))
+    A[b, i, k] = B[b, i, j] * C[b, j, k]
+    return A, B, C
+
+
+def _between_nodes(plan: dt.Plan) -> int:
+    return plan.stats()["traffic"].split().between_nodes
+
+
+def test_auto_on_two_levels_keeps_the_traffic_inside_each_node_where_nodes_are_processes() -> None:
+    """On Machine(Grid(2), Grid(2)) priced as two ranks (a node is a process: tiles cross between nodes over the
+    link between ranks, inside one at the memory's bandwidth), auto distributes the batch over the nodes, where
+    B and C already are: nothing crosses between nodes. The shared-memory model of one process reads every
+    placed tile in place, so it ties that plan with one distributing i over the nodes, whose plan moves
+    B's tiles between nodes, and prefers the other (listed first): the choice comes from pricing the ranks."""
+    m = dt.Machine(dt.Grid(2), dt.Grid(2))
+    one = model.this_machine().with_(name="one-process")  # another name: timed on the machine's 4 processors
+    ranks = one.with_(name="two-ranks", per_node=2, levels=(), shared_memory=False, inter=RANK_LINK,
+                      intra=Link("memory", one.processor.bandwidth, 0.0))
+    A, B, C = _batched(m)
+    found = {o.what: o for o in kernels.options(A.schedule(), m, model=ranks)}
+    keep = "b distributed over the nodes Grid(2), i over each node's Grid(2)"
+    cross = "i distributed over the nodes Grid(2), b over each node's Grid(2)"
+    assert keep in found and cross in found, sorted(found)
+    assert found[keep].inner and found[keep].vars[0].name == "b"
+    # what each of the two plans moves between nodes, as its plan's traffic table counts it
+    plans = {what: kernels.realise(found[what], _batched(m)[0].schedule(), m).compile() for what in (keep, cross)}
+    assert _between_nodes(plans[keep]) == 0
+    assert _between_nodes(plans[cross]) > 0
+    # one process's model: the two tie
+    flat = {o.what: o for o in kernels.options(A.schedule(), m, model=one)}
+    assert flat[keep].seconds == pytest.approx(flat[cross].seconds, rel=1e-6)
+    # the ranks' model: the traffic between nodes costs the link between ranks, and auto keeps it inside
+    assert found[cross].seconds > found[keep].seconds
+    sched = A.schedule().auto(m, model=ranks)
+    assert "auto: chose " + keep in "\n".join(sched.notes)
+    plan = sched.compile()
+    assert plan.machine == m and _between_nodes(plan) == 0
+    plan.run(backend="numpy")
+    np.testing.assert_allclose(A.to_numpy(), np.einsum("bij,bjk->bik", B.to_numpy(), C.to_numpy()), rtol=1e-10,
+                               atol=1e-10)
+
+
+def test_auto_on_a_one_level_machine_considers_flat_grids_only() -> None:
+    R, _, _ = _contraction(8)
+    assert all(not o.inner for o in kernels.options(R.schedule(), dt.Machine(dt.Grid(2, 2))))
