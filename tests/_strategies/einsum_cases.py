@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import random
@@ -324,15 +325,20 @@ def draw_dtypes(rng: random.Random, n: int, case: Case) -> list[np.dtype[Any]]:
     return dtypes
 
 
+_WEIGHTS = {"numpy": 4.5, "cupynumeric": 2.5, "tensor": 3.0}  # how often each operand kind is drawn
+# cuPyNumeric's operands only where it is installed (legate 26.1's multi-rank environment has none)
+OPERAND_KINDS = tuple(k for k in _WEIGHTS if k != "cupynumeric" or importlib.util.find_spec("cupynumeric") is not None)
+
+
 def draw_operands(rng: random.Random, nrng: np.random.Generator, spec: Spec, case: Case, *,
-                  kinds: tuple[str, ...] = ("numpy", "cupynumeric", "tensor"), broadcast: bool = True) -> Operands:
+                  kinds: tuple[str, ...] = OPERAND_KINDS, broadcast: bool = True) -> Operands:
     dtypes = draw_dtypes(rng, len(spec.inputs), case)
     arrays: list[np.ndarray] = []
     chosen: list[str] = []
     formats: list[dt.Format | None] = []
     views: list[str] = []
     for term, dtype in zip(spec.inputs, dtypes):
-        kind = rng.choices(kinds, (4.5, 2.5, 3)[: len(kinds)])[0]
+        kind = rng.choices(kinds, [_WEIGHTS[k] for k in kinds])[0]
         shape = [spec.extents[c] for c in term]
         if kind == "numpy" and broadcast and spec.ell and rng.random() < 0.3:
             dims = [d for d, c in enumerate(term) if c in spec.ell and spec.extents[c] > 1]

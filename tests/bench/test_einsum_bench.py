@@ -98,6 +98,7 @@ def test_fingerprints_compare_complex_results(bench: ModuleType) -> None:
 
 @pytest.mark.legate
 @pytest.mark.slow
+@pytest.mark.cupynumeric  # the run's children import cuPyNumeric
 def test_a_quick_run_records_every_statement_and_section(bench: ModuleType, tmp_path: Path) -> None:
     env = {**os.environ, "DISTAL_BENCH_RESULTS": str(tmp_path)}
     env.pop("LEGATE_CONFIG", None)

@@ -182,6 +182,7 @@ def test_a_numpy_sample_child_times_one_run_after_a_warm_up(suite: ModuleType) -
 
 
 @pytest.mark.legate
+@pytest.mark.cupynumeric  # a child imports cuPyNumeric
 def test_distal_and_cupynumeric_children_compute_numpys_result(suite: ModuleType) -> None:
     prints = {}
     for system in suite.SYSTEMS:
