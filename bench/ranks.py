@@ -1,6 +1,7 @@
 """The library's algorithms and five einsum statements on 1 rank x 2 CPUs against 2 ranks x 1 CPU.
 
     .venv/bin/python bench/ranks.py [--quick] [--repeats N] [--out ranks]      (or: distal bench ranks)
+    .venv/bin/python bench/ranks.py --link [--repeats N]      (the link between two ranks, about a minute)
 
 Builds the multi-rank environment once (tools/multirank_env.sh: legate 26.1, Open MPI and UCX from
 PyPI, under .multirank/), then runs this script twice as a child there: under `mpirun -n 1` with two
@@ -15,6 +16,15 @@ plan's outermost machine level as the model counts them (`between_nodes_bytes`).
 bytes between ranks: the plans' machines have 2 to 8 coordinates folded onto the 2 ranks, and Legate's
 own count of bytes between ranks is not read here (docs/multinode.md). A last workload launches nothing
 and times the fence alone.
+
+`--link` measures the link between two ranks that `distal.machine.ranks.RANK_LINK` records: under
+`mpirun -n 2` (one CPU per rank) a copy `y[i] = x[i]` on `Machine(Grid(2), Grid(1))` with x held
+whole by rank 0 and y in halves, so that rank 1 reads its half of x from rank 0, against the same
+copy with x in halves too (nothing crosses), run interleaved; each run first writes x anew where it is
+held (from z, placed alike: nothing crosses), so that the copy of x on rank 1 from the run before is
+stale and the bytes cross every run; the difference of their fastest runs at
+16 to 64 MiB of x is the time of the bytes between ranks (half of x). Latency: the difference at 8
+elements; bandwidth: the least-squares slope of the differences over the bytes.
 
 On this project's 2-core machines these times are the mechanics of several ranks (start-up, copies
 made as tasks, launches through Legion's distributed runtime), not scaling figures: two ranks share
@@ -126,20 +136,118 @@ def child(quick: bool, repeats: int, out: Path) -> int:
     return 0
 
 
+# -- the link between two ranks -----------------------------------------------------------------------
+
+LINK_SIZES = (8, 1 << 21, 1 << 22, 1 << 23)  # float64 elements of x: 64 B, 16, 32 and 64 MiB
+
+
+def link_child(repeats: int, out: Path) -> int:
+    """Rank 1 reads half of a vector that rank 0 holds, against a copy that reads nothing from another rank."""
+    import numpy as np
+
+    import distal as dt
+    from distal import runtime as rt
+
+    rt.ensure_started()
+    legate = rt.legate_runtime()
+    i, io, ii = dt.index_vars("i io ii")
+    m = dt.Machine(dt.Grid(2), dt.Grid(1))
+    halves = dt.Format(["x -> x", "x -> x"], m)
+    rows = []
+    for n in LINK_SIZES:
+        plans = {}
+        for label, held in (("crossing", dt.Format(["x -> 0", "x -> 0"], m)), ("local", halves)):
+            # x is written anew each run where its format holds it (from z, held alike), so that Legion's copy of
+            # x on rank 1 from the run before is stale and the read crosses again
+            z = dt.Tensor.from_array(f"z_{label}_{n}", np.arange(n, dtype=np.float64), held)
+            x = dt.Tensor(f"x_{label}_{n}", (n,), held)
+            y = dt.Tensor(f"y_{label}_{n}", (n,), halves)
+            x[i] = z[i]
+            write = x.schedule().distribute([i], [io], [ii], m).communicate([x, z], io).compile()
+            y[i] = x[i]
+            read = y.schedule().distribute([i], [io], [ii], m).communicate([x, y], io).compile()
+            plans[label] = (write, read)
+            write.run()
+            read.run()
+            rt.fence()
+        times: dict[str, list[float]] = {label: [] for label in plans}
+        for _ in range(repeats):  # interleaved: a burst of load meets both
+            for label, (write, read) in plans.items():
+                start = time.perf_counter()
+                write.run()
+                read.run()
+                rt.fence()
+                times[label].append(time.perf_counter() - start)
+        between = plans["crossing"][1].stats()["traffic"].split().between_nodes
+        best = {label: min(t) for label, t in times.items()}
+        rows.append({"elements": n, "bytes_between_ranks": between, "times_s": times,
+                     **{f"{k}_min_s": v for k, v in best.items()},
+                     **{f"{k}_median_s": statistics.median(t) for k, t in times.items()},
+                     "difference_s": best["crossing"] - best["local"]})
+        if legate.node_id == 0:
+            print(f"  {n * 8} B of x, {between} B between ranks: fastest crossing {best['crossing'] * 1e3:.2f} ms, "
+                  f"local {best['local'] * 1e3:.2f} ms", flush=True)
+        del plans
+    if legate.node_id == 0:
+        out.write_text(json.dumps({"ranks": int(legate.node_count), "rows": rows}))
+    return 0
+
+
+def link(repeats: int, name: str) -> int:
+    """Run `link_child` under mpirun -n 2, fit latency and bandwidth, record them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import record
+
+    env_file, env = _environment()
+    if env_file is None:
+        return 1
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "link.json"
+        config = "--cpus 1 --gpus 0 --omps 0 --sysmem 1500 --utility 1"
+        command = (f"source {env_file} && export LEGATE_CONFIG='{config}' && exec mpirun --bind-to none -n 2 "
+                   f"python {Path(__file__).resolve()} --repeats {repeats} --link-child {out}")
+        done = subprocess.run(["bash", "-c", command], env=env, cwd=str(ROOT), timeout=1800, check=False)
+        if done.returncode != 0 or not out.exists():
+            print(f"the child failed ({done.returncode})", file=sys.stderr)
+            return 1
+        found = json.loads(out.read_text())
+    rows = found["rows"]
+    latency = rows[0]["difference_s"]
+    big = rows[1:]
+    mean_b = statistics.fmean(r["bytes_between_ranks"] for r in big)
+    mean_t = statistics.fmean(r["difference_s"] for r in big)
+    slope = (sum((r["bytes_between_ranks"] - mean_b) * (r["difference_s"] - mean_t) for r in big)
+             / sum((r["bytes_between_ranks"] - mean_b) ** 2 for r in big))
+    bandwidth = 1.0 / slope if slope > 0 else float("inf")
+    print(f"latency {latency * 1e6:.0f} us, bandwidth {bandwidth / 1e9:.2f} GB/s (load {load[0]:.1f})")
+    path = record(name, {"rows": rows, "latency_s": latency, "bandwidth_Bps": bandwidth, "repeats": repeats,
+                         "load": load, "os_load_after": os.getloadavg(),
+                         "note": "two ranks of one CPU each over UCX shared memory on this host"})
+    print(f"wrote {path}")
+    return 0
+
+
+def _environment() -> tuple[str | None, dict[str, str]]:
+    built = subprocess.run(["bash", str(ROOT / "tools" / "multirank_env.sh")], capture_output=True, text=True,
+                           check=False)
+    if built.returncode != 0:
+        print(built.stderr, file=sys.stderr)
+        return None, {}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
+    env.setdefault("DISTAL_MACHINE_MODEL", str(ROOT / "tests" / "_data" / "machine-model.json"))
+    return built.stdout.strip().splitlines()[-1], env
+
+
 # -- the parent: both configurations, one record -------------------------------------------------------
 
 def parent(quick: bool, repeats: int, name: str) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import record
 
-    built = subprocess.run(["bash", str(ROOT / "tools" / "multirank_env.sh")], capture_output=True, text=True,
-                           check=False)
-    if built.returncode != 0:
-        print(built.stderr, file=sys.stderr)
+    env_file, env = _environment()
+    if env_file is None:
         return 1
-    env_file = built.stdout.strip().splitlines()[-1]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
-    env.setdefault("DISTAL_MACHINE_MODEL", str(ROOT / "tests" / "_data" / "machine-model.json"))
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for label, (ranks, cpus) in CONFIGS.items():
@@ -173,8 +281,14 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (n = 128)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="ranks")
+    parser.add_argument("--link", action="store_true", help="measure the link between two ranks")
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--link-child", type=Path, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.link_child is not None:
+        return link_child(options.repeats, options.link_child)
+    if options.link:
+        return link(options.repeats, "ranks_link" if options.out == "ranks" else options.out)
     if options.child is not None:
         return child(options.quick, options.repeats, options.child)
     return parent(options.quick, options.repeats, options.out)

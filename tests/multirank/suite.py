@@ -6,7 +6,8 @@ Groups (default: all): library (the ten library algorithms), paper (SUMMA, Canno
 as schedules over placed formats), einsum (dt.einsum with auto on 20 random statements, NumPy and
 dt.Tensor operands; einsum=N for N), redist (redistributions between formats), reduce (hierarchical and distributed
 reductions), io (from_array / to_numpy, out-of-memory refusals, a user error), threads (a call from a
-second thread refused), placement (which rank Legate ran the tasks reading each tile on).
+second thread refused), placement (which rank Legate ran the tasks reading each tile on), ranks (auto
+on the default machine, the ranks as its nodes, keeps a batched product's traffic inside each rank).
 DISTAL_RANKS_ONLY=TEXT runs only the checks whose name contains TEXT. Every rank writes its record
 (_rank.py); the pytest driver (test_multirank.py) compares them. The data of every check comes from seeded generators, the same on
 every rank, as control replication requires.
@@ -29,7 +30,7 @@ import distal as dt
 from distal import kernels
 
 i, j, k, io, jo, ko, ii, ji, ki, kos = dt.index_vars("i j k io jo ko ii ji ki kos")
-GROUPS = ("library", "paper", "einsum", "redist", "reduce", "io", "threads", "placement")
+GROUPS = ("library", "paper", "einsum", "redist", "reduce", "io", "threads", "placement", "ranks")
 
 
 def _rng(tag: str) -> np.random.Generator:
@@ -280,6 +281,51 @@ def placement(rank: Rank) -> float:
     return relative_error(A.to_numpy(), (b @ c))
 
 
+# -- auto sees the ranks as nodes --------------------------------------------------------------------
+
+def auto_inside_ranks(rank: Rank) -> float:
+    """A batched product whose operands a user placed with the batch over the ranks: on the default machine
+    (the ranks, then each rank's processors) auto distributes the batch over the ranks, so that its plan moves
+    nothing between ranks, where distributing i over the ranks (one process's model ties the two) would move
+    B's tiles between them. Both through Schedule.auto and dt.einsum, equal to NumPy."""
+    from distal.search import default_machine
+
+    ranks = rank.ranks
+    m = default_machine()
+    if m.levels != 2 or m.grids[0].dims != (ranks,):
+        raise AssertionError(f"the default machine on {ranks} ranks is {m!r}, expected the ranks as its outer level")
+    per = m.grids[1].size
+    rng = _rng("inside")
+    b_, c_ = rng.standard_normal((6, 128, 96)), rng.standard_normal((6, 96, 80))
+    batch = "b" if per == 1 else "i"
+    B = dt.Tensor.from_array("B_inside", b_, dt.Format(["bij -> b", f"bij -> {batch}"], m))
+    C = dt.Tensor.from_array("C_inside", c_, dt.Format(["bjk -> b", "bjk -> *"], m))
+    A = dt.Tensor("A_inside", (6, 128, 80))
+    b, i2, j2, k2 = dt.index_vars("b i2 j2 k2")
+    A[b, i2, k2] = B[b, i2, j2] * C[b, j2, k2]
+    sched = A.schedule().auto()
+    chose = next(n for n in sched.notes if n.startswith("auto: chose"))
+    plan = sched.compile()
+    between = plan.stats()["traffic"].split().between_nodes
+    others = [n for n in sched.notes if n.startswith("auto: considered i2 distributed over the nodes")]
+    rank.record["auto_inside_ranks"] = {"machine": repr(m), "chose": chose, "between_nodes": between,
+                                        "i_over_ranks": others[:1]}
+    if not chose.startswith("auto: chose b distributed over the nodes") or between:
+        raise AssertionError(f"auto on {m!r}: {chose}; its plan moves {between} B between ranks")
+    plan.run()
+    error = relative_error(A.to_numpy(), np.einsum("bij,bjk->bik", b_, c_))
+    before = os.environ.get("DISTAL_EAGER")
+    os.environ["DISTAL_EAGER"] = "0"  # the einsum runs as Legate tasks across the ranks
+    try:
+        got = dt.einsum("bij,bjk->bik", B, C)
+    finally:
+        if before is None:
+            del os.environ["DISTAL_EAGER"]
+        else:
+            os.environ["DISTAL_EAGER"] = before
+    return max(error, relative_error(np.asarray(got.to_numpy()), np.einsum("bij,bjk->bik", b_, c_)))
+
+
 # -- the program -------------------------------------------------------------------------------------
 
 def checks(rank: Rank, groups: tuple[str, ...], statements: int = 20) -> list[tuple[str, Callable[[], float]]]:
@@ -313,6 +359,8 @@ def checks(rank: Rank, groups: tuple[str, ...], statements: int = 20) -> list[tu
         found.append(("a call from a second thread refused", lambda: second_thread(r)))
     if "placement" in groups:
         found.append((f"placement: B's row blocks on the ranks of Grid({r}, 1)", lambda: placement(rank)))
+    if "ranks" in groups:
+        found.append(("auto keeps a batched product's traffic inside each rank", lambda: auto_inside_ranks(rank)))
     return found
 
 

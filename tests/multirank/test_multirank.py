@@ -10,7 +10,9 @@ writes a record, and the tests below read the records of all ranks:
 - every rank submitted the same launch stream (a hash per check and for the whole run);
 - the global random generators draw the same on every rank; processors are counted over all ranks;
 - each row block of a placed tensor is read by tasks on the rank its format names (Legate's placement);
-- a task failing on one rank raises a DistalError on every rank, and nobody hangs.
+- a task failing on one rank raises a DistalError on every rank, and nobody hangs;
+- auto on the default machine (the ranks, then each rank's processors) keeps a batched product's traffic
+  inside each rank.
 
 Set DISTAL_SKIP_MULTIRANK=1 to skip them (a machine without network or root for libibverbs1); CI
 does not. The launchers: `mpirun -n 2`, `mpirun --oversubscribe -n 3` (more ranks than CI's
@@ -59,10 +61,11 @@ LAUNCHES = {
     "mpirun-2": Launch("mpirun -n 2", 2, f"{MPIRUN} -n 2 python", 1200),
     # three ranks on CI's two cores: every group, eight einsum statements (twenty at two ranks)
     "mpirun-3": Launch("mpirun --oversubscribe -n 3", 3, f"{MPIRUN} --oversubscribe -n 3 python", 1500,
-                       ("library", "paper", "einsum=8", "redist", "reduce", "io", "threads", "placement")),
+                       ("library", "paper", "einsum=8", "redist", "reduce", "io", "threads", "placement",
+                        "ranks")),
     "legate-2": Launch("legate --launcher mpirun --ranks-per-node 2", 2,
                        f"legate --launcher mpirun --ranks-per-node 2 {CONFIG}", 900,
-                       ("paper", "einsum", "io", "threads", "placement")),
+                       ("paper", "einsum", "io", "threads", "placement", "ranks")),
 }
 
 
@@ -247,6 +250,17 @@ def test_no_task_reads_uninitialized_data(suite: Ran) -> None:
     complete(suite)
     warned = [line for line in suite.output.splitlines() if "using uninitialized data" in line]
     assert not warned, f"{len(warned)} warning(s) under `{suite.launch.name}`, the first:\n{warned[0]}"
+
+
+def test_auto_keeps_the_traffic_inside_each_rank(suite: Ran) -> None:
+    """On the default machine (the ranks as its nodes) auto chose the plan that moves nothing between ranks."""
+    complete(suite)
+    for r, record in suite.records.items():
+        seen = record.get("auto_inside_ranks")
+        assert seen, f"rank {r} did not run the check: {[c['check'] for c in record['checks']]}"
+        assert seen["machine"] == f"Machine(Grid({suite.launch.ranks}), Grid(1))", (r, seen)
+        assert seen["chose"].startswith("auto: chose b distributed over the nodes"), (r, seen)
+        assert seen["between_nodes"] == 0, (r, seen)
 
 
 @pytest.fixture
