@@ -18,8 +18,8 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
-import distal.contract as contract
 import distal.model as time_model
+import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
@@ -93,11 +93,12 @@ def threaded(mm: Any, threads: int) -> Any:
 def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) -> tuple[float, int]:
     """The eager candidate's predicted seconds and peak bytes: `one_task` (the statement's one-task plan on
     shadow tensors)'s leaf work without the runtime's fixed costs, its matrix products on NumPy's BLAS threads
-    (`threaded`; distal.contract runs them on distal.tile_blas or NumPy's matmul with as many), the read-back
+    (`threaded`; distal.contract runs them on distal.tile_blas or NumPy's matmul with as many; the count the
+    user set, `distal.runtime.blas_user_threads`, steady while distal's tasks are queued), the read-back
     of `schedule`'s operands that live on Legate, and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        pred = time_model.predict(compile_schedule(one_task), threaded(mm, contract.blas_threads()), 1)
+        pred = time_model.predict(compile_schedule(one_task), threaded(mm, rt.blas_user_threads()), 1)
     back = moving_seconds(schedule, True, mm)
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
     return leaf + back + EAGER_OVERHEAD, pred.peak_bytes

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import distal as dt
-import distal.contract as contract
+import distal.runtime as rt
 from distal import model
 from distal.search import host_moves
 
@@ -36,7 +36,7 @@ def _schedule(spec: str, *shapes: tuple[int, ...]) -> dt.Schedule:
 
 
 def _eager(sched: dt.Schedule, threads: int, monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setattr(contract, "blas_threads", lambda: threads)
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: threads)
     return host_moves.eager_prediction(sched, sched, model.this_machine())[0]
 
 
@@ -72,10 +72,30 @@ def test_a_matmul_numpy_does_in_milliseconds_runs_eagerly(monkeypatch: pytest.Mo
     """Issue 33's table: at NumPy's 5 ms sizes auto chose Legate for NumPy operands (0.33-0.48x NumPy's time):
     copying them on and the result back costs more than the second processor saves over NumPy's two BLAS
     threads."""
-    monkeypatch.setattr(contract, "blas_threads", lambda: 2)
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
     einsum_module.clear_cache()
     a = np.zeros((640, 640))
     plan = dt.einsum_plan("ij,jk->ik", a, a, machine=dt.Machine(dt.Grid(2)))
     assert plan.eager, plan.notes[0]
     einsum_module.clear_cache()
 
+
+
+def test_the_eager_price_holds_while_distal_s_tasks_are_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """distal limits BLAS to one thread while its Legate tasks are queued; the eager candidate is priced on the
+    user's count all the same, so a plan cached then is the one of the user's setting."""
+    from threadpoolctl import threadpool_limits
+
+    from distal.runtime import _blas
+
+    sched = _schedule("ij,jk->ik", (1400, 1400), (1400, 1400))
+    mm = model.this_machine()
+    with threadpool_limits(2, user_api="blas"):  # the user's setting: two threads
+        before = host_moves.eager_prediction(sched, sched, mm)[0]
+        monkeypatch.setattr(_blas, "_threads", 1)
+        _blas.limit()
+        try:
+            during = host_moves.eager_prediction(sched, sched, mm)[0]
+        finally:
+            _blas.restore()
+    assert during == before
