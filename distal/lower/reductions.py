@@ -98,11 +98,12 @@ class HeldReduction(Reduction):
 
 #: On a flat machine ("auto"), a Legate reduction whose processors' partials are at least this many bytes holds
 #: them (`HeldReduction`) even where no tile is reduced twice: Legate makes a fresh reduction instance per point
-#: every run, which on this machine took 5.8-40 ms a run for Johnson on Grid(2, 2, 2) at n = 512 (512 KiB
-#: tiles) and 50 ms at n = 576 (648 KiB) against 3.6-5.8 and 8.6 ms held (/tmp probes of session 11, one Legate
-#: child, medians of 7-11 interleaved runs); below it the held partials' pinned folds (one launch per processor)
-#: cost more than the instances: 1.5-3.9 ms against 2.0-4.6 held at n = 128-384 (32-288 KiB).
-HOLD_MIN_BYTES = 1 << 19
+#: every run, which on this machine cost an erratic 1.5-40 ms a run for Johnson on Grid(2, 2, 2) (n = 256: 1.7 or
+#: 6.1 ms; n = 384: 21 ms median, 1.8 the fastest), where the held partials took 1.0-3.2 ms from n = 32 (2 KiB
+#: partials) to 512 and were never slower (session 11, medians of 11 interleaved runs in one Legate child under
+#: `chrt -r 10` while the machine was loaded; without the priority the figures follow the load). Smaller
+#: partials were not measured: the smallest plans keep Legate's one reduction.
+HOLD_MIN_BYTES = 1 << 11
 #: ... and the machine has at most this many processors: the folds are one pinned launch per processor (about
 #: 0.12 ms each here), where Legate's reduction is one launch for all of them.
 HOLD_MAX_PROCESSORS = 16
