@@ -84,8 +84,9 @@ from typing import Any
 import numpy as np
 
 from distal import leaf
-from distal.host import meminfo_kib, private_dir, trusted_file
+from distal.host import configured_processors, meminfo_kib, private_dir, trusted_file
 from distal.machine.links import Link
+from distal.machine.ranks import RANK_LINK, local_ranks, running_ranks
 from distal.model.hardware import (
     HUGE_PAGE,
     LEAF_KINDS,
@@ -427,7 +428,19 @@ def this_machine(recalibrate: bool = False) -> MachineModel:
     """The model of this machine: cached calibration (measured now when there is none or `recalibrate`).
 
     With `$DISTAL_MACHINE_MODEL` set, the model of that file (`pinned_model`), whatever `recalibrate` says.
+    With several Legate ranks (`distal.machine.ranks.running_ranks`, read from the launcher's variables, the
+    same on every rank), the model of the run: a node is a rank of the processors each rank configures, ranks
+    joined by `RANK_LINK`, the ranks on this host sharing its cores (`MachineModel.across_ranks`).
     """
+    ranks = running_ranks()
+    host = _host_model(recalibrate)
+    if ranks <= 1:
+        return host
+    return host.across_ranks(ranks, configured_processors("cpu"), RANK_LINK, local_ranks())
+
+
+def _host_model(recalibrate: bool) -> MachineModel:
+    """This host's model: the pinned file, else the cache, else measured now (and cached)."""
     pinned = os.environ.get(PINNED)
     if pinned:
         return pinned_model(pinned)

@@ -31,7 +31,6 @@ from dataclasses import replace
 
 from distal._text import bytes_text as _bytes
 from distal._text import seconds_text
-from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, proc_text
 from distal.lower.describe import describe, leaf_text
 from distal.lower.executable import analysis_of
@@ -41,6 +40,7 @@ from distal.lower.reductions import HeldReduction
 from distal.lower.task_graph import PlanBase
 from distal.lower.traffic import Split
 from distal.machine.level import node_size
+from distal.machine.ranks import run_processors
 from distal.model import calibrate
 from distal.model.hardware import MachineModel, ModelError
 from distal.model.predict import Prediction, predict
@@ -87,13 +87,13 @@ def default_processors(plan: PlanBase, model: MachineModel) -> int | None:
     """The real processors a prediction assumes when the caller asks for none (None: one per point).
 
     On this machine's model, the processors the run will really have: the Legate processors of the plan's
-    kind configured (`distal.host.configured_processors`, the ones `analysis_of(plan)` counts its tasks on);
-    on a model of another machine (a preset), which this host does not run, one per point of the plan's
-    machine (the text says so).
+    kind configured (`distal.host.configured_processors`, the ones `analysis_of(plan)` counts its tasks on),
+    over all the run's ranks (`distal.machine.ranks.run_processors`); on a model of another machine (a
+    preset), which this host does not run, one per point of the plan's machine (the text says so).
     """
     if model.name != "this-machine":
         return None
-    return configured_processors(plan.machine.kind if plan.machine is not None else "cpu")
+    return run_processors(plan.machine.kind if plan.machine is not None else "cpu")
 
 
 def predicted(plan: PlanBase, model: MachineModel | None = None, processors: int | None = None,

@@ -42,3 +42,20 @@ def test_a_tile_from_the_other_rank_costs_the_link_between_ranks() -> None:
     half = n * n // 2 * 8
     assert flat.comm_seconds < 1e-12 and ranks.comm_seconds >= SLOW.seconds(half, 1) > 0
     assert ranks.seconds > flat.seconds
+
+
+def test_this_machine_with_several_ranks_is_the_runs_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distal.machine.ranks import RANK_LINK
+    from distal.model import calibrate, explain
+
+    host = _local()
+    monkeypatch.setattr(calibrate, "_host_model", lambda recalibrate: host)
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 2")
+    for name in ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    plan = kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *(dt.Tensor(x, (8, 8)) for x in "ABC")).compile()
+    assert calibrate.this_machine() is host and explain.default_processors(plan, host) == 2
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    run = calibrate.this_machine()
+    assert (run.per_node, run.shared_memory, run.inter, run.cores) == (2, False, RANK_LINK, 1)
+    assert explain.default_processors(plan, run) == 4  # every rank's 2 processors
