@@ -48,7 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import importlib.util
+import importlib.machinery
 import json
 import os
 import random
@@ -326,8 +326,10 @@ def draw_dtypes(rng: random.Random, n: int, case: Case) -> list[np.dtype[Any]]:
 
 
 _WEIGHTS = {"numpy": 4.5, "cupynumeric": 2.5, "tensor": 3.0}  # how often each operand kind is drawn
-# cuPyNumeric's operands only where it is installed (legate 26.1's multi-rank environment has none)
-OPERAND_KINDS = tuple(k for k in _WEIGHTS if k != "cupynumeric" or importlib.util.find_spec("cupynumeric") is not None)
+# cuPyNumeric's operands only where it is installed (legate 26.1's multi-rank environment has none); looked up on
+# sys.path alone, not through the import system's finders (tests/conftest.py's guard fails a lookup there)
+OPERAND_KINDS = tuple(k for k in _WEIGHTS
+                      if k != "cupynumeric" or importlib.machinery.PathFinder.find_spec("cupynumeric") is not None)
 
 
 def draw_operands(rng: random.Random, nrng: np.random.Generator, spec: Spec, case: Case, *,
