@@ -74,8 +74,18 @@ def run(rank: Rank) -> None:
     # after the refusals, the ranks still issue the same launches: a product across them
     b = np.arange(48.0).reshape(6, 8)
     c = np.arange(40.0).reshape(8, 5)
+    machine = dt.Machine(dt.Grid(rank.ranks))
     rank.run("einsum after the host checks", lambda: relative_error(
-        dt.einsum("ij,jk->ik", b, c, machine=dt.Machine(dt.Grid(rank.ranks))).to_numpy(), b @ c))
+        dt.einsum("ij,jk->ik", b, c, machine=machine).to_numpy(), b @ c))
+
+    def checked_while_queued() -> float:
+        """A check that asks rank 0 (a task and a wait) while the product's tasks may still be queued."""
+        product = dt.einsum("ij,jk->ik", b, c, machine=machine)  # launched, not read yet
+        data = np.arange(float(1 << 18))  # 2 MiB: rank 0 is asked
+        copied = dt.Tensor.from_array("Q", data)
+        return max(relative_error(product.to_numpy(), b @ c), relative_error(copied.to_numpy(), data))
+
+    rank.run("a host check while tasks are queued", checked_while_queued)
 
 
 if __name__ == "__main__":
