@@ -14,6 +14,7 @@ it replaces does. The figures are measured (each constant names its record);
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import replace
 from typing import Any
@@ -98,7 +99,8 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     of `schedule`'s operands that live on Legate, and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        pred = time_model.predict(compile_schedule(one_task), threaded(mm, rt.blas_user_threads()), 1)
+        threads = min(rt.blas_user_threads(), os.cpu_count() or 1)  # distal.contract's shares: one per core at most
+        pred = time_model.predict(compile_schedule(one_task), threaded(mm, threads), 1)
     back = moving_seconds(schedule, True, mm)
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
     return leaf + back + EAGER_OVERHEAD, pred.peak_bytes

@@ -8,6 +8,7 @@ BLAS thread count fixed by the test.
 from __future__ import annotations
 
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ def _schedule(spec: str, *shapes: tuple[int, ...]) -> dt.Schedule:
 
 def _eager(sched: dt.Schedule, threads: int, monkeypatch: pytest.MonkeyPatch) -> float:
     monkeypatch.setattr(rt, "blas_user_threads", lambda: threads)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)  # the shares are capped at the cores
     return host_moves.eager_prediction(sched, sched, model.this_machine())[0]
 
 
@@ -73,6 +75,7 @@ def test_a_matmul_numpy_does_in_milliseconds_runs_eagerly(monkeypatch: pytest.Mo
     copying them on and the result back costs more than the second processor saves over NumPy's two BLAS
     threads."""
     monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     einsum_module.clear_cache()
     a = np.zeros((640, 640))
     plan = dt.einsum_plan("ij,jk->ik", a, a, machine=dt.Machine(dt.Grid(2)))
