@@ -24,6 +24,10 @@ with the arrays' namespace `xp` (NumPy on CPU tiles, CuPy on GPU tiles).
   when batched), and tiny batched matrices run as an einsum loop.
 
 Float32/float64 matrix products of NumPy tiles run on `distal.tile_blas`.
+Where NumPy's BLAS has several threads (an eager dt.einsum; a Legate task
+has one), a large product or a stack of products is split into one share
+per thread, each share's GEMMs on one BLAS thread, as Legate's tasks split
+it (`_gemm`, `_each_on_tile_blas`, `_stacked_matmul`).
 `Contraction.describe()` names each call that runs (routine, shapes, copies);
 `run` adds the description of what actually ran (copies depend on the
 arrays' strides) to a `calls` counter, so that tests can compare the two.
