@@ -22,9 +22,11 @@ and times the fence alone.
 whole by rank 0 and y in halves, so that rank 1 reads its half of x from rank 0, against the same
 copy with x in halves too (nothing crosses), run interleaved; each run first writes x anew where it is
 held (from z, placed alike: nothing crosses), so that the copy of x on rank 1 from the run before is
-stale and the bytes cross every run; the difference of their fastest runs at
-16 to 64 MiB of x is the time of the bytes between ranks (half of x). Latency: the difference at 8
-elements; bandwidth: the least-squares slope of the differences over the bytes.
+stale and the bytes cross every run. The plans' wall times are recorded, but on a loaded 2-core machine
+their differences do not grow with the bytes (a crossing run took 0.25-0.7 s more at every size), so
+the figures come from Legion's profiler (`--profile`, read by tools/legion_prof.py): Realm's own start
+and stop of every copy between ranks. Latency: the fastest copy under 64 KiB; bandwidth: the
+least-squares slope of the fastest copy of each size of 1 MiB or more.
 
 On this project's 2-core machines these times are the mechanics of several ranks (start-up, copies
 made as tasks, launches through Legion's distributed runtime), not scaling figures: two ranks share
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -194,9 +197,13 @@ def link_child(repeats: int, out: Path) -> int:
 
 
 def link(repeats: int, name: str) -> int:
-    """Run `link_child` under mpirun -n 2, fit latency and bandwidth, record them."""
+    """Run `link_child` under mpirun -n 2 with Legion's profiler on; fit latency and bandwidth from the copies
+    between ranks Realm itself timed; record them with the plans' wall times."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(ROOT))
     from _common import record
+
+    from tools import legion_prof
 
     env_file, env = _environment()
     if env_file is None:
@@ -204,7 +211,7 @@ def link(repeats: int, name: str) -> int:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "link.json"
-        config = "--cpus 1 --gpus 0 --omps 0 --sysmem 1500 --utility 1"
+        config = f"--cpus 1 --gpus 0 --omps 0 --sysmem 1500 --utility 1 --profile --logdir {scratch}"
         command = (f"source {env_file} && export LEGATE_CONFIG='{config}' && exec mpirun --bind-to none -n 2 "
                    f"python {Path(__file__).resolve()} --repeats {repeats} --link-child {out}")
         done = subprocess.run(["bash", "-c", command], env=env, cwd=str(ROOT), timeout=1800, check=False)
@@ -212,18 +219,34 @@ def link(repeats: int, name: str) -> int:
             print(f"the child failed ({done.returncode})", file=sys.stderr)
             return 1
         found = json.loads(out.read_text())
-    rows = found["rows"]
-    latency = rows[0]["difference_s"]
-    big = rows[1:]
-    mean_b = statistics.fmean(r["bytes_between_ranks"] for r in big)
-    mean_t = statistics.fmean(r["difference_s"] for r in big)
-    slope = (sum((r["bytes_between_ranks"] - mean_b) * (r["difference_s"] - mean_t) for r in big)
-             / sum((r["bytes_between_ranks"] - mean_b) ** 2 for r in big))
-    bandwidth = 1.0 / slope if slope > 0 else float("inf")
-    print(f"latency {latency * 1e6:.0f} us, bandwidth {bandwidth / 1e9:.2f} GB/s (load {load[0]:.1f})")
-    path = record(name, {"rows": rows, "latency_s": latency, "bandwidth_Bps": bandwidth, "repeats": repeats,
-                         "load": load, "os_load_after": os.getloadavg(),
-                         "note": "two ranks of one CPU each over UCX shared memory on this host"})
+        profiles = legion_prof.profiles_in([scratch])
+        timed = {int(r["fevent"]): (int(r["stop"]) - int(r["start"])) * 1e-9
+                 for prof in profiles for r in prof.records.get("CopyInfo", ())}
+        crossing = [(c.size, timed[c.fevent]) for c in legion_prof.copies(profiles)
+                    if c.between_ranks and c.fevent in timed]
+    fastest: dict[int, float] = {}
+    for size, seconds in crossing:
+        fastest[size] = min(seconds, fastest.get(size, math.inf))
+    # the fastest copy of each size met the least load: latency from the small ones, bandwidth from the slope
+    small = [t for size, t in fastest.items() if size < 1 << 16]
+    big = sorted((size, t) for size, t in fastest.items() if size >= 1 << 20)
+    latency = min(small) if small else math.nan
+    bandwidth = math.nan
+    if len(big) >= 2:
+        mean_s = statistics.fmean(size for size, _ in big)
+        mean_t = statistics.fmean(t for _, t in big)
+        slope = (sum((size - mean_s) * (t - mean_t) for size, t in big) / sum((size - mean_s) ** 2 for size, _ in big))
+        bandwidth = 1.0 / slope if slope > 0 else math.nan
+    print("fastest copy between ranks per size (Realm's own times): "
+          + ", ".join(f"{size} B {t * 1e3:.2f} ms" for size, t in sorted(fastest.items())))
+    print(f"latency {latency * 1e3:.2f} ms, bandwidth {bandwidth / 1e9:.2f} GB/s (load {load[0]:.1f}): "
+          f"Link('ucx_shm', {bandwidth:.3g}, {latency:.3g})")
+    path = record(name, {"rows": found["rows"], "copies_between_ranks": sorted(crossing),
+                         "fastest_by_size": {str(k): v for k, v in sorted(fastest.items())},
+                         "latency_s": latency, "bandwidth_Bps": bandwidth, "repeats": repeats,
+                         "load": load, "load_after": os.getloadavg(),
+                         "note": "two ranks of one CPU each over UCX shared memory on this host; copy times are "
+                                 "Realm's (Legion's profile, tools/legion_prof.py), the fastest of each size"})
     print(f"wrote {path}")
     return 0
 

@@ -18,11 +18,15 @@ run, rank 0's first (the multi-rank suite's placement check: rows 0-6 of a
 is `Machine.bind`'s order: on `rank_machine(ranks, p)` the point whose outer
 coordinate is r runs on rank r.
 
-`RANK_LINK` is the link between ranks of one host, as measured here (UCX over
-shared memory, two ranks of one CPU each, `python bench/ranks.py --link`):
-latency is the time of a copy of one element from rank 0 to rank 1 (a task on
-rank 1 reading a tile rank 0 wrote), bandwidth the slope of the copy times at
-1-64 MiB.
+`RANK_LINK` is the link between two ranks of this host (UCX over shared
+memory), measured by `python bench/ranks.py --link` (record
+bench/results/2026-11-28_dd4b874/ranks_link.json, load average 13 while other
+programs ran): Realm's own times of the copies between ranks in Legion's
+profile, the fastest copy of each size. Latency: the fastest copy under
+64 KiB, 7.1 ms (a copy inside a rank of 4 KiB took 0.1 ms); bandwidth: the
+slope of the fastest copies of 8-64 MiB, 0.98 GB/s (10.3 ms at 8 MiB, 69.5 ms
+at 64 MiB). An earlier run at load 11-13 gave 3.5 GB/s and 8 ms: under this
+load the bandwidth is known to a factor of about 3, the latency better.
 
 >>> rank_machine(2, 1), rank_machine(1, 4)
 (Machine(Grid(2), Grid(1)), Machine(Grid(4)))
@@ -48,8 +52,8 @@ __all__ = ["LAUNCHER_SIZES", "RANK_LINK", "local_ranks", "rank_machine", "run_pr
 LAUNCHER_SIZES = (("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"), ("PMI_SIZE", "PMI_LOCAL_SIZE"),
                   ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"))
 
-#: Between two ranks of this host (UCX shared memory), measured by `python bench/ranks.py --link`.
-RANK_LINK = Link("ucx_shm", 1.0 * GB, 1e-3)
+#: Between two ranks of this host (UCX shared memory), measured by `python bench/ranks.py --link` (module docstring).
+RANK_LINK = Link("ucx_shm", 0.98 * GB, 7.1e-3)
 
 
 def _count(value: str | None) -> int | None:
