@@ -14,8 +14,8 @@ so the notation's `Tensor` calls it from a low layer. Legate's own memory is
 checked by `distal.lower.memory`. With several Legate ranks every rank must
 decide alike (a rank that refuses alone leaves the others waiting for its
 launches forever), and each reads its own, different figure: the runtime
-then hands this module rank 0's figure (`share_rank0_available`), and every
-rank checks against that.
+then hands this module rank 0's figures (`share_rank0_available`), and every
+rank checks against those.
 
 >>> config_flag("--sysmem", {"LEGATE_CONFIG": "--cpus 2 --sysmem=3000"})
 '3000'
@@ -40,7 +40,7 @@ import numpy as np
 from distal._text import bytes_text
 from distal.errors import DistalError, OutOfMemory
 
-__all__ = ["HOST_CHECKED_FROM", "SYSMEM_MAX_MB", "SYSMEM_MIN_MB", "SYSMEM_SHARE", "available_bytes", "available_mb",
+__all__ = ["RANK0_ASKED_FROM", "SYSMEM_MAX_MB", "SYSMEM_MIN_MB", "SYSMEM_SHARE", "available_bytes", "available_mb",
            "check_host_allocation", "config_flag", "configured_processors", "cores", "cpu_model", "default_sysmem_mb",
            "meminfo_kib", "meminfo_mb", "private_dir", "share_rank0_available", "trusted_file"]
 
@@ -138,22 +138,26 @@ def default_sysmem_mb(available: int) -> int:
     return max(SYSMEM_MIN_MB, min(SYSMEM_MAX_MB, int(available * SYSMEM_SHARE)))
 
 
-HOST_CHECKED_FROM = 1 << 20
-"""With several ranks, arrays smaller than this (bytes) are not checked: each check asks rank 0 (a Legate task
-and a wait), and so small an array cannot decide what fits."""
+RANK0_ASKED_FROM = 0.25
+"""With several ranks, only an array of at least this share of rank 0's available memory at start-up asks rank 0
+for its figure now (a Legate task and two waits between the ranks); a smaller one passes on every rank."""
 
-# With several Legate ranks: rank 0's available memory now (bytes; None: not known), on every rank. Set by the
-# runtime once Legate runs several ranks; it runs a task that every rank issues, so it is called at the same
-# point of the program on every rank, which `check_host_allocation`'s callers are (every rank runs the program).
+# With several Legate ranks: a function giving rank 0's available memory now (bytes; None: not known) on every
+# rank, and rank 0's figure at start-up. Set by the runtime once Legate runs several ranks; the function runs a
+# task that every rank issues, so it is called at the same point of the program on every rank, as
+# `check_host_allocation`'s callers are (every rank runs the program).
 _rank0_available: Callable[[], int | None] | None = None
+_rank0_at_start: int | None = None
 
 
-def share_rank0_available(reader: Callable[[], int | None] | None) -> None:
-    """From now on, `check_host_allocation` checks against `reader()` (rank 0's available memory, the same on
-    every rank) instead of this process's figure; None goes back to this process's. The runtime calls it when
-    Legate starts with several ranks."""
-    global _rank0_available
-    _rank0_available = reader
+def share_rank0_available(reader: Callable[[], int | None] | None, at_start: int | None = None) -> None:
+    """From now on, `check_host_allocation` decides by rank 0's figures, the same on every rank, instead of this
+    process's: arrays under `RANK0_ASKED_FROM` of `at_start` (rank 0's available memory when Legate started;
+    None: not known, nothing is checked) pass, larger ones are checked against `reader()` (rank 0's available
+    memory now). None goes back to this process's figure. The runtime calls it when Legate starts with several
+    ranks."""
+    global _rank0_available, _rank0_at_start
+    _rank0_available, _rank0_at_start = reader, at_start
 
 
 def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | None = None) -> None:
@@ -163,7 +167,8 @@ def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | No
     defaults to what the operating system reports (MemAvailable): this
     process's figure, or with several Legate ranks rank 0's
     (`share_rank0_available`), so that every rank refuses or none does
-    (arrays under `HOST_CHECKED_FROM` bytes are then not checked).
+    (arrays under `RANK0_ASKED_FROM` of rank 0's figure at start-up are then
+    not checked).
     """
     try:
         need = math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize
@@ -173,7 +178,7 @@ def check_host_allocation(what: str, shape: Any, dtype: Any, available: int | No
         limit: int | None = available
     elif _rank0_available is None:
         limit = available_bytes()
-    elif need < HOST_CHECKED_FROM:
+    elif _rank0_at_start is None or need < RANK0_ASKED_FROM * _rank0_at_start:
         return
     else:
         limit = _rank0_available()

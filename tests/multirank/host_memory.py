@@ -45,7 +45,10 @@ def run(rank: Rank) -> None:
     os.environ["DISTAL_EAGER"] = "0"  # the product at the end runs across the ranks, not in each process
     big = (GIB // 4, 8)  # 2 GiB of float64, never written (NumPy's zeros map pages lazily)
     small, large = 1 * GIB, 1 << 40
-    decisions: dict[str, Any] = {}
+    decisions: dict[str, Any] = {"rank0_at_start": host._rank0_at_start}  # the real one, agreed at start-up
+    reader = host._rank0_available
+    assert reader is not None, "several ranks, but the host checks do not use rank 0's figure"
+    host.share_rank0_available(reader, small)  # as if rank 0 had started with 1 GiB: 256 MiB and up ask it
 
     _report(rank, small if rank.rank == 0 else large)
     decisions["rank0_figure"] = _start.rank0_available()
@@ -56,18 +59,16 @@ def run(rank: Rank) -> None:
     decisions["rank0_large"] = _decide("Z1", big)
 
     asked: list[int] = []
-    reader = host._rank0_available
-    assert reader is not None, "several ranks, but the host checks do not use rank 0's figure"
 
     def counted() -> int | None:
         asked.append(1)
         return reader()
 
-    host.share_rank0_available(counted)
+    host.share_rank0_available(counted, small)
     a = np.arange(120.0).reshape(10, 12)
     decisions["small_from_array"] = relative_error(dt.Tensor.from_array("S", a).to_numpy(), a)
     decisions["rank0_asked_for_small"] = len(asked)
-    host.share_rank0_available(reader)
+    host.share_rank0_available(reader, small)
     rank.record["decisions"] = decisions
     print(f"[rank {rank.rank}/{rank.ranks}] decisions: {decisions}", flush=True)
 
@@ -80,8 +81,9 @@ def run(rank: Rank) -> None:
 
     def checked_while_queued() -> float:
         """A check that asks rank 0 (a task and a wait) while the product's tasks may still be queued."""
+        host.share_rank0_available(reader, 16 << 20)  # as if rank 0 had started with 16 MiB: 4 MiB and up ask it
         product = dt.einsum("ij,jk->ik", b, c, machine=machine)  # launched, not read yet
-        data = np.arange(float(1 << 18))  # 2 MiB: rank 0 is asked
+        data = np.arange(float(1 << 19))  # 4 MiB: rank 0 is asked
         copied = dt.Tensor.from_array("Q", data)
         return max(relative_error(product.to_numpy(), b @ c), relative_error(copied.to_numpy(), data))
 

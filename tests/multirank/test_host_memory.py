@@ -2,7 +2,8 @@
 
 Each rank is made to read a different available-memory figure; every rank must take rank 0's decision
 (`distal.host.check_host_allocation` with `distal.runtime._start.rank0_available`), ask rank 0 nothing for
-an array under `distal.host.HOST_CHECKED_FROM`, and still compute a product across the ranks afterwards.
+an array under `distal.host.RANK0_ASKED_FROM` of rank 0's figure at start-up (the same on every rank), and
+still compute a product across the ranks afterwards.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def test_every_rank_takes_rank0s_host_memory_decision(host_memory: Ran) -> None:
     decisions = {r: record["decisions"] for r, record in host_memory.records.items()}
     figures = {r: record["figures"] for r, record in host_memory.records.items()}
     assert figures[0] != figures[1], f"the ranks were meant to read different figures: {figures}"
+    at_start = {got["rank0_at_start"] for got in decisions.values()}
+    assert len(at_start) == 1 and None not in at_start, f"rank 0's figure at start-up differs by rank: {decisions}"
     for r, got in decisions.items():
         assert got["rank0_figure"] == GIB and got["rank0_figure_after"] == 1 << 40, (r, got)
         assert got["rank0_small"] == "OutOfMemory", (r, got)  # rank 0 has 1 GiB: every rank refuses 2 GiB

@@ -18,7 +18,7 @@ from distal import host
 def rank0_says() -> Iterator[list[int | None]]:
     """Several ranks, as the runtime sets them up: checks read rank 0's figure, the list's one entry."""
     figure: list[int | None] = [None]
-    host.share_rank0_available(lambda: figure[0])
+    host.share_rank0_available(lambda: figure[0], at_start=4 << 20)  # 4 MiB at start-up: 1 MiB and up asks
     try:
         yield figure
     finally:
@@ -39,7 +39,7 @@ def test_several_ranks_check_against_rank0s_figure_not_their_own(rank0_says: lis
     host.check_host_allocation("a copy of B's data", (1 << 40,), np.float64)
 
 
-def test_several_ranks_do_not_ask_rank0_about_small_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_ranks_ask_rank0_only_about_large_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[int] = []
 
     def reader() -> int:
@@ -47,12 +47,17 @@ def test_several_ranks_do_not_ask_rank0_about_small_arrays(monkeypatch: pytest.M
         return 0
 
     monkeypatch.setattr(host, "available_bytes", lambda: 0)  # not read either
-    host.share_rank0_available(reader)
+    at_start = 8 << 20
+    asked_from = int(host.RANK0_ASKED_FROM * at_start) // 8  # float64 elements
+    host.share_rank0_available(reader, at_start)
     try:
-        host.check_host_allocation("a small array", (host.HOST_CHECKED_FROM // 8 - 1,), np.float64)
+        host.check_host_allocation("a small array", (asked_from - 1,), np.float64)
         assert asked == []
         with pytest.raises(dt.OutOfMemory):
-            host.check_host_allocation("an array at the limit", (host.HOST_CHECKED_FROM // 8,), np.float64)
+            host.check_host_allocation("a large array", (asked_from,), np.float64)
+        assert asked == [1]
+        host.share_rank0_available(reader, None)  # rank 0 could not tell at start-up: nothing is checked
+        host.check_host_allocation("a huge array", (1 << 40,), np.float64)
         assert asked == [1]
     finally:
         host.share_rank0_available(None)

@@ -130,13 +130,15 @@ def test_several_ranks_take_rank_0s_streams_and_memory(monkeypatch: pytest.Monke
     """What `_agree_with_rank0` does with what the copy from rank 0 gives back (a stand-in for that copy)."""
     np.random.seed(3)
     random.seed(4)
-    rank0 = np.concatenate([_start.pack_random_state(), np.array([5405], dtype=np.uint64)])
+    rank0 = np.concatenate([_start.pack_random_state(), np.array([5405, 6 << 30], dtype=np.uint64)])
     expected = _draws()
     np.random.seed(8)  # this rank's own, different streams and memory
     random.seed(9)
     monkeypatch.setattr(_start, "_rank0_copy", lambda values: rank0.copy())
-    assert _start._agree_with_rank0(5407) == 5405
+    assert _start._agree_with_rank0(5407, 7 << 30) == (5405, 6 << 30)
     assert _draws() == expected
+    rank0[-1] = np.iinfo(np.uint64).max  # rank 0 could not read its available memory
+    assert _start._agree_with_rank0(5407, 7 << 30) == (5405, None)
 
 
 @pytest.mark.legate
