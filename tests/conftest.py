@@ -72,8 +72,20 @@ def needs_marker(what: str, where: str) -> str:
     )
 
 
+def _importing() -> bool:
+    """Whether the import system is loading a module now (an import statement, `importlib.import_module`), not
+    only looking one up (`importlib.util.find_spec`, which asks the same finders but loads nothing)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_find_and_load_unlocked":
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 class LegateImportGuard(importlib.abc.MetaPathFinder):
-    """A finder that fails a first import of the given packages (a package already imported is left alone)."""
+    """A finder that fails a first import of the given packages (a package already imported is left alone); a
+    lookup that loads nothing (`importlib.util.find_spec`) is left alone too."""
 
     def __init__(self, where: str, packages: Sequence[str] = LEGATE_PACKAGES) -> None:
         self.where = where
@@ -82,7 +94,7 @@ class LegateImportGuard(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         top = fullname.partition(".")[0]
-        if top in self.packages and top not in sys.modules:
+        if top in self.packages and top not in sys.modules and _importing():
             pytest.fail(needs_marker(f"imported {fullname!r} (a first import starts Legate)", self.where))
         return None
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from typing import Any
 
@@ -32,3 +33,15 @@ def test_a_marked_test_is_skipped_only_where_cupynumeric_is_missing(monkeypatch:
 
 def test_the_marker_is_registered(pytestconfig: pytest.Config) -> None:
     assert any(line.startswith(f"{CUPYNUMERIC}:") for line in pytestconfig.getini("markers"))
+
+
+def test_looking_cupynumeric_up_is_not_importing_it() -> None:
+    """The marker's look-up (importlib.util.find_spec) passes the import guard, which still fails an import."""
+    from tests.conftest import imports_blocked
+
+    with imports_blocked("this test", packages=("distal_test_no_such_package",)):
+        assert importlib.util.find_spec("distal_test_no_such_package") is None
+        with pytest.raises(pytest.fail.Exception, match="imported 'distal_test_no_such_package'"):
+            importlib.import_module("distal_test_no_such_package")
+        with pytest.raises(pytest.fail.Exception, match="imported 'distal_test_no_such_package'"):
+            __import__("distal_test_no_such_package")
