@@ -10,11 +10,12 @@ same plans on the same distal machines (one processor per machine coordinate fol
 real processors), so the difference is where the two processors live: one process, or two processes
 talking through UCX over shared memory. Each workload is compiled once, then run `repeats` times
 (median, after one warm-up run), each run fenced. Recorded per workload and configuration: the
-median and all times, the model's prediction (`Plan.predict()` on this machine's calibration, which
-knows nothing of ranks) and the most bytes one processor receives from other coordinates of the
-plan's outermost machine level as the model counts them (`between_nodes_bytes`). That is not the
-bytes between ranks: the plans' machines have 2 to 8 coordinates folded onto the 2 ranks, and Legate's
-own count of bytes between ranks is not read here (docs/multinode.md). A last workload launches nothing
+median and all times, the model's prediction (`Plan.predict()` on this machine's calibration; on two
+ranks a node per rank, `RANK_LINK` between them: `distal.model.calibrate.this_machine`) and the most
+bytes one processor receives from other coordinates of the plan's outermost machine level as the
+model counts them (`between_nodes_bytes`). That is not the bytes between ranks: the plans' machines
+have 2 to 8 coordinates folded onto the 2 ranks (bench/rank_traffic.py compares explain()'s bytes with
+Legate's on machines whose outer level is the ranks). A last workload launches nothing
 and times the fence alone.
 
 `--link` measures the link between two ranks that `distal.machine.ranks.RANK_LINK` records: under

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 import distal as dt
 from distal import kernels, model
-from distal.machine.links import Link
 from distal.machine.ranks import RANK_LINK
 from distal.model.hardware import LEAF_KINDS
 from tests._strategies import einsum_oracle, statements
@@ -195,8 +194,7 @@ def test_auto_on_two_levels_keeps_the_traffic_inside_each_node_where_nodes_are_p
     B's tiles between nodes, and prefers the other (listed first): the choice comes from pricing the ranks."""
     m = dt.Machine(dt.Grid(2), dt.Grid(2))
     one = model.this_machine().with_(name="one-process")  # another name: timed on the machine's 4 processors
-    ranks = one.with_(name="two-ranks", per_node=2, levels=(), shared_memory=False, inter=RANK_LINK,
-                      intra=Link("memory", one.processor.bandwidth, 0.0))
+    ranks = one.across_ranks(2, 2, RANK_LINK)  # this_machine() on 2 ranks of 2 processors
     A, B, C = _batched(m)
     found = {o.what: o for o in kernels.options(A.schedule(), m, model=ranks)}
     keep = "b distributed over the nodes Grid(2), i over each node's Grid(2)"
