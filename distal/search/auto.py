@@ -353,14 +353,19 @@ def _assignments(extents: dict[IndexVar, int], grid: tuple[int, ...]) -> list[tu
 def _inner_assignments(extents: dict[IndexVar, int], outer: Sequence[IndexVar], grid: Sequence[int],
                        outer_grid: Sequence[int]) -> list[tuple[IndexVar, ...]]:
     """Variables for the inner level's dimensions under `outer` on the outer level's: distinct, each a variable
-    of `outer` (its part inside one node, of ceil(n / g) elements) or another one, each cut into as many
-    non-empty blocks as its dimension has processors."""
+    of `outer` (its part inside one node: ceil(n / g) elements, fewer in the last node) or another one, each cut
+    into as many non-empty blocks as its dimension has processors in every node."""
     part = {v: math.ceil(extents[v] / g) for v, g in zip(outer, outer_grid)}
+    last = {v: extents[v] - (g - 1) * part[v] for v, g in zip(outer, outer_grid)}  # the last node's share
     ranked = [*outer, *(v for v in sorted(extents, key=lambda v: -extents[v]) if v not in part)]
     pool = ranked[:len(outer) + _TOP_VARS]
     size = {v: part.get(v, extents[v]) for v in pool}
-    return [vs for vs in itertools.permutations(pool, len(grid))
-            if all(g == 1 or math.ceil(size[v] / math.ceil(size[v] / g)) == g for v, g in zip(vs, grid))]
+
+    def cut(v: IndexVar, g: int) -> bool:
+        block = math.ceil(size[v] / g)  # the inner level's blocks, the same in every node
+        return math.ceil(size[v] / block) == g and math.ceil(last.get(v, size[v]) / block) == g
+
+    return [vs for vs in itertools.permutations(pool, len(grid)) if all(g == 1 or cut(v, g) for v, g in zip(vs, grid))]
 
 
 def _level_text(vs: Sequence[IndexVar], inner: Sequence[IndexVar], m: Machine) -> str:

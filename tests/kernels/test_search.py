@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import distal as dt
-from distal import kernels, model
+from distal import kernels, model, search
 from distal.machine.ranks import RANK_LINK
 from distal.model.hardware import LEAF_KINDS
 from tests._strategies import einsum_oracle, statements
@@ -153,7 +153,8 @@ def test_auto_on_random_statements_equals_einsum(data: st.DataObject) -> None:
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0.0))))
 
 
-@pytest.mark.parametrize("machine", [dt.Machine(dt.Grid(2)), dt.Machine(dt.Grid(2, 2)), dt.Machine(dt.Grid(8))])
+@pytest.mark.parametrize("machine", [dt.Machine(dt.Grid(2)), dt.Machine(dt.Grid(2, 2)), dt.Machine(dt.Grid(8)),
+                                     dt.Machine(dt.Grid(2), dt.Grid(2)), dt.Machine(dt.Grid(3), dt.Grid(1))])
 def test_every_candidate_auto_considers_computes_the_statement(machine: dt.Machine) -> None:
     rng = np.random.default_rng(2)
     i, j, k, l = dt.index_vars("i j k l")
@@ -222,3 +223,29 @@ def test_auto_on_two_levels_keeps_the_traffic_inside_each_node_where_nodes_are_p
 def test_auto_on_a_one_level_machine_considers_flat_grids_only() -> None:
     R, _, _ = _contraction(8)
     assert all(not o.inner for o in kernels.options(R.schedule(), dt.Machine(dt.Grid(2, 2))))
+
+
+@pytest.mark.filterwarnings("error::distal.DistalPerformanceWarning")  # no candidate leaves a processor idle
+@pytest.mark.parametrize("machine", [dt.Machine(dt.Grid(2), dt.Grid(2)), dt.Machine(dt.Grid(2), dt.Grid(1))])
+def test_two_level_candidates_with_their_formats_compute_and_count_their_plans_bytes(machine: dt.Machine) -> None:
+    """Every two-level candidate, built with its formats (one distribution per level) on fresh tensors: equal to
+    einsum, and the bytes its note gives are its realised plan's (issue 34's one byte count)."""
+    rng = np.random.default_rng(3)
+    x, u = rng.standard_normal((6, 7, 5)), rng.standard_normal((7, 9))
+    i, j, k, l = dt.index_vars("i j k l")
+
+    def statement() -> tuple[dt.Tensor, dt.Tensor, dt.Tensor]:
+        X, U, Y = dt.Tensor.from_array("X", x), dt.Tensor.from_array("U", u), dt.Tensor("Y", (6, 9, 5))
+        Y[i, l, k] = X[i, j, k] * U[j, l]
+        return Y, X, U
+
+    found = [o for o in kernels.options(statement()[0].schedule(), machine) if o.inner]
+    assert found
+    for option in found:
+        Y, X, _ = statement()
+        plan = kernels.realise(option, Y.schedule(), machine).compile()
+        assert plan.machine == machine and X.format is not None and X.format.machine == machine, option.what
+        assert search.moved_bytes(plan) == option.comm_bytes, option.what
+        plan.run(backend="numpy")
+        np.testing.assert_allclose(Y.to_numpy(), np.einsum("ijk,jl->ilk", x, u), rtol=1e-10, atol=1e-10,
+                                   err_msg=option.what)
