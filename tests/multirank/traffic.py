@@ -1,14 +1,18 @@
 """Bytes between ranks: what explain() counts between nodes, next to what Legate moved (issue 32 item 4).
 
-    LEGATE_CONFIG="$LEGATE_CONFIG --profile --logdir DIR" mpirun -n 2 python tests/multirank/traffic.py OUT.json [N]
+    LEGATE_CONFIG="$LEGATE_CONFIG --profile --logdir DIR" mpirun -n 2 python tests/multirank/traffic.py OUT.json [N [TEXT]]
 
 (after `source "$(tools/multirank_env.sh)"`; DIR must exist: Legion aborts when it cannot open its file.)
-Every rank runs the same plans, each on a machine whose outer level is the ranks, so that explain()'s
+Every rank runs the same plans (nine), each on a machine whose outer level is the ranks, so that explain()'s
 "between nodes" means between ranks: SUMMA and Cannon on Machine(Grid(R, 1), Grid(1, 2)), Johnson on
 Grid(1, 1, R) (k over the ranks: A reduced across them), a redistribution written as a plan (y = x from
 rows over the ranks to columns over them) and the synthesizer's redistribution of the same formats, a
 product whose k is split over Grid(R) with the result's rows on the ranks (a distributed reduction), and
-innerprod on Grid(R) x Grid(2) (reduced inside each rank, then across). Matrices are N x N (default 64).
+innerprod on Grid(R) x Grid(2) (reduced inside each rank, then across). Johnson and the k-split product run
+twice: with Legate's reduction (`compile(reduction="legate")`: REDUCE_ADD) and with the default strategy,
+which on these small flat machines holds each processor's partial result and adds it into the output once,
+by a launch of its own (`distal.lower.reductions.HeldReduction`). Matrices are N x N (default 64);
+with TEXT, only the cases whose name contains it run.
 
 Every input and the output is placed by its format before the measured part (`from_array` with the
 format), so that the measured part is the plan alone. The measured part runs inside Legate's
@@ -62,13 +66,14 @@ def _placed(name: str, array: np.ndarray, fmt: Any) -> Any:
     return dt.Tensor.from_array(name, array, fmt)
 
 
-def library(name: str, machine: dt.Machine, arrays: list[np.ndarray], expected: np.ndarray) -> Case:
+def library(name: str, machine: dt.Machine, arrays: list[np.ndarray], expected: np.ndarray,
+            reduction: str | None = None, tag: str = "") -> Case:
     """A library algorithm on tensors placed, before the plan, by the formats the library gives them."""
-    names = [f"{x}_{name}" for x in "ABCD"[: len(arrays)]]
+    names = [f"{x}_{name}{tag}" for x in "ABCD"[: len(arrays)]]
     probes = [dt.Tensor(f"{n}_probe", a.shape) for n, a in zip(names, arrays)]
     kernels.build(name, machine, *probes)
     tensors = [_placed(n, a, p.format) for n, a, p in zip(names, arrays, probes)]
-    plan = kernels.build(name, machine, *tensors).compile()
+    plan = kernels.build(name, machine, *tensors).compile(reduction=reduction)
     return Case(plan, tensors[0], expected)
 
 
@@ -97,29 +102,36 @@ def cases(ranks: int, n: int) -> dict[str, Callable[[], Case]]:
                     prediction={"between": predicted, "inside": 0, "store": 0, "kinds": {},
                                 "transfers": [str(s) for s in program.steps], "model": "synthesizer cost"})
 
-    def k_split() -> Case:
+    def k_split(reduction: str | None, tag: str) -> Case:
         m = dt.Machine(dt.Grid(ranks))
-        A = _placed("A_ksplit", zero, dt.Format("xy -> x", m))
-        B = _placed("B_ksplit", b, dt.Format("xy -> y", m))
-        C = _placed("C_ksplit", c, dt.Format("xy -> x", m))
+        A = _placed(f"A_ksplit{tag}", zero, dt.Format("xy -> x", m))
+        B = _placed(f"B_ksplit{tag}", b, dt.Format("xy -> y", m))
+        C = _placed(f"C_ksplit{tag}", c, dt.Format("xy -> x", m))
         A[i, j] = B[i, k] * C[k, j]
         sched = A.schedule().distribute([k], [ko], [ki], m).reorder([ko, i, j, ki]).communicate([A, B, C], ko) \
             .substitute([i, j, ki], dt.leaf.GEMM)
-        return Case(sched.compile(), A, b @ c)
+        return Case(sched.compile(reduction=reduction), A, b @ c)
 
     def innerprod() -> Case:
         x, y = rng.standard_normal((40, 8, 6)), rng.standard_normal((40, 8, 6))
         return library("innerprod", dt.Machine(dt.Grid(ranks), dt.Grid(2)), [np.zeros(()), x, y], np.asarray(np.sum(x * y)))
 
+    johnson = dt.Machine(dt.Grid(1, 1, ranks))
     return {
         f"summa on Machine(Grid({ranks}, 1), Grid(1, 2))": lambda: library("summa", two_level, [zero, b, c], b @ c),
         f"cannon on Machine(Grid({ranks}, 1), Grid(1, 2))": lambda: library("cannon", two_level, [zero, b, c], b @ c),
-        f"johnson on Grid(1, 1, {ranks})": lambda: library("johnson", dt.Machine(dt.Grid(1, 1, ranks)),
-                                                        [zero, b, c], b @ c),
+        f"johnson on Grid(1, 1, {ranks}), Legate's reduction": lambda: library("johnson", johnson, [zero, b, c],
+                                                                               b @ c, "legate", "_legate"),
         f"redistribution as a plan, xy -> xy to xy -> yx on Grid({ranks}, 1)": redistribution_plan,
         f"redistribution synthesized, xy -> xy to xy -> yx on Grid({ranks}, 1)": redistribution_synthesized,
-        f"k split over Grid({ranks}), rows of the result on the ranks": k_split,
+        f"k split over Grid({ranks}), rows of the result on the ranks, Legate's reduction":
+            lambda: k_split("legate", "_legate"),
         f"innerprod on Machine(Grid({ranks}), Grid(2))": innerprod,
+        # the default strategy: on these small flat machines the partials are held (distal.lower.reductions)
+        f"johnson on Grid(1, 1, {ranks}), default reduction": lambda: library("johnson", johnson, [zero, b, c],
+                                                                              b @ c, None, "_auto"),
+        f"k split over Grid({ranks}), rows of the result on the ranks, default reduction":
+            lambda: k_split(None, "_auto"),
     }
 
 
@@ -127,7 +139,9 @@ def explained(plan: Any) -> dict[str, Any]:
     """explain()'s traffic of `plan`: bytes by where they travel, by kind, and the transfers between nodes."""
     traffic = plan.stats()["traffic"]
     split = traffic.split()
-    return {"between": split.between_nodes, "inside": split.inside_node, "store": split.store,
+    red = plan.reduction
+    return {"reduction": None if red is None else type(red).__name__,
+            "between": split.between_nodes, "inside": split.inside_node, "store": split.store,
             "kinds": {kind: traffic.split(kind).between_nodes for kind in ("read", "reduce", "return")},
             "transfers": [str(t) for t in traffic.transfers if t.between_nodes], "model": "explain()"}
 
@@ -187,12 +201,15 @@ def main(argv: list[str]) -> int:
     rt: Any = runtime
     out = Path(argv[0])
     n = int(argv[1]) if len(argv) > 1 else 64
+    only = argv[2] if len(argv) > 2 else ""
     rt.ensure_started()
     legate = rt.legate_runtime()
     rank, ranks = int(legate.node_id), int(legate.node_count)
     name_the_failure_exchange()
     record: dict[str, Any] = {"ranks": ranks, "n": n, "prefix": PREFIX, "exchange": EXCHANGE, "cases": {}}
     for name, make in cases(ranks, n).items():
+        if only not in name:
+            continue
         entry: dict[str, Any] = {}
         try:
             case = make()
