@@ -21,7 +21,7 @@ Strategies (`lower(..., reduction=...)`, default from DISTAL_REDUCTION):
   the best program is not the single AllReduce (which is what Legate's one
   reduction does anyway); Legate's reduction on a flat machine, its
   partials held (below) where they are at least `HOLD_MIN_BYTES` on a
-  machine of at most `HOLD_MAX_PROCESSORS` processors: Legate makes a
+  machine of at most `HOLD_MAX_PROCESSORS` processors run by one Legate rank: Legate makes a
   reduction instance afresh for every point of every run, which costs far
   more than a fold at those sizes on this machine (Johnson on Grid(2,2,2));
 * "synthesized": the synthesized program on any machine, the single
@@ -66,6 +66,7 @@ from dataclasses import dataclass, fields
 from distal.errors import DistalError
 from distal.lower.nest import MAX_LAUNCH_DIMS
 from distal.lower.task_graph import Box, PlanBase, Privilege, Reduction
+from distal.machine.ranks import running_ranks
 
 __all__ = ["HOLD_MAX_PROCESSORS", "HOLD_MIN_BYTES", "STRATEGIES", "HeldReduction", "choose_reduction", "held_folds",
            "partials_reduction", "reduced_after"]
@@ -116,15 +117,18 @@ def choose_reduction(plan: PlanBase, how: str, communicated_at: int) -> Reductio
     i.e. down to its `communicate` loop (`distal.lower._communicated_at`); a Legate reduction
     whose processors add into one tile over several launches of one iteration of that loop holds their
     partials across them (`HeldReduction`). On a flat machine of at most `HOLD_MAX_PROCESSORS` processors
-    ("auto"), a Legate reduction whose partials are at least `HOLD_MIN_BYTES` is held too, each tile reduced
-    once after its launch, instead of a reduction instance made afresh per point and run.
+    ("auto") run by one Legate rank (`distal.machine.ranks.running_ranks`), a Legate reduction whose partials
+    are at least `HOLD_MIN_BYTES` is held too, each tile reduced once after its launch, instead of a reduction
+    instance made afresh per point and run. With several ranks the fold, pinned to the reducing processor,
+    would move a tile another rank holds there and back (twice the bytes between ranks that Legate's
+    reduction moves, measured by H1 on two ranks), so the instances stay.
     """
     chosen = _choose(plan, how)
     if chosen is None or chosen.synthesized:
         return chosen
     machine = plan.machine
     flat = (how == "auto" and machine is not None and machine.levels == 1 and not machine.params
-            and math.prod(machine.full_shape) <= HOLD_MAX_PROCESSORS)
+            and math.prod(machine.full_shape) <= HOLD_MAX_PROCESSORS and running_ranks() == 1)
     return _held(plan, chosen, communicated_at, HOLD_MIN_BYTES if flat else None) or chosen
 
 

@@ -76,3 +76,14 @@ def test_held_partials_give_numpys_result_on_legate(name: str, legate: object) -
     for _ in range(2):  # the partials are kept with the plan and zeroed at each run
         plan.run()
         np.testing.assert_array_equal(plan.tensor(plan.output).to_numpy(), b @ c)
+
+
+def test_several_ranks_keep_legates_reduction(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pinned fold would move a tile held on another rank to the reducer and back: twice Legate's bytes
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(_plan("johnson", 512).reduction, HeldReduction)
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    plan = _plan("johnson", 512)
+    assert plan.reduction is not None and not isinstance(plan.reduction, HeldReduction)
+    assert plan.reduction.reason == "flat machine: one Legate reduction"
