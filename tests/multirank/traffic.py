@@ -3,15 +3,16 @@
     LEGATE_CONFIG="$LEGATE_CONFIG --profile --logdir DIR" mpirun -n 2 python tests/multirank/traffic.py OUT.json [N [TEXT]]
 
 (after `source "$(tools/multirank_env.sh)"`; DIR must exist: Legion aborts when it cannot open its file.)
-Every rank runs the same plans (nine), each on a machine whose outer level is the ranks, so that explain()'s
+Every rank runs the same plans (ten), each on a machine whose outer level is the ranks, so that explain()'s
 "between nodes" means between ranks: SUMMA and Cannon on Machine(Grid(R, 1), Grid(1, 2)), Johnson on
 Grid(1, 1, R) (k over the ranks: A reduced across them), a redistribution written as a plan (y = x from
 rows over the ranks to columns over them) and the synthesizer's redistribution of the same formats, a
 product whose k is split over Grid(R) with the result's rows on the ranks (a distributed reduction), and
 innerprod on Grid(R) x Grid(2) (reduced inside each rank, then across). Johnson and the k-split product run
-twice: with Legate's reduction (`compile(reduction="legate")`: REDUCE_ADD) and with the default strategy,
-which on these small flat machines holds each processor's partial result and adds it into the output once,
-by a launch of its own (`distal.lower.reductions.HeldReduction`). Matrices are N x N (default 64);
+twice: with Legate's reduction (`compile(reduction="legate")`: REDUCE_ADD) and with the default strategy
+(with several ranks Legate's too on these flat machines). COSMA on Grid(1, 1, R) with k in two sequential
+steps holds each processor's partial result across the steps and adds it into the output once, by a launch
+of its own (`distal.lower.reductions.HeldReduction`). Matrices are N x N (default 64);
 with TEXT, only the cases whose name contains it run.
 
 Every input and the output is placed by its format before the measured part (`from_array` with the
@@ -67,13 +68,13 @@ def _placed(name: str, array: np.ndarray, fmt: Any) -> Any:
 
 
 def library(name: str, machine: dt.Machine, arrays: list[np.ndarray], expected: np.ndarray,
-            reduction: str | None = None, tag: str = "") -> Case:
+            reduction: str | None = None, tag: str = "", **params: Any) -> Case:
     """A library algorithm on tensors placed, before the plan, by the formats the library gives them."""
     names = [f"{x}_{name}{tag}" for x in "ABCD"[: len(arrays)]]
     probes = [dt.Tensor(f"{n}_probe", a.shape) for n, a in zip(names, arrays)]
-    kernels.build(name, machine, *probes)
+    kernels.build(name, machine, *probes, **params)
     tensors = [_placed(n, a, p.format) for n, a, p in zip(names, arrays, probes)]
-    plan = kernels.build(name, machine, *tensors).compile(reduction=reduction)
+    plan = kernels.build(name, machine, *tensors, **params).compile(reduction=reduction)
     return Case(plan, tensors[0], expected)
 
 
@@ -127,11 +128,14 @@ def cases(ranks: int, n: int) -> dict[str, Callable[[], Case]]:
         f"k split over Grid({ranks}), rows of the result on the ranks, Legate's reduction":
             lambda: k_split("legate", "_legate"),
         f"innerprod on Machine(Grid({ranks}), Grid(2))": innerprod,
-        # the default strategy: on these small flat machines the partials are held (distal.lower.reductions)
+        # the default strategy: with several ranks Legate's reduction on a flat machine (e49b17e)
         f"johnson on Grid(1, 1, {ranks}), default reduction": lambda: library("johnson", johnson, [zero, b, c],
                                                                               b @ c, None, "_auto"),
         f"k split over Grid({ranks}), rows of the result on the ranks, default reduction":
             lambda: k_split(None, "_auto"),
+        # k in two sequential steps under A's communicate: the partials are held and folded once (HeldReduction)
+        f"cosma on Grid(1, 1, {ranks}), two k steps, partials held": lambda: library(
+            "cosma", johnson, [zero, b, c], b @ c, None, "_held", steps=2),
     }
 
 
