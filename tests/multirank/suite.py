@@ -308,8 +308,10 @@ def auto_inside_ranks(rank: Rank) -> float:
     plan = sched.compile()
     between = plan.stats()["traffic"].split().between_nodes
     others = [n for n in sched.notes if n.startswith("auto: considered i2 distributed over the nodes")]
+    model = dt.model.this_machine()  # the model auto chose by: a node per rank, the link between ranks
     rank.record["auto_inside_ranks"] = {"machine": repr(m), "chose": chose, "between_nodes": between,
-                                        "i_over_ranks": others[:1]}
+                                        "i_over_ranks": others[:1], "model_per_node": model.per_node,
+                                        "model_between_nodes": model.inter.name}
     if not chose.startswith("auto: chose b distributed over the nodes") or between:
         raise AssertionError(f"auto on {m!r}: {chose}; its plan moves {between} B between ranks")
     plan.run()

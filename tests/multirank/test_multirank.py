@@ -261,6 +261,8 @@ def test_auto_keeps_the_traffic_inside_each_rank(suite: Ran) -> None:
         assert seen["machine"] == f"Machine(Grid({suite.launch.ranks}), Grid(1))", (r, seen)
         assert seen["chose"].startswith("auto: chose b distributed over the nodes"), (r, seen)
         assert seen["between_nodes"] == 0, (r, seen)
+        # the time model it chose by has a node per rank, joined by the link between ranks
+        assert seen["model_per_node"] == 1 and seen["model_between_nodes"] == "ucx_shm", (r, seen)
 
 
 @pytest.fixture
