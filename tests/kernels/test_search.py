@@ -249,3 +249,18 @@ def test_two_level_candidates_with_their_formats_compute_and_count_their_plans_b
         plan.run(backend="numpy")
         np.testing.assert_allclose(Y.to_numpy(), np.einsum("ijk,jl->ilk", x, u), rtol=1e-10, atol=1e-10,
                                    err_msg=option.what)
+
+
+def test_before_legate_starts_the_default_machine_is_the_launchers_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under mpirun -n 2 with --cpus 3 per rank, before Legate starts: the ranks, then each rank's processors; auto
+    times its candidates on all 6 (the run's processors)."""
+    from distal.search import auto
+
+    monkeypatch.setattr(auto.rt, "is_started", lambda: False)
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 3 --sysmem 512")
+    m = search.default_machine()
+    assert m == dt.Machine(dt.Grid(2), dt.Grid(3))
+    assert search.timing_processors(m, model.this_machine()) == 6
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE")
+    assert search.default_machine() == dt.Machine(dt.Grid(3))
