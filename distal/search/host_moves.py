@@ -28,7 +28,8 @@ __all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "READ_BACK", "copy_in_seco
            "host_bytes", "moving_seconds", "read_back_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
-# 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started, at load 1.5
+# 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
+# run just before; not recorded in this one)
 EAGER_OVERHEAD = 35e-6
 # (seconds per operand, bytes per second) of copying a host operand onto Legate inside dt.einsum: least squares
 # over the 12 statement sizes of bench/results/2026-11-28_7dc5878/einsum_drop_in.json (quiet, load under 1.9)
