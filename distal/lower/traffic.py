@@ -22,7 +22,10 @@ transfer crosses the outermost level at which sender and receiver differ
 (`level`). Level 0 is the grid of nodes (paper 3.1: a flat machine's grid is a
 grid of nodes, so all its transfers are between nodes); on
 `Machine(Grid(2), Grid(2))` processors (0, 0) and (0, 1) share node 0
-(`level=1`, inside a node) and (0, 0) and (1, 0) do not (`level=0`).
+(`level=1`, inside a node) and (0, 0) and (1, 0) do not (`level=0`). With
+several Legate ranks the default machine is the ranks, then each rank's
+processors (`distal.machine.ranks.rank_machine`), and Legate runs the points of
+outer coordinate r on rank r: there, between nodes is between ranks.
 
 >>> import distal as dt
 >>> i, io, ii = dt.index_vars("i io ii")
