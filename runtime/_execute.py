@@ -334,7 +334,7 @@ def _run(plan: PlanBase, exe: Executable, trace: list[ReduceRecord] | None) -> N
             if fold is not None:  # the stage ends: every processor's held partial into its tile, once
                 assert exe.held is not None
                 fold_held(plan, exe.held, fold, exe.binding, launch_stores[exe.held.tensor],
-                          stores[exe.held.tensor], trace, target)
+                          stores[exe.held.tensor], trace, target, exe.layouts[exe.held.tensor])
     if red is not None:
         reduce_into_output(plan, red, exe, launch_stores[red.tensor], stores[red.tensor], trace, target)
     _keep_output(plan, stores, kept)

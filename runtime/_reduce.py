@@ -68,11 +68,13 @@ import numpy as np
 import numpy.typing as npt
 
 from distal.errors import ReductionError
+from distal.format.layout import Layout
 from distal.lower.executable import CollectiveStep, Executable, HeldFold, ReductionRun, reduction_plan, reduction_run
 from distal.lower.task_graph import Box, Group, PlanBase, Reduction
 from distal.machine.grid import Machine
 
 from ._copy import copy_store
+from ._holders import bound_cpus, holder_index
 from ._launch import Affine, Arg, Privilege, index_launch, point_launch
 from ._make import copy_kernel, fill, from_numpy, zeros
 from ._registry import register_kernel
@@ -82,8 +84,8 @@ from ._store import Store, fence, legate_type, tile_of, to_numpy, wrap
 if TYPE_CHECKING:
     from distal.reduction.ranking import ReductionPlan
 
-__all__ = ["ReduceRecord", "fold_held", "partials_key", "partials_store", "reduce_arrays", "reduce_into_output",
-           "reduce_on_machine", "reduce_partials"]
+__all__ = ["ReduceRecord", "block_holders", "fold_held", "partials_key", "partials_store", "reduce_arrays",
+           "reduce_into_output", "reduce_on_machine", "reduce_partials"]
 
 _SUMS = ("AllReduce", "ReduceScatter", "Reduce")  # the collectives that sum (`CollectiveStep.collective`)
 
@@ -614,13 +616,20 @@ class _Fold:
 
 
 def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[tuple[int, ...], int],
-              partials: Store, output: Store, trace: list[ReduceRecord] | None, target: str) -> None:
+              partials: Store, output: Store, trace: list[ReduceRecord] | None, target: str,
+              layout: Layout | None = None) -> None:
     """After the last launch of a stage of a held reduction (`distal.lower.reductions.HeldReduction`): every
     processor of ``fold`` adds its partial once into its box of the output (of its device block where the
-    output stays in its format's blocks), by one launch pinned to it that reads and writes that box
-    (READ_WRITE: Legate orders the processors adding into one tile, those adding into others run at once);
-    then the partials start at zero again when another stage follows. ``trace`` (if given) receives one
-    `ReduceRecord` per fold.
+    output stays in its format's blocks), by one pinned launch that reads and writes that box (READ_WRITE:
+    Legate orders the processors adding into one tile, those adding into others run at once); then the
+    partials start at zero again when another stage follows. ``trace`` (if given) receives one `ReduceRecord`
+    per fold.
+
+    Where the output stays in its format's blocks (``layout``, its placement layout), the launch runs on the
+    processor holding the block, so that only the partial moves to it (with several ranks, the bytes explain()
+    counts between them); otherwise on the processor that holds the partial. (Pinned to the partial's
+    processor, the block crossed to it and back: Legion's profile of Johnson on Grid(1, 1, 2) over two ranks
+    showed twice explain()'s bytes, tests/multirank/test_traffic.py.)
 
     Not a Legate reduction (REDUCE_ADD): its reduction instances of the folded tiles cost each run about as
     much system time as the whole product (Solomonik 2.5D at n = 2048 on 2 CPUs: ~170 ms of kernel time a
@@ -630,7 +639,8 @@ def fold_held(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[t
     size = math.prod(red.row)
     lead = machine.full_shape
     if fold.blocks:  # the output in its format's device blocks (``output`` is the block store)
-        _fold_into_blocks(plan, red, fold, binding, partials, output, target)
+        holders = block_holders(layout) if layout is not None else {}
+        _fold_into_blocks(plan, red, fold, binding, partials, output, target, holders)
     else:
         key = _registered(_Fold(tuple(red.row)), "distal_held_fold")
         for device, coord, box in fold.points:
@@ -670,8 +680,19 @@ class _FoldIntoBlock:
         target += source.reshape(self.row)[tuple(slice(0, hi - lo) for lo, hi in box)]
 
 
+def block_holders(lay: Layout) -> dict[tuple[int, ...], int]:
+    """The CPU holding each block of a `FormatStore` of layout ``lay``, by the block's index in its leading
+    dimensions (`holder_index`): the CPU `Machine.bind` gives the block's device (`bound_cpus`), where placement
+    put it."""
+    cpus = bound_cpus(lay)
+    found: dict[tuple[int, ...], int] = {}
+    for device in lay.holders():
+        found.setdefault(holder_index(lay, device), cpus.get(device, 0))
+    return found
+
+
 def _fold_into_blocks(plan: PlanBase, red: Reduction, fold: HeldFold, binding: Mapping[tuple[int, ...], int],
-                      partials: Store, blocks: Store, target: str) -> None:
+                      partials: Store, blocks: Store, target: str, holders: Mapping[tuple[int, ...], int]) -> None:
     assert plan.machine is not None
     lead = plan.machine.full_shape
     size = math.prod(red.row)
@@ -683,6 +704,7 @@ def _fold_into_blocks(plan: PlanBase, red: Reduction, fold: HeldFold, binding: M
     for (device, coord, _), (color, _) in zip(fold.points, fold.blocks):
         mine = tile_of(partials, (*(1 for _ in lead), size), (*coord, 0))
         into = tile_of(blocks, block, color)
-        point_launch(key, [(mine, Privilege.READ), (into, Privilege.READ_WRITE)], (device,),
-                     binding.get(coord, 0), target)
+        # the block's holder (its color ends with the flat block's own dimension): the partial moves to it, once
+        where = holders.get(tuple(color[:-1]), binding.get(coord, 0))
+        point_launch(key, [(mine, Privilege.READ), (into, Privilege.READ_WRITE)], (device,), where, target)
 
