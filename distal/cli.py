@@ -44,6 +44,7 @@ BENCHES = {
     "runtime-costs": "runtime_costs.py",  # the runtime's costs as launches grow to 512 points, and the overlap
     "weak-scaling": "weak_scaling.py",  # the paper's weak scaling to 256 nodes, predicted (no data)
     "ranks": "ranks.py",  # when named: 1 rank x 2 CPUs against 2 ranks x 1 CPU (builds the legate 26.1 environment)
+    "rank-traffic": "rank_traffic.py",  # when named: explain()'s bytes between ranks against Legion's profile (2 ranks)
     "gpu-gemm": "gpu_gemm.py",  # needs GPUs: run only when named
     "gpu-checks": "gpu_checks.py",  # needs GPUs: every check on GPU processors equal to NumPy (one rank)
     "gpu-reduce-repro": "gpu_reduce_repro.py",  # needs GPUs: a reduction over GPU points, run many times
@@ -51,10 +52,11 @@ BENCHES = {
     "breakdown": "breakdown.py",  # diagnosis, when named: where every millisecond of a small plan goes
     "fixed-cost": "fixed_cost.py",  # diagnosis, when named: fixed cost of a plan (=, +=) and of a task point
     "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
+    "leaf-timeline": "leaf_timeline.py",  # diagnosis, when named: when each leaf GEMM runs, per processor thread
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm", "gpu-checks", "gpu-reduce-repro", "check", "breakdown", "fixed-cost", "profile-higher",
-                    "report", "ranks"}
+                    "report", "ranks", "rank-traffic", "leaf-timeline"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 

@@ -73,7 +73,11 @@ from tests._strategies import einsum_oracle, legate_cases
 __all__ = ["FEATURES", "KINDS", "LIMIT", "Case", "case_seed", "run_case"]
 
 KINDS = ("einsum", "options", "auto")
-FEATURES = (
+# cuPyNumeric's operands only where it is installed (legate 26.1's multi-rank environment has none); looked up on
+# sys.path alone, without importing it (an import starts Legate)
+HAS_CUPYNUMERIC = importlib.machinery.PathFinder.find_spec("cupynumeric") is not None
+
+FEATURES = tuple(f for f in (
     # subscripts
     "operands-1", "operands-2", "operands-3", "operands-4", "order-0", "order-4", "diagonal",
     "summed-in-one-operand", "scalar-output", "implicit", "explicit", "ellipsis", "sublist",
@@ -89,7 +93,7 @@ FEATURES = (
     "option-over-decomposed", "option-split", "option-formats", "option-no-formats",
     # Schedule.auto on the differential generator's statements
     "auto-one-task", "auto-distributed", "auto-accumulate",
-)
+) if f != "cupynumeric-operand" or HAS_CUPYNUMERIC)
 
 LIMIT = 20_000  # most points in a case's iteration space (the product of its letters' extents)
 EXTENTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17)
@@ -326,10 +330,7 @@ def draw_dtypes(rng: random.Random, n: int, case: Case) -> list[np.dtype[Any]]:
 
 
 _WEIGHTS = {"numpy": 4.5, "cupynumeric": 2.5, "tensor": 3.0}  # how often each operand kind is drawn
-# cuPyNumeric's operands only where it is installed (legate 26.1's multi-rank environment has none); looked up on
-# sys.path alone, not through the import system's finders (tests/conftest.py's guard fails a lookup there)
-OPERAND_KINDS = tuple(k for k in _WEIGHTS
-                      if k != "cupynumeric" or importlib.machinery.PathFinder.find_spec("cupynumeric") is not None)
+OPERAND_KINDS = tuple(k for k in _WEIGHTS if k != "cupynumeric" or HAS_CUPYNUMERIC)
 
 
 def draw_operands(rng: random.Random, nrng: np.random.Generator, spec: Spec, case: Case, *,
