@@ -288,12 +288,14 @@ def parent(quick: bool, repeats: int, name: str) -> int:
                 return 1
             results[label] = {**json.loads(out.read_text()), "wall_s": time.perf_counter() - start}
     one, two = (results[label] for label in CONFIGS)
-    print(f"{'workload':34} {'1x2 ms':>9} {'2x1 ms':>9} {'ratio':>6} {'predicted ms':>13} {'bytes between':>14}")
+    print(f"{'workload':34} {'1x2 ms':>9} {'2x1 ms':>9} {'ratio':>6} {'predicted 1x2':>13} {'2x1':>7} "
+          f"{'bytes between':>14}")
     for a, b in zip(one["rows"], two["rows"], strict=True):
         predicted = "" if a["predicted_s"] is None else f"{a['predicted_s'] * 1e3:.1f}"
+        on_ranks = "" if b["predicted_s"] is None else f"{b['predicted_s'] * 1e3:.1f}"  # a node per rank
         between = "" if b["between_bytes"] is None else f"{b['between_bytes']:.0f}"
         print(f"{a['workload']:34} {a['median_s'] * 1e3:9.1f} {b['median_s'] * 1e3:9.1f} "
-              f"{b['median_s'] / a['median_s']:6.2f} {predicted:>13} {between:>14}")
+              f"{b['median_s'] / a['median_s']:6.2f} {predicted:>13} {on_ranks:>7} {between:>14}")
     path = record(name, {"configs": results, "quick": quick, "repeats": repeats, "load": os.getloadavg(),
                         "note": "2-core machine: the mechanics of several ranks, not scaling figures"})
     print(f"wrote {path}")
