@@ -5,7 +5,8 @@ acts as an array. A Legate plan first copies the operands on the host onto
 Legate, and its result is read back when it is used as an array
 (`copy_in_seconds`: both, added to every Legate candidate's ranking); running
 the statement eagerly in the calling process (`eager_prediction`) reads back
-the operands that live on Legate instead, pays none of the runtime's fixed
+the operands that live on Legate instead, copies its result when it is used
+as an array (`to_numpy()` hands out a copy), pays none of the runtime's fixed
 costs, and runs its matrix products on every BLAS thread, as the NumPy call
 it replaces does. The figures are measured (each constant names its record);
 `python bench/einsum.py --host-moves` measures them again.
@@ -13,6 +14,7 @@ it replaces does. The figures are measured (each constant names its record);
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import warnings
@@ -24,8 +26,8 @@ import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "READ_BACK", "copy_in_seconds", "eager_prediction",
-           "host_bytes", "moving_seconds", "read_back_seconds", "threaded"]
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction",
+           "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -36,26 +38,48 @@ EAGER_OVERHEAD = 35e-6
 # that ran on Legate with both operand kinds, dt.einsum on the NumPy operands minus the same plan on placed
 # dt.Tensors (medians): 0.68 ms + bytes / 4.0 GB/s (the fixed part is Legate's attach and a blocking detach)
 COPY_IN = (0.68e-3, 4.0e9)
-# (seconds, bytes per second) of reading a store back to the host (`to_numpy()`, a fresh NumPy array): the
-# fastest of 30 runs after a fence, per size, 8 KiB to 64 MiB, at load 4-5 (runtime read_back): 0.17 ms at
-# 8 KiB, 2.3 ms at 16 MiB, 11.1 ms at 64 MiB
-READ_BACK = (0.17e-3, 6.0e9)
+# (bytes, seconds) of reading a store back to the host (`to_numpy()`, a fresh NumPy array), interpolated
+# between them (`_measured`): the fastest of 30 runs (10 from 16 MiB) after a fence, per size, at load 5
+# (runtime read_back); small copies stay in the cache and reuse freed memory, large ones fault in new pages
+READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 << 20, 2.280e-3),
+             (64 << 20, 11.107e-3))
+# (bytes, seconds) of copying a host array into a new one (`to_numpy()` of an eager result, which hands out a
+# copy as a Legate result's read-back does), interpolated: `ndarray.copy`, the fastest of 30 (10 from 16 MiB)
+# per size at load 4-5
+HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64 << 20, 10.502e-3))
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
 
 
+def _measured(points: tuple[tuple[int, float], ...], nbytes: float) -> float:
+    """Seconds for `nbytes` on a measured curve of (bytes, seconds): linear between its points, its first
+    point's seconds below them, its last segment's rate above."""
+    if nbytes <= points[0][0]:
+        return points[0][1]
+    for (b0, s0), (b1, s1) in itertools.pairwise(points):
+        if nbytes <= b1:
+            return s0 + (s1 - s0) * (nbytes - b0) / (b1 - b0)
+    (b0, s0), (b1, s1) = points[-2], points[-1]
+    return s1 + (s1 - s0) * (nbytes - b1) / (b1 - b0)
+
+
+def _result_bytes(sched: ScheduleBase) -> int:
+    out = sched.source.lhs.tensor
+    return math.prod(out.concrete_shape()) * out.dtype.itemsize
+
+
 def moving_seconds(sched: ScheduleBase, on_legate: bool, mm: Any = None) -> float:
-    """Seconds to move the inputs whose data is on the host onto Legate (on_legate=False, `COPY_IN`), or those
-    on Legate back to the host (True, `READ_BACK`): per operand a blocking transfer and its bytes."""
-    count, nbytes = host_bytes(sched, on_legate)
-    fixed, rate = READ_BACK if on_legate else COPY_IN
-    return count * fixed + nbytes / rate
+    """Seconds to move the inputs whose data is on the host onto Legate (on_legate=False, `COPY_IN` per operand
+    and byte), or those on Legate back to the host (True, `READ_BACK` per operand): blocking transfers."""
+    if not on_legate:
+        count, nbytes = host_bytes(sched, False)
+        return count * COPY_IN[0] + nbytes / COPY_IN[1]
+    return sum(_measured(READ_BACK, n) for n in operand_bytes(sched, True))
 
 
 def read_back_seconds(sched: ScheduleBase) -> float:
     """Reading the statement's result back to the host (`READ_BACK`): what a Legate plan's result costs when
-    it is used as an array, which the eager candidate's result, already on the host, does not."""
-    out = sched.source.lhs.tensor
-    return READ_BACK[0] + math.prod(out.concrete_shape()) * out.dtype.itemsize / READ_BACK[1]
+    it is used as an array (the eager candidate's result pays its copy on the host, `HOST_COPY`)."""
+    return _measured(READ_BACK, _result_bytes(sched))
 
 
 def copy_in_seconds(sched: ScheduleBase, mm: Any = None) -> float:
@@ -66,7 +90,13 @@ def copy_in_seconds(sched: ScheduleBase, mm: Any = None) -> float:
 
 def host_bytes(sched: ScheduleBase, on_legate: bool) -> tuple[int, int]:
     """How many inputs have their data on the host (on_legate=False) or on Legate (True), and their bytes."""
-    total = count = 0
+    sizes = operand_bytes(sched, on_legate)
+    return len(sizes), sum(sizes)
+
+
+def operand_bytes(sched: ScheduleBase, on_legate: bool) -> list[int]:
+    """The bytes of each input (once each) whose data is on the host (on_legate=False) or on Legate (True)."""
+    out: list[int] = []
     seen: set[int] = set()
     for acc in sched.source.rhs.accesses():
         if acc.tensor.uid in seen:
@@ -74,9 +104,8 @@ def host_bytes(sched: ScheduleBase, on_legate: bool) -> tuple[int, int]:
         seen.add(acc.tensor.uid)
         t = sched.bindings.get_tensor(acc.tensor)
         if t is not None and t.has_data and t.on_legate == on_legate:
-            total += math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize
-            count += 1
-    return count, total
+            out.append(math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize)
+    return out
 
 
 def threaded(mm: Any, threads: int) -> Any:
@@ -97,11 +126,13 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     shadow tensors)'s leaf work without the runtime's fixed costs, its matrix products on NumPy's BLAS threads
     (`threaded`; distal.contract runs them on distal.tile_blas or NumPy's matmul with as many; the count the
     user set, `distal.runtime.blas_user_threads`, steady while distal's tasks are queued), the read-back
-    of `schedule`'s operands that live on Legate, and the eager call's own Python."""
+    of `schedule`'s operands that live on Legate, the copy of its result when it is used as an array
+    (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         threads = min(rt.blas_user_threads(), os.cpu_count() or 1)  # distal.contract's shares: one per core at most
         pred = time_model.predict(compile_schedule(one_task), threaded(mm, threads), 1)
     back = moving_seconds(schedule, True, mm)
+    copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
-    return leaf + back + EAGER_OVERHEAD, pred.peak_bytes
+    return leaf + back + copy + EAGER_OVERHEAD, pred.peak_bytes

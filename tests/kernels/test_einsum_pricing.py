@@ -57,9 +57,20 @@ def test_eager_element_wise_work_stays_on_one_thread(monkeypatch: pytest.MonkeyP
 def test_legate_candidates_pay_the_copies_in_and_the_result_back() -> None:
     sched = _schedule("ij,jk->ik", (300, 200), (200, 100))
     fixed_in, rate_in = host_moves.COPY_IN
-    fixed_back, rate_back = host_moves.READ_BACK
-    want = 2 * fixed_in + (300 * 200 + 200 * 100) * 8 / rate_in + fixed_back + 300 * 100 * 8 / rate_back
-    assert host_moves.copy_in_seconds(sched) == pytest.approx(want)
+    copy_in = 2 * fixed_in + (300 * 200 + 200 * 100) * 8 / rate_in
+    assert host_moves.moving_seconds(sched, False) == pytest.approx(copy_in)
+    back = host_moves.read_back_seconds(sched)
+    assert host_moves.READ_BACK[0][1] < back < host_moves.READ_BACK[1][1]  # 240 KB: between 8 KiB and 1 MiB
+    assert host_moves.copy_in_seconds(sched) == pytest.approx(copy_in + back)
+
+
+def test_measured_curves_interpolate_and_extend() -> None:
+    points = host_moves.READ_BACK
+    assert host_moves._measured(points, 1) == points[0][1]
+    (b0, s0), (b1, s1) = points[1], points[2]
+    assert host_moves._measured(points, (b0 + b1) / 2) == pytest.approx((s0 + s1) / 2)
+    (b0, s0), (b1, s1) = points[-2], points[-1]
+    assert host_moves._measured(points, 2 * b1 - b0) == pytest.approx(2 * s1 - s0)
 
 
 def test_threaded_models_only_the_matrix_product_kinds() -> None:
@@ -102,3 +113,12 @@ def test_the_eager_price_holds_while_distal_s_tasks_are_queued(monkeypatch: pyte
         finally:
             _blas.restore()
     assert during == before
+
+
+def test_the_eager_candidate_pays_its_result_s_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both kinds of candidate pay for the result used as an array: a Legate plan's read-back, the eager run's
+    copy of its host result (`to_numpy()` hands out a copy), so that a large result does not favour either."""
+    small = _schedule("ij,jk->ik", (4000, 4), (4, 10))
+    large = _schedule("ij,jk->ik", (4000, 4), (4, 4000))
+    grown = _eager(large, 1, monkeypatch) - _eager(small, 1, monkeypatch)
+    assert grown >= host_moves._measured(host_moves.HOST_COPY, 4000 * 4000 * 8) - host_moves.HOST_COPY[0][1]
