@@ -21,8 +21,8 @@ nodes within 5%, or the difference is the one named in the test:
   reduces the scalar across the ranks, one 8-byte value each way, which is no more than that.
 
 The same two reductions with the default strategy (Legate's reduction with several ranks since e49b17e):
-within 5%. Not yet equal, and marked so: COSMA with two k steps, whose partials are held
-(distal.lower.reductions.HeldReduction): Legate moved twice explain()'s bytes (the test says why). docs/multinode.md says how it is measured. One start of the ranks, about 2.5 minutes at load 10-14 here.
+within 5%. Held partials (distal.lower.reductions.HeldReduction): COSMA with two k steps, within 5% since
+561c0ee (its fold runs on the output block's holder; before, the block crossed to the reducer and back). docs/multinode.md says how it is measured. One start of the ranks, about 2.5 minutes at load 10-14 here.
 """
 
 from __future__ import annotations
@@ -131,14 +131,12 @@ def test_explain_counts_the_bytes_legate_moved_between_ranks(measured: Measured,
     assert abs(got - said) <= TOLERANCE * said, detail
 
 
-@pytest.mark.xfail(strict=True, reason="a held reduction's fold runs on the reducing processor with the output "
-                   "block READ_WRITE, so the block crosses to it and back (requests/H3.md, 21:53)")
 def test_a_held_reduction_moves_what_explain_counts(measured: Measured) -> None:
     """COSMA on Grid(1, 1, 2) with k in two steps holds its partials (HeldReduction): each processor adds its
-    partial into the output once, by a launch pinned to it that reads and writes the output block. explain()
-    counts each partial once from its processor to the block's holder; at 26.1 Legate copied the block to the
-    reducing rank and back when it was next read on its holder (twice explain()'s bytes: Johnson held the
-    same way before e49b17e, 65536 B against 32768)."""
+    partial into the output once, by a launch of its own. explain() counts each partial once from its processor to
+    the block's holder. Pinned to the reducing processor, reading and writing the output block there, the fold made
+    Legion copy the block to the reducing rank and back (Johnson held the same way before e49b17e: 65536 B against
+    32768); since 561c0ee a fold into one block runs on the block's holder."""
     name, entry = _case(measured, "cosma")
     if entry["reduction"] != "HeldReduction":
         pytest.skip(f"{name} did not hold its partials ({entry['reduction']})")
