@@ -18,8 +18,8 @@ A copy Legion (Realm) made is a `CopyInfo` record (its operation, total `size` i
 memory, instances, hops) with the same `fevent`. A Realm memory id names its owner node (the rank) in
 bits 40-55, under a type tag in the top byte (0x1e for memories, 0x1d for processors): memory
 0x1e00010000000000 is memory 0 of rank 1. A copy between ranks is one whose source and destination
-memories are on different nodes. Every rank's file lists the copies its own side profiled; a copy is
-counted once over all files (by its `fevent`, which is unique across ranks).
+memories are on different nodes. Each copy is in one rank's file (two ranks' files of 121 and 120 copies
+shared none); the reader counts a copy once over all files in any case, by its `fevent`.
 
 Which copies belong to which part of a program is found through operations: each copy names the
 operation (`op_id`) that asked for it; `OperationInstance` records give each operation its parent and
