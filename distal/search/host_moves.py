@@ -27,7 +27,7 @@ import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction",
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction", "eager_threads",
            "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
@@ -109,6 +109,13 @@ def operand_bytes(sched: ScheduleBase, on_legate: bool) -> list[int]:
     return out
 
 
+def eager_threads() -> int:
+    """The threads an eager run's matrix products use: the user's BLAS thread count
+    (`distal.runtime.blas_user_threads`, steady while distal's tasks are queued), at most one per core, as
+    distal.contract splits them into shares."""
+    return max(1, min(rt.blas_user_threads(), os.cpu_count() or 1))
+
+
 def threaded(mm: Any, threads: int) -> Any:
     """`mm` with its processor's matrix-product leaf kinds (`BLAS_KINDS`) run on `threads` BLAS threads: a call
     of F FLOPs at `threads` times the rate the model has for a call of F / threads (each thread runs a share);
@@ -131,8 +138,7 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        threads = min(rt.blas_user_threads(), os.cpu_count() or 1)  # distal.contract's shares: one per core at most
-        pred = time_model.predict(compile_schedule(one_task), threaded(mm, threads), 1)
+        pred = time_model.predict(compile_schedule(one_task), threaded(mm, eager_threads()), 1)
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
