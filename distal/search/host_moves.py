@@ -27,8 +27,8 @@ import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction", "eager_threads",
-           "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "threaded"]
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction",
+           "eager_threads", "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -113,7 +113,7 @@ def eager_threads() -> int:
     """The threads an eager run's matrix products use: the user's BLAS thread count
     (`distal.runtime.blas_user_threads`, steady while distal's tasks are queued), at most one per core, as
     distal.contract splits them into shares."""
-    return max(1, min(rt.blas_user_threads(), os.cpu_count() or 1))
+    return max(1, min(int(rt.blas_user_threads()), os.cpu_count() or 1))
 
 
 def threaded(mm: Any, threads: int) -> Any:
