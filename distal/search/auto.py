@@ -73,7 +73,7 @@ from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule.commands import ScheduleBase
-from distal.search.host_moves import copy_in_seconds, eager_prediction
+from distal.search.host_moves import copy_in_seconds, eager_prediction, eager_threads
 
 __all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "moved_bytes", "options",
            "realise", "resolve_machine", "timing_processors"]
@@ -405,7 +405,7 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
     if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
         seconds, peak = eager_prediction(schedule, _shadow(source, {}), mm)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)", seconds, 0, peak,
-                            peak <= bound, p - 1))
+                            peak <= bound, max(p - eager_threads(), 0)))  # its GEMMs use these threads
     if m.levels == 2:  # the machine's nodes (with several Legate ranks, the ranks), then each node's processors
         outer_shape, inner_shape = m.grids[0].dims, m.grids[1].dims
         for vs in _assignments(extents, outer_shape):
