@@ -16,6 +16,15 @@ model of another machine on `machine.size` processors:
   launch point computing it runs (partitioned along distributed variables,
   replicated along the others, an output of a distributed sum held by the
   first processor of that dimension);
+* on a machine of two levels (nodes, then each node's processors; with
+  several Legate ranks the default machine is the ranks, then each rank's
+  processors: `distal.machine.ranks.rank_machine`) instead of flat grids:
+  variables over the nodes' grid and over each node's grid, an inner
+  dimension taking a node's part of an outer variable or another variable,
+  formats one distribution per level; a node being a rank, the time model
+  prices what crosses between them at the link between ranks, so a plan
+  keeping its traffic inside each rank wins where one process's model would
+  tie it with plans that do not;
 * a split of the largest summed variable into sequential steps whose tiles
   are fetched step by step (`communicate`), where the whole tiles would not
   fit the memory bound;
