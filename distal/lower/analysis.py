@@ -74,12 +74,12 @@ from typing import Any
 
 from distal._text import bytes_text as _bytes
 from distal.errors import DistalError
-from distal.host import configured_processors
 from distal.lower.grouping import plan_tasks
 from distal.lower.in_place import gathered_tensors, placement_layout
 from distal.lower.reductions import reduced_after
 from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Privilege, Reduction, TensorInfo
 from distal.lower.traffic import Recorder, Traffic, crossing_level
+from distal.machine.ranks import run_processors
 
 __all__ = ["WARN_MIN_BYTES", "WARN_RATIO", "LaunchAnalysis", "OperandTile", "Owners", "Placement", "PlanAnalysis",
            "Proc", "analyse", "clip", "cut", "is_empty", "meet", "minus", "proc_text", "volume"]
@@ -324,7 +324,7 @@ class PlanAnalysis:
     statement: str
     machine: str | None  # repr of the plan's machine
     launch_count: int
-    real_processors: int  # the Legate processors of the plan's kind configured (`configured_processors`)
+    real_processors: int  # the Legate processors of the plan's kind of the whole run, every rank's (`run_processors`)
     placement: Placement
     global_store_bytes: Mapping[str, int]  # tensors no processor of the plan holds: their one store
     in_place: tuple[str, ...]  # formatted tensors the runtime uses in their device blocks
@@ -563,7 +563,7 @@ def analyse(plan: PlanBase, processors: int | None = None) -> PlanAnalysis:
             warnings.append(warning)
         figures.append(_LaunchFigures(step_recv, per_point, written_bytes, warning))
     kind = plan.machine.kind if plan.machine is not None else "cpu"
-    real = configured_processors(kind) if processors is None else processors
+    real = run_processors(kind) if processors is None else processors
     launches = tuple(
         _launch(plan, group, launch, fig, tasks.tasks, tasks.why)
         for (group, launch), fig, tasks in zip(plan.launches(), figures, plan_tasks(plan, real), strict=True))

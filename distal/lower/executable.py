@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from distal.host import configured_processors
 from distal.lower.analysis import PlanAnalysis, analyse
 from distal.lower.grouping import (
     Cut,
@@ -49,6 +48,7 @@ from distal.lower.memory import check_plan_memory, check_store_memory
 from distal.lower.reductions import HeldReduction, held_folds, partials_reduction
 from distal.lower.task_graph import Box, Group, Launch, Operand, PlanBase, Proj, Reduction
 from distal.machine.grid import Machine
+from distal.machine.ranks import run_processors
 
 if TYPE_CHECKING:
     from distal.format.layout import Layout
@@ -76,9 +76,9 @@ class Configuration:
 
 def configuration(plan: PlanBase, processors: int | None = None) -> Configuration:
     """The configuration `plan` is finished for now: ``processors`` real processors (default: the Legate
-    processors of the plan's kind configured) and the environment's settings."""
+    processors of the plan's kind of the whole run, every rank's: `run_processors`) and the environment's settings."""
     if processors is None:
-        processors = configured_processors(plan.machine.kind if plan.machine is not None else "cpu")
+        processors = run_processors(plan.machine.kind if plan.machine is not None else "cpu")
     return Configuration(processors, grouping_enabled())
 
 

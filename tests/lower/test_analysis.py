@@ -9,6 +9,7 @@ import pytest
 import distal as dt
 from distal.api.plan import Plan
 from distal.lower.analysis import LaunchAnalysis, PlanAnalysis, analyse, clip, cut, meet, minus, proc_text, volume
+from distal.lower.executable import configuration
 
 STATS_KEYS = {
     "statement", "machine", "launch_count", "real_processors", "legate_task_count", "placement",
@@ -71,6 +72,16 @@ def test_the_configured_processors_are_read_again(monkeypatch: pytest.MonkeyPatc
     assert plan.analysis().real_processors == 1
     monkeypatch.setenv("LEGATE_CONFIG", "--cpus 3")
     assert plan.analysis().real_processors == 3
+
+
+def test_the_real_processors_are_every_rank_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a launcher of two ranks the plan runs on both ranks' processors (the runtime's count), and the
+    analysis and the finished plan count them all, not one rank's."""
+    plan = _plan()
+    monkeypatch.setenv("LEGATE_CONFIG", "--cpus 1")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert plan.analysis().real_processors == 2
+    assert configuration(plan).processors == 2
 
 
 def test_box_algebra() -> None:
