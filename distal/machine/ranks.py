@@ -19,14 +19,15 @@ is `Machine.bind`'s order: on `rank_machine(ranks, p)` the point whose outer
 coordinate is r runs on rank r.
 
 `RANK_LINK` is the link between two ranks of this host (UCX over shared
-memory), measured by `python bench/ranks.py --link` (record
-bench/results/2026-11-28_dd4b874/ranks_link.json, load average 13 while other
-programs ran): Realm's own times of the copies between ranks in Legion's
+memory), measured by `python bench/ranks.py --link --repeats 5` on a quiet
+machine (record bench/results/2026-11-28_8a6cf04/ranks_link.json, load
+average 0.7): Realm's own times of the copies between ranks in Legion's
 profile, the fastest copy of each size. Latency: the fastest copy under
-64 KiB, 7.1 ms (a copy inside a rank of 4 KiB took 0.1 ms); bandwidth: the
-slope of the fastest copies of 8-64 MiB, 0.98 GB/s (10.3 ms at 8 MiB, 69.5 ms
-at 64 MiB). An earlier run at load 11-13 gave 3.5 GB/s and 8 ms: under this
-load the bandwidth is known to a factor of about 3, the latency better.
+64 KiB, 5.7 ms; bandwidth: the slope of the fastest copies of 8-64 MiB,
+2.17 GB/s (8.0 ms at 16 MiB, 36.3 ms at 64 MiB). Under load (average 13,
+bench/results/2026-11-28_dd4b874/) the same probe gave 7.1 ms and 0.98 GB/s,
+and another run 8 ms and 3.5 GB/s: the bandwidth is known to a factor of
+about 2 either way, the latency better.
 
 >>> rank_machine(2, 1), rank_machine(1, 4)
 (Machine(Grid(2), Grid(1)), Machine(Grid(4)))
@@ -53,7 +54,7 @@ LAUNCHER_SIZES = (("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"), ("PMI_
                   ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"))
 
 #: Between two ranks of this host (UCX shared memory), measured by `python bench/ranks.py --link` (module docstring).
-RANK_LINK = Link("ucx_shm", 0.98 * GB, 7.1e-3)
+RANK_LINK = Link("ucx_shm", 2.17 * GB, 5.7e-3)
 
 
 def _count(value: str | None) -> int | None:
