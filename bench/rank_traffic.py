@@ -32,14 +32,9 @@ PROGRAM = ROOT / "tests" / "multirank" / "traffic.py"
 
 
 def _environment() -> tuple[str | None, dict[str, str]]:
-    built = subprocess.run(["bash", str(ROOT / "tools" / "multirank_env.sh")], capture_output=True, text=True,
-                           check=False)
-    if built.returncode != 0:
-        print(built.stderr, file=sys.stderr)
-        return None, {}
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
-    env.setdefault("DISTAL_MACHINE_MODEL", str(ROOT / "tests" / "_data" / "machine-model.json"))
-    return built.stdout.strip().splitlines()[-1], env
+    from _common import multirank_environment  # bench/ is on sys.path when run as a script
+
+    return multirank_environment()
 
 
 def measure(env_file: str, env: dict[str, str], n: int, ranks: int) -> dict[str, Any]:

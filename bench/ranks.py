@@ -253,14 +253,9 @@ def link(repeats: int, name: str) -> int:
 
 
 def _environment() -> tuple[str | None, dict[str, str]]:
-    built = subprocess.run(["bash", str(ROOT / "tools" / "multirank_env.sh")], capture_output=True, text=True,
-                           check=False)
-    if built.returncode != 0:
-        print(built.stderr, file=sys.stderr)
-        return None, {}
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
-    env.setdefault("DISTAL_MACHINE_MODEL", str(ROOT / "tests" / "_data" / "machine-model.json"))
-    return built.stdout.strip().splitlines()[-1], env
+    from _common import multirank_environment  # bench/ is on sys.path when run as a script
+
+    return multirank_environment()
 
 
 # -- the parent: both configurations, one record -------------------------------------------------------

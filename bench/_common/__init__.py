@@ -28,6 +28,7 @@ from .children import (
     fingerprint_error,
     legate_config,
     legate_env,
+    multirank_environment,
     numpy_env,
     validation_child,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "median_seconds",
     "meminfo_kib",
     "model_error",
+    "multirank_environment",
     "numpy_avx512_applies",
     "numpy_env",
     "numpy_threads",

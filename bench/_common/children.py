@@ -107,3 +107,19 @@ def fingerprint_error(ours: list[float], reference: list[float]) -> float:
     """Largest difference of two fingerprints relative to the reference's largest magnitude (at least 1)."""
     scale = max(1.0, *(abs(x) for x in reference))
     return max((abs(a - b) for a, b in zip(ours, reference, strict=True)), default=0.0) / scale
+
+
+def multirank_environment() -> tuple[str | None, dict[str, str]]:
+    """The several-rank environment (legate 26.1, built once by tools/multirank_env.sh): the file to source before
+    `mpirun`, and this process's environment without what would point the ranks at this one's Python or Legate
+    configuration (the checkout's pinned machine model by default); (None, {}) where it cannot be built (said on
+    stderr)."""
+    root = Path(__file__).resolve().parents[2]
+    built = subprocess.run(["bash", str(root / "tools" / "multirank_env.sh")], capture_output=True, text=True,
+                           check=False)
+    if built.returncode != 0:
+        print(built.stderr, file=sys.stderr)
+        return None, {}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "LEGATE_CONFIG")}
+    env.setdefault("DISTAL_MACHINE_MODEL", str(root / "tests" / "_data" / "machine-model.json"))
+    return built.stdout.strip().splitlines()[-1], env
