@@ -53,10 +53,11 @@ BENCHES = {
     "fixed-cost": "fixed_cost.py",  # diagnosis, when named: fixed cost of a plan (=, +=) and of a task point
     "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
     "leaf-timeline": "leaf_timeline.py",  # diagnosis, when named: when each leaf GEMM runs, per processor thread
+    "blas-pools": "blas_pools.py",  # diagnosis, when named: dt.einsum's eager GEMM alone and right after NumPy's
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm", "gpu-checks", "gpu-reduce-repro", "check", "breakdown", "fixed-cost", "profile-higher",
-                    "report", "ranks", "rank-traffic", "leaf-timeline"}
+                    "report", "ranks", "rank-traffic", "leaf-timeline", "blas-pools"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
