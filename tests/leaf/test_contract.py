@@ -174,19 +174,25 @@ def test_the_generic_leaf_and_batched_gemm_compute_through_the_engine() -> None:
     np.testing.assert_allclose(leaf.GENERIC.compute(x, x, pattern="ab,cb->ac"), x @ x.T, rtol=1e-12)
 
 
+def _stacked_equals_matmul(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> None:
+    """`contract._stacked_matmul` of a and b (into a new array and into `out`) and an einsum of a stack of
+    float32 products equal NumPy's."""
+    np.testing.assert_allclose(contract._stacked_matmul(a, b), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    out = np.full((*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1]), np.nan)
+    assert contract._stacked_matmul(a, b, out) is out
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
+    np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
+                               rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_a_stack_of_small_products_split_over_threads_equals_matmul(threads: int, monkeypatch: pytest.MonkeyPatch
                                                                      ) -> None:
     monkeypatch.setattr(contract, "_blas_threads", lambda: threads)
     rng = np.random.default_rng(11)
     a, b = rng.standard_normal((5, 1, 6, 4)), rng.standard_normal((1, 3, 4, 7))  # broadcast both ways
-    np.testing.assert_allclose(contract._stacked_matmul(a, b), np.matmul(a, b), rtol=1e-12, atol=1e-12)
-    out = np.full((5, 3, 6, 7), np.nan)
-    assert contract._stacked_matmul(a, b, out) is out
-    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-12, atol=1e-12)
-    x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
-    np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
-                               rtol=1e-5, atol=1e-5)
+    _stacked_equals_matmul(a, b, rng)
 
 
 def test_a_stack_of_large_products_runs_each_on_the_tile_blas_and_equals_matmul(monkeypatch: pytest.MonkeyPatch
@@ -194,10 +200,4 @@ def test_a_stack_of_large_products_runs_each_on_the_tile_blas_and_equals_matmul(
     monkeypatch.setattr(contract, "_SMALL_MATRIX", 1)  # every product counts as large
     rng = np.random.default_rng(12)
     a, b = rng.standard_normal((3, 1, 40, 30)), rng.standard_normal((1, 2, 30, 50))
-    np.testing.assert_allclose(contract._stacked_matmul(a, b), np.matmul(a, b), rtol=1e-12, atol=1e-12)
-    out = np.full((3, 2, 40, 50), np.nan)
-    assert contract._stacked_matmul(a, b, out) is out
-    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-12, atol=1e-12)
-    x, y = rng.standard_normal((2, 3, 8, 5)).astype(np.float32), rng.standard_normal((2, 3, 9, 5)).astype(np.float32)
-    np.testing.assert_allclose(contract.run("bhqd,bhkd->bhqk", (x, y)), np.einsum("bhqd,bhkd->bhqk", x, y),
-                               rtol=1e-5, atol=1e-5)
+    _stacked_equals_matmul(a, b, rng)
