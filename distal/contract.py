@@ -27,7 +27,15 @@ Float32/float64 matrix products of NumPy tiles run on `distal.tile_blas`.
 Where NumPy's BLAS has several threads (an eager dt.einsum; a Legate task
 has one), a large product or a stack of products is split into one share
 per thread, each share's GEMMs on one BLAS thread, as Legate's tasks split
-it (`_gemm`, `_each_on_tile_blas`, `_stacked_matmul`).
+it (`_gemm`, `_each_on_tile_blas`, `_stacked_matmul`). An eager run's
+products below `OWN_FROM` multiply-adds run on NumPy's matmul with NumPy's
+own BLAS threads instead (`on_user_threads`, `_numpy_pool`): after each
+threaded call OpenBLAS's worker threads spin on their core for about 0.1 s
+(2^28 cycles of `nop`, THREAD_TIMEOUT in its blas_server.c) before they
+sleep, so distal's instance running right after the user's own NumPy call
+shared the two cores with NumPy's spinning worker (640x640x640 took 5.5-6.1
+ms against 3.0-3.3 ms with OPENBLAS_THREAD_TIMEOUT=4 and NumPy's 4.3 ms).
+One pool of threads is what the NumPy call being replaced uses as well.
 `Contraction.describe()` names each call that runs (routine, shapes, copies);
 `run` adds the description of what actually ran (copies depend on the
 arrays' strides) to a `calls` counter, so that tests can compare the two.
@@ -43,12 +51,14 @@ GEMM [4x30] @ [30x3] by numpy.matmul, copying operand 2 (90 elements); into the 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import itertools
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -56,7 +66,8 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["Contraction", "Pair", "Prepare", "blas_threads", "contraction", "run", "work"]
+__all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "on_user_threads", "run",
+           "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -223,7 +234,7 @@ class Contraction:
         predicts for operands laid out as planned. `names` writes letters as the index variables they stand
         for (a task body's block letters). Each distinct description is worked out once."""
         key = (np.dtype(dtype).str, xp_name, None if copied is None else tuple(copied),
-               None if names is None else tuple(sorted(names.items())))
+               None if names is None else tuple(sorted(names.items())), _pool_context())
         found = self.texts.get(key)
         if found is None:
             found = self.texts[key] = self._describe(dtype, xp_name, copied, names)
@@ -288,6 +299,8 @@ def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] 
 def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> str:
     if xp_name != "numpy":
         return f"{xp_name}.matmul"
+    if _numpy_pool(nb * m * n * k):
+        return f"numpy.matmul on NumPy's {_blas_threads()} BLAS threads"
     dt = np.dtype(dtype)
     if (dt in (np.float32, np.float64) and tile_blas.library() is not None
             and m * n * k >= (tile_blas.MIN_WORK if nb == 1 else _SMALL_MATRIX)):
@@ -633,6 +646,39 @@ def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> t
 
 
 _SPLIT_FROM = 1 << 21  # multiply-adds of one product from which it is split over the BLAS threads (`_gemm`)
+# multiply-adds of an eager call's product (a stack: all of it) from which distal's own kernels run it in shares
+# rather than NumPy's matmul on NumPy's threads (`_numpy_pool`). Quiet, interleaved with numpy.einsum as
+# bench/einsum.py --drop-in runs them (lead, load under 1): 640^3 took 4.7 ms on NumPy's pool and 5.5-6.0 in
+# shares on distal's SkylakeX kernels beside NumPy's spinning worker; 1400^3 51 against 58 ms; 3000^3 464
+# against 335 ms, where the kernels' 1.4x outweighs the worker's 0.1 s
+OWN_FROM = 8e9
+_ON_USER_THREADS: contextvars.ContextVar[bool] = contextvars.ContextVar("distal_contract_user_threads",
+                                                                       default=False)
+
+
+@contextlib.contextmanager
+def on_user_threads(yes: bool = True) -> Iterator[None]:
+    """Within it, contractions run (and are described) as an eager call's do, on the caller's BLAS threads:
+    products below `OWN_FROM` multiply-adds on NumPy's matmul with NumPy's own threads (`_numpy_pool`).
+    Outside it (a Legate task, the NumPy backend) every product runs as before."""
+    token = _ON_USER_THREADS.set(yes)
+    try:
+        yield
+    finally:
+        _ON_USER_THREADS.reset(token)
+
+
+def _pool_context() -> tuple[bool, int]:
+    """What `_numpy_pool` depends on besides the product's size (part of a description's cache key)."""
+    return (_ON_USER_THREADS.get(), _blas_threads() if _ON_USER_THREADS.get() else 0)
+
+
+def _numpy_pool(macs: float) -> bool:
+    """Whether a product of `macs` multiply-adds runs on NumPy's matmul with NumPy's own BLAS threads: in an
+    eager call (`on_user_threads`) with several BLAS threads, below `OWN_FROM`, where distal loaded its own
+    kernels (otherwise NumPy's matmul runs it anyway)."""
+    return (_ON_USER_THREADS.get() and macs < OWN_FROM and tile_blas.library() is not None
+            and _blas_threads() > 1)
 
 
 def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool) -> np.ndarray | None:
@@ -644,6 +690,8 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool
     40-47 ms on two threads; 85184x44x44 7-16 ms against 40-48 ms; 1400x1400x1400 107-154 against 119-192)."""
     m, k = a.shape
     n = b.shape[1]
+    if _numpy_pool(m * n * k):
+        return None  # the caller runs numpy.matmul, on NumPy's threads
     parts = _shares() if m * n * k >= _SPLIT_FROM else 1
     if parts <= 1 or max(m, n) < 2 * parts or tile_blas.library() is None or a.dtype != b.dtype \
             or a.dtype not in (np.float32, np.float64):
@@ -768,6 +816,8 @@ def _stacked_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     lead = max(a.shape[0], b.shape[0])
+    if _numpy_pool(math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])) * m * n * k):
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if m * n * k >= _SMALL_MATRIX and tile_blas.library() is not None and a.dtype == b.dtype \
             and a.dtype in (np.float32, np.float64):
         return _each_on_tile_blas(a, b, out)

@@ -105,7 +105,7 @@ def _run_eager(fast: _Eager, call: Call) -> Tensor:
     on the NumPy operands, into a new host tensor."""
     arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in call.arrays]
     value = np.empty(fast.shape, dtype=fast.dtype)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), contract.on_user_threads():
         contract.contraction(call.spec, arrays).run(arrays, np, out=value)
     result = Tensor("R", fast.shape, dtype=fast.dtype)
     result.bind(HostStorage(value))

@@ -21,6 +21,7 @@ write notation), and every method that can touch Legate runs in
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,28 @@ if TYPE_CHECKING:
     from distal.runtime import TensorData
 
 __all__ = ["Tensor"]
+
+
+class _Probe:
+    def refs(self) -> int:
+        return sys.getrefcount(self)
+
+
+# references a temporary has as `self` at the top of a method called on it (`_Probe().refs()`: the caller's
+# stack, this frame, getrefcount's argument), counted once by this interpreter
+_TEMPORARY_REFS = _Probe().refs()
+
+
+def _handed_over(storage: Any) -> np.ndarray | None:
+    """The host array of `storage` if it may be handed over instead of copied: a `HostStorage` only the tensor
+    holds, of an array that owns its writeable memory and that nothing else references (an eager run's result;
+    never a view of the user's own data); None otherwise."""
+    if type(storage) is not HostStorage or sys.getrefcount(storage) > 3:  # the tensor, `storage`, the argument
+        return None
+    data = storage.held()
+    if data.base is not None or not data.flags.owndata or not data.flags.writeable or sys.getrefcount(data) > 3:
+        return None  # held by the storage, `data` and the argument only
+    return data
 
 
 class Tensor(TensorBase, ArrayBehaviour):
@@ -212,7 +235,15 @@ class Tensor(TensorBase, ArrayBehaviour):
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the tensor's data (zeros if it was never written), read back from Legate where it lives
-        (`TensorBase.to_numpy`), from any thread."""
+        (`TensorBase.to_numpy`), from any thread.
+
+        Called on a temporary that holds its own host array (`dt.einsum(...).to_numpy()` of an eager result),
+        the array itself is handed over instead of a copy: nothing else can see the tensor, which goes
+        away when the call returns (`_handed_over`; NumPy elides temporaries' copies the same way)."""
+        if sys.getrefcount(self) <= _TEMPORARY_REFS:
+            given = _handed_over(self._storage)
+            if given is not None:
+                return given
         with legate_section():
             return super().to_numpy()
 

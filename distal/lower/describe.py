@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from distal.contract import on_user_threads
 from distal.lower.analysis import volume
 from distal.lower.task_graph import Group, Launch, Operand, PlanBase, Privilege
 
@@ -74,11 +75,12 @@ def leaf_text(plan: PlanBase, g: Group) -> str:
     """What the group's tasks run, as its task body words it for the tiles of its first launch point (the
     calls `TaskBody.ran` counts when it runs)."""
     first = next(iter(g.launches), None)
-    if first is None:
-        return g.body.describe(fresh=_fresh(plan, g))
-    point = next(first.points())
-    tiles = [tuple(hi - lo for lo, hi in op.box(point, plan.tensors[op.tensor].shape)) for op in first.operands]
-    return g.body.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
+    with on_user_threads(bool(plan.eager)):  # an eager plan's calls run on the caller's BLAS threads
+        if first is None:
+            return g.body.describe(fresh=_fresh(plan, g))
+        point = next(first.points())
+        tiles = [tuple(hi - lo for lo, hi in op.box(point, plan.tensors[op.tensor].shape)) for op in first.operands]
+        return g.body.describe(fresh=_fresh(plan, g), point=point, tiles=tiles)
 
 
 def _machine_dims_text(plan: PlanBase, g: Group) -> str:

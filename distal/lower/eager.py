@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from distal.contract import on_user_threads
 from distal.errors import RuntimeFailure
 from distal.host import check_host_allocation
 from distal.lower.task_graph import PlanBase, Privilege
@@ -68,8 +69,9 @@ def run_eager(plan: PlanBase) -> None:
         else:
             raise RuntimeFailure(f"expected only the output {info.name} written by an eager plan, but found "
                                  f"{plan.tensors[op.tensor].name} {op.privilege.value}")
-    if fresh:
-        group.body.run_fresh(point, [op.tensor for op in launch.operands].index(out), *tiles)
-    else:
-        group.body(point, *tiles)
+    with on_user_threads():  # the caller's BLAS threads: small products on NumPy's own pool (distal.contract)
+        if fresh:
+            group.body.run_fresh(point, [op.tensor for op in launch.operands].index(out), *tiles)
+        else:
+            group.body(point, *tiles)
     plan.tensor(info).bind(HostStorage(result))

@@ -90,6 +90,10 @@ class HostStorage:
     def to_numpy(self) -> np.ndarray:
         return self._data.copy()
 
+    def held(self) -> np.ndarray:
+        """The array itself (no copy, writeable as held): for `dt.Tensor.to_numpy` handing over a temporary's."""
+        return self._data
+
     def view(self) -> np.ndarray:
         """The data itself as a read-only view (no copy): for readers that copy it elsewhere, such as placement."""
         view = self._data.view()

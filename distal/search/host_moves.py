@@ -27,8 +27,9 @@ import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "READ_BACK", "copy_in_seconds", "eager_prediction",
-           "eager_threads", "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "threaded"]
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK", "copy_in_seconds",
+           "eager_kernels", "eager_prediction", "eager_threads", "host_bytes", "moving_seconds", "operand_bytes",
+           "read_back_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -49,6 +50,11 @@ READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 
 # per size at load 4-5
 HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64 << 20, 10.502e-3))
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
+# NumPy's BLAS kernels' rate over distal's own (`distal.tile_blas`) where distal loaded its own: an eager call's
+# products below distal.contract's `_OWN_FROM` run on NumPy's matmul and threads. Quiet probes (lead, load under
+# 1, this machine's AVX-512 CPU, NumPy's OpenBLAS on its Haswell kernels): 640^3 on two threads 4.35 ms against
+# 3.10 on distal's SkylakeX kernels, 3000^3 464 against 335 ms (bench/results/2026-11-28_bd427bc)
+NUMPY_KERNELS = 0.71
 
 
 def _measured(points: tuple[tuple[int, float], ...], nbytes: float) -> float:
@@ -116,17 +122,29 @@ def eager_threads() -> int:
     return max(1, min(int(rt.blas_user_threads()), os.cpu_count() or 1))
 
 
-def threaded(mm: Any, threads: int) -> Any:
+def threaded(mm: Any, threads: int, kernels: float = 1.0) -> Any:
     """`mm` with its processor's matrix-product leaf kinds (`BLAS_KINDS`) run on `threads` BLAS threads: a call
-    of F FLOPs at `threads` times the rate the model has for a call of F / threads (each thread runs a share);
-    the other kinds (einsum loops, element-wise work, sums) run on one thread, as NumPy runs them."""
-    if threads <= 1:
+    of F FLOPs at `threads` times the rate the model has for a call of F / threads (each thread runs a share),
+    times `kernels` (the rate of the kernels that run over the model's); the other kinds (einsum loops,
+    element-wise work, sums) run on one thread, as NumPy runs them."""
+    if threads <= 1 and kernels == 1.0:
         return mm
+    scale = max(threads, 1) * kernels
     p = mm.processor
-    flops = {k: v * threads if k in BLAS_KINDS else v for k, v in p.flops.items()}
-    curves = {k: tuple((f * threads, r * threads) for f, r in pts) if k in BLAS_KINDS else pts
+    flops = {k: v * scale if k in BLAS_KINDS else v for k, v in p.flops.items()}
+    curves = {k: tuple((f * threads, r * scale) for f, r in pts) if k in BLAS_KINDS else pts
               for k, pts in p.curves.items()}
     return replace(mm, processor=replace(p, flops=flops, curves=curves))
+
+
+def eager_kernels(multiply_adds: float) -> float:
+    """The rate of the kernels an eager call's products of `multiply_adds` run on, over the model's (which has
+    distal's own): `NUMPY_KERNELS` where they run on NumPy's matmul (distal.contract's `_numpy_pool`), else 1."""
+    from distal import contract, tile_blas
+
+    if tile_blas.library() is None or eager_threads() <= 1 or multiply_adds >= contract.OWN_FROM:
+        return 1.0
+    return NUMPY_KERNELS
 
 
 def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) -> tuple[float, int]:
@@ -138,7 +156,11 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        pred = time_model.predict(compile_schedule(one_task), threaded(mm, eager_threads()), 1)
+        plan = compile_schedule(one_task)
+        pred = time_model.predict(plan, threaded(mm, eager_threads()), 1)
+        kernels = eager_kernels(pred.flops / 2)
+        if kernels != 1.0:
+            pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels), 1)
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)

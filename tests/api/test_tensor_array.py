@@ -246,3 +246,36 @@ def test_integer_slice_and_array_assignment_writes_the_data(key: Any, value: Any
     np.testing.assert_array_equal(t.to_numpy(), want)
     with pytest.raises(ValueError):  # NumPy's refusal: a shape that does not broadcast
         t[0] = np.ones(7)
+
+
+@pytest.mark.legate
+def test_to_numpy_of_a_temporary_hands_over_its_array_and_of_a_held_tensor_copies(monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """`dt.einsum(...).to_numpy()` of an eager result gives the result's own array (nothing else can see the
+    tensor, so no copy); a tensor still referenced gives independent copies, and the user's own data is never
+    handed out."""
+    from distal.notation import storage
+
+    held: list[int] = []
+    original = storage.HostStorage.held
+
+    def spy(self: storage.HostStorage) -> np.ndarray:
+        data = original(self)
+        held.append(data.__array_interface__["data"][0])
+        return data
+
+    monkeypatch.setattr(storage.HostStorage, "held", spy)
+    a, b = RNG.random((6, 5)), RNG.random((5, 4))
+    got = dt.einsum("ij,jk->ik", a, b).to_numpy()
+    assert got.__array_interface__["data"][0] in held and got.flags.writeable
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+    result = dt.einsum("ij,jk->ik", a, b)
+    first, second = result.to_numpy(), result.to_numpy()
+    first[...] = -1.0
+    np.testing.assert_allclose(second, a @ b, rtol=1e-12)
+    np.testing.assert_allclose(result.to_numpy(), a @ b, rtol=1e-12)
+    wrapped = tensor(a, "W")
+    out = wrapped.to_numpy()
+    out[...] = 0.0
+    np.testing.assert_allclose(wrapped.to_numpy(), a)
+    assert not np.shares_memory(tensor(a, "V").to_numpy(), a)

@@ -46,7 +46,23 @@ def test_eager_matrix_products_run_on_every_blas_thread(monkeypatch: pytest.Monk
     """The eager candidate was timed on one processor although its GEMMs use every BLAS thread (issue 33)."""
     sched = _schedule("ij,jk->ik", (1400, 1400), (1400, 1400))
     one, two = _eager(sched, 1, monkeypatch), _eager(sched, 2, monkeypatch)
-    assert two < 0.6 * one
+    assert two < 0.6 * one / host_moves.eager_kernels(1400 ** 3)  # on NumPy's kernels where they are not distal's
+
+
+def test_eager_products_below_own_from_are_priced_at_numpys_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eager call's products below distal.contract.OWN_FROM run on NumPy's matmul and threads (one pool of
+    BLAS threads with the user's NumPy calls): priced at NumPy's kernels where distal loaded kernels of its own."""
+    from distal import contract, tile_blas
+
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
+    own = tile_blas.library() is not None
+    assert host_moves.eager_kernels(contract.OWN_FROM / 2) == (host_moves.NUMPY_KERNELS if own else 1.0)
+    assert host_moves.eager_kernels(contract.OWN_FROM) == 1.0
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 1)  # one thread: distal's own kernels, no pool
+    assert host_moves.eager_kernels(contract.OWN_FROM / 2) == 1.0
+    mm = model.this_machine()
+    slower = host_moves.threaded(mm, 2, 0.5)  # two threads at half the kernels' rate: one thread's rate
+    assert slower.processor.rate("GEMM", 2e8) == pytest.approx(mm.processor.rate("GEMM", 1e8))
 
 
 def test_eager_element_wise_work_stays_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:

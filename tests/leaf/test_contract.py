@@ -201,3 +201,35 @@ def test_a_stack_of_large_products_runs_each_on_the_tile_blas_and_equals_matmul(
     rng = np.random.default_rng(12)
     a, b = rng.standard_normal((3, 1, 40, 30)), rng.standard_normal((1, 2, 30, 50))
     _stacked_equals_matmul(a, b, rng)
+
+
+@pytest.mark.parametrize("spec, shapes", [("ij,jk->ik", [(64, 48), (48, 80)]),
+                                          ("bij,bjk->bik", [(3, 20, 16), (3, 16, 24)])])
+def test_an_eager_calls_products_run_on_numpys_own_threads_as_described(spec: str, shapes: list[tuple[int, ...]],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # eager (on_user_threads) with several BLAS threads: NumPy's matmul on its pool, said so, and distal's own
+    # kernels never called; outside it (a Legate task, the NumPy backend) the description names no NumPy pool
+    from distal import tile_blas
+
+    if tile_blas.library() is None:
+        pytest.skip("distal loaded no BLAS of its own here: every product runs on NumPy's matmul already")
+    monkeypatch.setattr(contract, "_blas_threads", lambda: 2)
+    rng = np.random.default_rng(5)
+    ops = [rng.standard_normal(s) for s in shapes]
+    plan = contract.contraction(spec, ops)
+    assert "NumPy's 2 BLAS threads" not in plan.describe()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("distal's own kernels ran an eager call's small product")
+
+    monkeypatch.setattr(tile_blas, "gemm", refuse)
+    with contract.on_user_threads():
+        text = plan.describe()
+        calls: dict[str, int] = {}
+        got = plan.run(ops, calls=calls)
+    assert "by numpy.matmul on NumPy's 2 BLAS threads" in text
+    assert list(calls) == [text]
+    np.testing.assert_allclose(got, np.einsum(spec, *ops), rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(contract, "OWN_FROM", 1)  # every product counts as large: distal's own kernels again
+    with contract.on_user_threads():
+        assert "NumPy's" not in contract._gemm_routine(np.float64, 300, 300, 300, 1, "numpy")
