@@ -218,6 +218,9 @@ class MachineModel:
     `reduction_instance_seconds` per instance, and `reduction_page_seconds` per byte of the instance that
     fills whole huge pages (`HUGE_PAGE`, which the kernel zeroes when they are first touched: on this
     machine's virtual machine, far slower than the memory's bandwidth); 0 on the presets (not measured).
+    `warmup_seconds`: a run's first `warmup_seconds` of compute (on its critical processor) go at half rate,
+    one more `min(compute, warmup_seconds)` per run: what a run pays when the process was idle before it (on
+    this machine's virtual machine measured after 2-60 ms idle, not in back-to-back runs); 0 on the presets.
 
     >>> m = lassen_gpu()
     >>> [m.distance(0, q) for q in range(6)]  # same GPU, same socket, same node, other node
@@ -249,6 +252,7 @@ class MachineModel:
     launch_log_seconds: float = 0.0
     reduction_instance_seconds: float = 0.0
     reduction_page_seconds: float = 0.0
+    warmup_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.per_node, bool) or not isinstance(self.per_node, int) or self.per_node < 1:
@@ -256,7 +260,8 @@ class MachineModel:
         if not 0.0 <= self.overlap <= 1.0:
             raise ModelError(f"expected an overlap in [0, 1], but found {self.overlap!r}")
         if min(self.launch_seconds, self.task_seconds, self.plan_seconds, self.launch_point_seconds,
-               self.launch_log_seconds, self.reduction_instance_seconds, self.reduction_page_seconds) < 0:
+               self.launch_log_seconds, self.reduction_instance_seconds, self.reduction_page_seconds,
+               self.warmup_seconds) < 0:
             raise ModelError(f"expected non-negative runtime costs, but found launch {self.launch_seconds!r}, "
                              f"per point {self.launch_point_seconds!r}, per point and doubling "
                              f"{self.launch_log_seconds!r}, task {self.task_seconds!r}, plan {self.plan_seconds!r}, "
@@ -432,7 +437,13 @@ class MachineModel:
                 f"{f' + {self.launch_log_seconds * 1e6:.3g} us x P log2 P' if self.launch_log_seconds else ''}, "
                 f"{self.task_seconds * 1e6:.3g} us per task"
                 f"{_instance_text(self.reduction_instance_seconds, self.reduction_page_seconds)}"
-                f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}")
+                f"{' (one after the other per node)' if self.serial_tasks else ''}, overlap {self.overlap:g}"
+                f"{_warmup_text(self.warmup_seconds)}")
+
+
+def _warmup_text(seconds: float) -> str:
+    """The warm-up in `MachineModel.describe`, where there is one."""
+    return f", first {seconds * 1e3:.3g} ms of compute per run at half rate" if seconds else ""
 
 
 def _instance_text(instance: float, per_byte: float) -> str:

@@ -114,6 +114,7 @@ class Prediction:
     assumption: str = ""
     points: int = 0  # launch points over all launches
     tasks: int = 0  # Legate tasks they run as (`distal.lower.grouping.plan_tasks`)
+    warmup_seconds: float = 0.0  # the model's warm-up: its first compute at half rate (`MachineModel`)
 
     @property
     def fits(self) -> bool:
@@ -135,7 +136,9 @@ class Prediction:
         assumed = f"; {self.assumption}" if self.assumption else ""
         return (f"predicted {_fmt(self.seconds)} on {self.model} ({self.processors_total} processors{idle}{assumed}): "
                 f"compute {_fmt(self.compute_seconds)}, communication {_fmt(self.comm_seconds)} "
-                f"({_fmt(self.exposed_comm_seconds)} not hidden), runtime {_fmt(self.launch_seconds)} over "
+                f"({_fmt(self.exposed_comm_seconds)} not hidden), "
+                f"{f'warm-up {_fmt(self.warmup_seconds)}, ' if self.warmup_seconds else ''}"
+                f"runtime {_fmt(self.launch_seconds)} over "
                 f"{self.steps} step(s) of {self.points} point(s) in {self.tasks} Legate task(s); peak memory "
                 f"{_mib(self.peak_bytes)} of {_mib(self.memory_bytes)} per processor ({source}; {fit})")
 
@@ -159,7 +162,8 @@ class Prediction:
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "seconds": self.seconds, "compute_seconds": self.compute_seconds,
                 "comm_seconds": self.comm_seconds, "exposed_comm_seconds": self.exposed_comm_seconds,
-                "launch_seconds": self.launch_seconds, "steps": self.steps, "flops": self.flops,
+                "launch_seconds": self.launch_seconds, "warmup_seconds": self.warmup_seconds, "steps": self.steps,
+                "flops": self.flops,
                 "peak_bytes": self.peak_bytes, "memory_bytes": self.memory_bytes, "fits": self.fits,
                 "processors": self.processors_total, "idle": self.idle, "points": self.points, "tasks": self.tasks}
 
@@ -606,6 +610,8 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
             node_tasks[model.node_of(r)] += n_
         runtime += max(node_tasks.values(), default=0) * model.task_seconds
     total += runtime
+    warmup = min(comp_sum, model.warmup_seconds)  # the critical processor's first compute at half rate
+    total += warmup
     # memory
     peak_real: dict[int, int] = defaultdict(int)
     for c, r in bind.items():
@@ -637,7 +643,7 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
     used = sum(1 for r in range(real) if points_total.get(r, 0))
     return Prediction(model.name, used, real, total, comp_sum, comm_sum, exposed, runtime, len(launches),
                       flops_total, max(peak_real.values(), default=0), proc.memory, tuple(per), tuple(step_rows),
-                      points=sum(points_total.values()), tasks=sum(tasks_total.values()))
+                      points=sum(points_total.values()), tasks=sum(tasks_total.values()), warmup_seconds=warmup)
 
 
 @dataclass

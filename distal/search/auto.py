@@ -82,7 +82,13 @@ from distal.notation.tensor_base import TensorBase
 from distal.notation.variable import Bindings, TensorVar
 from distal.notation.visit import ExprRewriter
 from distal.schedule.commands import ScheduleBase
-from distal.search.host_moves import copy_in_seconds, eager_prediction, eager_threads
+from distal.search.host_moves import (
+    SPIN_SECONDS,
+    copy_in_seconds,
+    eager_prediction,
+    eager_threads,
+    shared_cores_seconds,
+)
 
 __all__ = ["Library", "Option", "auto_schedule", "default_machine", "default_model", "moved_bytes", "options",
            "realise", "resolve_machine", "timing_processors"]
@@ -112,6 +118,8 @@ class Option:
     machine: Machine | None = None
     params: tuple[tuple[str, Any], ...] = ()
     copy_seconds: float = 0.0  # dt.einsum: copying host operands onto Legate and the result back
+    # dt.einsum: running beside NumPy's BLAS workers, which spin after the user's NumPy call (host_moves)
+    shared_seconds: float = 0.0
     # on a machine of two levels (nodes, with several Legate ranks the ranks; then their processors): the
     # variables over the inner level's dimensions, `vars` and `grid` being the outer level's; a variable of
     # `vars` here stands for its part inside one node (split further), another variable for itself
@@ -119,14 +127,18 @@ class Option:
 
     @property
     def total_seconds(self) -> float:
-        """What auto ranks by: the plan's predicted time and the copy of host operands onto Legate."""
-        return self.seconds + self.copy_seconds
+        """What auto ranks by: the plan's predicted time, the copy of host operands onto Legate and the cores
+        shared with NumPy's spinning BLAS workers."""
+        return self.seconds + self.copy_seconds + self.shared_seconds
 
     def describe(self) -> str:
         idle = f", {self.idle} processor(s) idle" if self.idle else ""
         fit = "" if self.fits else " (over the memory bound)"
         copy = (f" plus {_fmt(self.copy_seconds)} copying host operands onto Legate and the result back"
                 if self.copy_seconds else "")
+        if self.shared_seconds:
+            copy += (f" plus {_fmt(self.shared_seconds)} sharing the cores with NumPy's BLAS threads (they spin "
+                     f"{_fmt(SPIN_SECONDS)} after a NumPy call)")
         return (f"{self.what}: predicted {_fmt(self.seconds)}{copy}, moves {_bytes(self.comm_bytes)} per processor, "
                 f"peak {_bytes(self.peak_bytes)} per processor{idle}{fit}")
 
@@ -400,6 +412,9 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
     extents = {v: n for v, n in _extents(source).items() if n >= 2}
     copy_in = copy_in_seconds(schedule, mm) if eager else 0.0
 
+    def shared(seconds: float) -> float:
+        return shared_cores_seconds(seconds) if eager else 0.0
+
     real = timing_processors(m, mm)
 
     def timed(sched: ScheduleBase, kind_: str, what: str, **fields: Any) -> Option:
@@ -407,14 +422,15 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
             warnings.simplefilter("ignore", UserWarning)
             pred, comm = _predicted(sched, mm, real)
         return Option(kind_, what, pred.seconds, comm, pred.peak_bytes, pred.peak_bytes <= bound,
-                      pred.idle, copy_seconds=copy_in, **fields)
+                      pred.idle, copy_seconds=copy_in, shared_seconds=shared(pred.seconds), **fields)
 
     one = timed(_shadow(source, {}), "one task", "one task on one processor")
     found = [one]
     if eager and os.environ.get("DISTAL_EAGER", "1") != "0":
-        seconds, peak = eager_prediction(schedule, _shadow(source, {}), mm)
+        seconds, peak, beside = eager_prediction(schedule, _shadow(source, {}), mm)
         found.append(Option("eager", "eagerly in this process with NumPy (no Legate tasks)", seconds, 0, peak,
-                            peak <= bound, max(p - eager_threads(), 0)))  # its GEMMs use these threads
+                            peak <= bound, max(p - eager_threads(), 0),  # its GEMMs use these threads
+                            shared_seconds=beside))
     if m.levels == 2:  # the machine's nodes (with several Legate ranks, the ranks), then each node's processors
         outer_shape, inner_shape = m.grids[0].dims, m.grids[1].dims
         for vs in _assignments(extents, outer_shape):
@@ -456,7 +472,7 @@ def options(schedule: ScheduleBase, machine: Machine | Grid | None = None, *, me
                     except (ScheduleError, ShapeError):
                         continue
     for o in library.options(schedule, m, memory, mm) if library is not None else ():
-        found.append(replace(o, copy_seconds=copy_in))
+        found.append(replace(o, copy_seconds=copy_in, shared_seconds=shared(o.seconds)))
     return found
 
 

@@ -27,9 +27,10 @@ import distal.runtime as rt
 from distal.lower import compile_schedule
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK", "copy_in_seconds",
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK", "SPIN_SECONDS",
+           "copy_in_seconds",
            "eager_kernels", "eager_prediction", "eager_threads", "host_bytes", "moving_seconds", "operand_bytes",
-           "read_back_seconds", "threaded"]
+           "read_back_seconds", "shared_cores_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -50,6 +51,12 @@ READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 
 # per size at load 4-5
 HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64 << 20, 10.502e-3))
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
+# seconds OpenBLAS's worker threads spin (a loop of `nop`, THREAD_TIMEOUT 28 in its blas_server.c: 2^28 cycles of
+# the time-stamp counter, 0.103 s at this CPU's 2.6 GHz) after a threaded call before they sleep. Quiet, after
+# numpy.einsum of 640^3 (lead, load under 1): distal's shares of the next 640^3 took 5.5-6.1 ms against 3.0-3.3
+# with OPENBLAS_THREAD_TIMEOUT=4 (the minimum) set for NumPy's library; a Legate plan of 1400^3 on two processors
+# 58.5 ms against its 34 ms predicted (shared_cores_seconds)
+SPIN_SECONDS = 0.1
 # NumPy's BLAS kernels' rate over distal's own (`distal.tile_blas`) where distal loaded its own: an eager call's
 # products below distal.contract's `_OWN_FROM` run on NumPy's matmul and threads. Quiet probes (lead, load under
 # 1, this machine's AVX-512 CPU, NumPy's OpenBLAS on its Haswell kernels): 640^3 on two threads 4.35 ms against
@@ -137,6 +144,18 @@ def threaded(mm: Any, threads: int, kernels: float = 1.0) -> Any:
     return replace(mm, processor=replace(p, flops=flops, curves=curves))
 
 
+def shared_cores_seconds(seconds: float) -> float:
+    """What a run on distal's own threads (Legate's processors, or an eager call's shares on distal's own
+    kernels) pays for NumPy's BLAS workers, which spin on their cores for `SPIN_SECONDS` after each threaded
+    NumPy call before they sleep: a run right after the user's NumPy call (as dt.einsum replacing numpy.einsum
+    in a loop of NumPy work is) runs its first `SPIN_SECONDS` at half speed, since the slowest of its equal
+    shares shares its core with a spinning worker: `min(seconds, SPIN_SECONDS)` more, where NumPy's BLAS has
+    several threads; 0 on one thread, and for an eager call on NumPy's own threads (which are the spinners)."""
+    if eager_threads() <= 1:
+        return 0.0
+    return min(seconds, SPIN_SECONDS)
+
+
 def eager_kernels(multiply_adds: float) -> float:
     """The rate of the kernels an eager call's products of `multiply_adds` run on, over the model's (which has
     distal's own): `NUMPY_KERNELS` where they run on NumPy's matmul (distal.contract's `_numpy_pool`), else 1."""
@@ -147,13 +166,15 @@ def eager_kernels(multiply_adds: float) -> float:
     return NUMPY_KERNELS
 
 
-def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) -> tuple[float, int]:
+def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) -> tuple[float, int, float]:
     """The eager candidate's predicted seconds and peak bytes: `one_task` (the statement's one-task plan on
     shadow tensors)'s leaf work without the runtime's fixed costs, its matrix products on NumPy's BLAS threads
     (`threaded`; distal.contract runs them on distal.tile_blas or NumPy's matmul with as many; the count the
     user set, `distal.runtime.blas_user_threads`, steady while distal's tasks are queued), the read-back
     of `schedule`'s operands that live on Legate, the copy of its result when it is used as an array
-    (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python."""
+    (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python; and what
+    it pays beside NumPy's spinning BLAS workers (`shared_cores_seconds`) where its products run on distal's own
+    kernels (none on NumPy's own threads)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan = compile_schedule(one_task)
@@ -164,4 +185,11 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
-    return leaf + back + copy + EAGER_OVERHEAD, pred.peak_bytes
+    shared = shared_cores_seconds(leaf) if kernels == 1.0 and pred.flops / 2 >= _own_from() else 0.0
+    return leaf + back + copy + EAGER_OVERHEAD, pred.peak_bytes, shared
+
+
+def _own_from() -> float:
+    from distal import contract
+
+    return float(contract.OWN_FROM)

@@ -138,3 +138,27 @@ def test_the_eager_candidate_pays_its_result_s_copy(monkeypatch: pytest.MonkeyPa
     large = _schedule("ij,jk->ik", (4000, 4), (4, 4000))
     grown = _eager(large, 1, monkeypatch) - _eager(small, 1, monkeypatch)
     assert grown >= host_moves._measured(host_moves.HOST_COPY, 4000 * 4000 * 8) - host_moves.HOST_COPY[0][1]
+
+
+def test_candidates_on_distals_own_threads_pay_for_numpys_spinning_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a threaded NumPy call OpenBLAS's workers spin for SPIN_SECONDS: dt.einsum's candidates that run on
+    distal's own threads (Legate's processors) pay min(time, SPIN_SECONDS) beside them, said in their notes;
+    the eager candidate on NumPy's own threads does not; with one BLAS thread nobody does."""
+    from distal.search import auto
+
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
+    assert host_moves.shared_cores_seconds(0.01) == 0.01
+    assert host_moves.shared_cores_seconds(5.0) == host_moves.SPIN_SECONDS
+    sched = _schedule("ij,jk->ik", (640, 640), (640, 640))
+    found = auto.options(sched, dt.Grid(2), model=model.this_machine(), eager=True)
+    legate = [o for o in found if o.kind != "eager"]
+    eager = [o for o in found if o.kind == "eager"]
+    assert legate and all(o.shared_seconds == pytest.approx(min(o.seconds, host_moves.SPIN_SECONDS)) for o in legate)
+    assert all("sharing the cores with NumPy's BLAS threads" in o.describe() for o in legate)
+    assert len(eager) == 1 and eager[0].shared_seconds == 0.0
+    assert all(o.total_seconds == o.seconds + o.copy_seconds + o.shared_seconds for o in found)
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 1)
+    assert host_moves.shared_cores_seconds(0.01) == 0.0
+    assert all(o.shared_seconds == 0.0 for o in auto.options(sched, dt.Grid(2), model=model.this_machine(),
+                                                              eager=True))
+    assert all(o.shared_seconds == 0.0 for o in auto.options(sched, dt.Grid(2), model=model.this_machine()))

@@ -162,3 +162,28 @@ def test_a_pinned_calibration_file_is_the_model_of_every_process(tmp_path: Path,
     got = model.this_machine(recalibrate=True)
     assert got == calibrate.model_of(THIS_LIKE)
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("n", [64, 512, 2048])
+def test_a_runs_first_compute_at_half_rate_costs_min_of_compute_and_the_warmup(n: int) -> None:
+    """The warm-up (`MachineModel.warmup_seconds`): one more min(compute, warm-up) per run, said in the summary
+    and the model's description; none on the presets; negative refused."""
+    plan = kernels.build("summa", dt.Machine(dt.Grid(2, 1)), *_matmul(n)).compile()
+    cold = model.lassen_cpu()
+    assert cold.warmup_seconds == 0.0
+    warm = cold.with_(warmup_seconds=2e-3)
+    before, after = plan.predict(cold), plan.predict(warm)
+    assert before.warmup_seconds == 0.0 and "warm-up" not in before.summary()
+    assert after.warmup_seconds == pytest.approx(min(before.compute_seconds, 2e-3), rel=1e-12)
+    assert after.seconds == pytest.approx(before.seconds + after.warmup_seconds, rel=1e-12)
+    assert "warm-up" in after.summary() and after.as_dict()["warmup_seconds"] == after.warmup_seconds
+    assert "first 2 ms of compute per run at half rate" in warm.describe()
+    with pytest.raises(dt.DistalError):
+        cold.with_(warmup_seconds=-1.0)
+
+
+def test_the_calibrated_model_carries_the_measured_warmup() -> None:
+    kinds = ("GEMM", "TTV", "TTM", "MTTKRP", "INNERPROD", "GENERIC")
+    data = {"cores": 2, "flops": dict.fromkeys(kinds, 9e10), "bandwidth": 3e10, "memory": 1 << 34}
+    assert calibrate.model_of(data).warmup_seconds == calibrate.DEFAULT_WARMUP
+    assert calibrate.model_of({**data, "warmup_seconds": 1e-3}).warmup_seconds == 1e-3
