@@ -65,7 +65,7 @@ from ._registry import register_kernel
 from ._start import ensure_started
 from ._store import Store, fence, keep_until_fence, live_bytes, stores_made
 from ._target import resolve_target, target_scope
-from ._tensor_storage import FormatStore, TensorStore, adopt, from_store, gather
+from ._tensor_storage import FormatStore, TensorStore, adopt, forget_mirror, from_store, gather
 
 __all__ = ["TensorStore", "run_plan", "store_of"]
 
@@ -228,6 +228,7 @@ def run_plan(plan: PlanBase, *, wait: bool = False, trace: list[ReduceRecord] | 
     out again, for as long as the plan's tensors hold the same storage
     (`DISTAL_REPLAY=0` turns this off).
     """
+    forget_mirror(plan.tensor(plan.output).storage)  # its store is written: its host copy goes stale
     exe = executable_of(plan)
     kept = _REPLAYS.get(exe)
     if kept is not None:

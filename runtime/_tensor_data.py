@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distal.notation.storage import HostStorage
+
 from ._start import ensure_started, is_started
 
 if TYPE_CHECKING:
@@ -91,14 +93,15 @@ class TensorData:
         is uploaded as one store. Data already on Legate stays where it is
         when it is in the tensor's format (or the tensor has none to place by).
         """
-        from ._tensor_storage import adopt, storage_of
+        from ._tensor_storage import adopt, storage_of, with_mirror
 
         fmt = tensor.format
         held = tensor.storage
         if held is not None and held.on_legate and (fmt is None or fmt.params or held.format == fmt):
             return
         if fmt is None or fmt.params:
-            tensor.bind(storage_of(None, tensor.concrete_shape(), None, tensor.to_numpy()))
+            placed = storage_of(None, tensor.concrete_shape(), None, tensor.to_numpy())
+            tensor.bind(with_mirror(placed, held.held()) if isinstance(held, HostStorage) else placed)
         else:
             tensor.bind(adopt(held, tensor.to_numpy, fmt, tensor.dtype, tensor.concrete_shape()))
 

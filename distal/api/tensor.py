@@ -21,12 +21,12 @@ write notation), and every method that can touch Legate runs in
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from distal.api._array import ArrayBehaviour, is_notation_key
+from distal.api._temporary import handed_over, is_temporary
 from distal.api._threads import free_here, legate_section
 from distal.api.schedule import Schedule
 from distal.cin.placement import placement, placement_text
@@ -43,28 +43,6 @@ if TYPE_CHECKING:
     from distal.runtime import TensorData
 
 __all__ = ["Tensor"]
-
-
-class _Probe:
-    def refs(self) -> int:
-        return sys.getrefcount(self)
-
-
-# references a temporary has as `self` at the top of a method called on it (`_Probe().refs()`: the caller's
-# stack, this frame, getrefcount's argument), counted once by this interpreter
-_TEMPORARY_REFS = _Probe().refs()
-
-
-def _handed_over(storage: Any) -> np.ndarray | None:
-    """The host array of `storage` if it may be handed over instead of copied: a `HostStorage` only the tensor
-    holds, of an array that owns its writeable memory and that nothing else references (an eager run's result;
-    never a view of the user's own data); None otherwise."""
-    if type(storage) is not HostStorage or sys.getrefcount(storage) > 3:  # the tensor, `storage`, the argument
-        return None
-    data = storage.held()
-    if data.base is not None or not data.flags.owndata or not data.flags.writeable or sys.getrefcount(data) > 3:
-        return None  # held by the storage, `data` and the argument only
-    return data
 
 
 class Tensor(TensorBase, ArrayBehaviour):
@@ -239,9 +217,9 @@ class Tensor(TensorBase, ArrayBehaviour):
 
         Called on a temporary that holds its own host array (`dt.einsum(...).to_numpy()` of an eager result),
         the array itself is handed over instead of a copy: nothing else can see the tensor, which goes
-        away when the call returns (`_handed_over`; NumPy elides temporaries' copies the same way)."""
-        if sys.getrefcount(self) <= _TEMPORARY_REFS:
-            given = _handed_over(self._storage)
+        away when the call returns (`distal.api._temporary`; NumPy elides temporaries' copies the same way)."""
+        if is_temporary(self):
+            given = handed_over(self._storage)
             if given is not None:
                 return given
         with legate_section():

@@ -22,7 +22,7 @@ import numpy as np
 if TYPE_CHECKING:
     from distal.format.format import Format
 
-__all__ = ["HostStorage", "Storage"]
+__all__ = ["HostStorage", "Storage", "host_mirror"]
 
 
 @runtime_checkable
@@ -103,3 +103,10 @@ class HostStorage:
     def __repr__(self) -> str:
         shape = "x".join(str(n) for n in self.shape) if self.shape else "scalar"
         return f"<HostStorage {shape} {self.dtype.name} on the host>"
+
+
+def host_mirror(storage: Any) -> np.ndarray | None:
+    """A read-only host array known to equal `storage`'s data, where the runtime keeps one (the array a store on
+    Legate was placed from, kept until a plan writes the store: `runtime/_tensor_storage.py`, `MIRROR_MAX`);
+    None otherwise. Readers on the host (an eager run) take it instead of reading the store back."""
+    return getattr(storage, "mirror", None)

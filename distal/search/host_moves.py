@@ -25,6 +25,7 @@ from typing import Any
 import distal.model as time_model
 import distal.runtime as rt
 from distal.lower import compile_schedule
+from distal.notation.storage import host_mirror
 from distal.schedule.commands import ScheduleBase
 
 __all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK", "SPIN_SECONDS",
@@ -117,6 +118,8 @@ def operand_bytes(sched: ScheduleBase, on_legate: bool) -> list[int]:
             continue
         seen.add(acc.tensor.uid)
         t = sched.bindings.get_tensor(acc.tensor)
+        if on_legate and t is not None and host_mirror(t.storage) is not None:
+            continue  # read from the host array it was placed from: nothing to read back, nothing to copy in
         if t is not None and t.has_data and t.on_legate == on_legate:
             out.append(math.prod(acc.tensor.concrete_shape()) * acc.tensor.dtype.itemsize)
     return out
