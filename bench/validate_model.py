@@ -139,15 +139,20 @@ class Quiet:
     def rounds_of(self, runs: dict[str, Callable[[], None]], repeats: int) -> dict[str, list[float]]:
         """`interleaved_rounds` whose rounds start in quiet moments (the warm-up round too), each after one
         untimed run of its first case (measured: the first run after the wait took twice its time, SUMMA
-        at n = 256 2.3 ms against 1.2)."""
+        at n = 256 2.3 ms against 1.2), the cases' order rotated by one each round: the runs just after the
+        wait stay slower than the later ones (the model's warm-up), so no case is always first (unrotated, in
+        a quiet run of session 12, the first case measured slowest of its size: SUMMA on Grid(1, 2) at
+        n = 768 10.5 ms against 6.6-7.4 for the others)."""
         import time
 
         samples: dict[str, list[float]] = {name: [] for name in runs}
-        first = next(iter(runs.values()))
+        names = list(runs)
         for round_ in range(repeats + 1):
+            order = names[round_ % len(names):] + names[:round_ % len(names)]
             self.wait()
-            first()  # untimed: the first run after an idle wait pays the wake-up of Legate's threads
-            for name, run in runs.items():
+            runs[order[0]]()  # untimed: the first run after an idle wait pays the wake-up of Legate's threads
+            for name in order:
+                run = runs[name]
                 t0 = time.perf_counter()
                 run()
                 if round_:
