@@ -66,8 +66,8 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "on_user_threads", "run",
-           "work"]
+__all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "largest_product",
+           "on_user_threads", "run", "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -974,8 +974,19 @@ def _execute(c: Contraction, operands: Sequence[Any], xp: Any, out: Any, accumul
 def work(spec: str, extents: dict[str, int], itemsize: int = 8) -> tuple[str, float]:
     """What a product block over these extents costs the time model: ("GEMM" when a matrix product runs,
     else "GENERIC") and its operations, for operands laid out in C order (as tiles are)."""
+    c = _planned_c(spec, extents, itemsize)
+    return c.routine, c.flops
+
+
+def largest_product(spec: str, extents: dict[str, int], itemsize: int = 8) -> float:
+    """The multiply-adds of the largest matrix product (a stack: all of it) the contraction of `spec` over
+    these extents runs, operands in C order: what `_numpy_pool` decides by (0 where no GEMM runs)."""
+    c = _planned_c(spec, extents, itemsize)
+    return float(max((math.prod(p.sizes) for p in c.pairs if p.mode == "gemm"), default=0))
+
+
+def _planned_c(spec: str, extents: dict[str, int], itemsize: int) -> Contraction:
     inputs, _ = spec.split("->")
     shapes = tuple(tuple(int(extents[c]) for c in ax) for ax in inputs.split(","))
     layouts = tuple(tuple(range(len(s))) for s in shapes)
-    c = _plan(spec, shapes, layouts, (itemsize,) * len(shapes))
-    return c.routine, c.flops
+    return _plan(spec, shapes, layouts, (itemsize,) * len(shapes))

@@ -181,14 +181,13 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan = compile_schedule(one_task)
-        pred = time_model.predict(plan, threaded(mm, eager_threads()), 1)
-        kernels = eager_kernels(pred.flops / 2)
-        if kernels != 1.0:
-            pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels), 1)
+        largest = _largest_product(schedule)
+        kernels = eager_kernels(largest)
+        pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels), 1)
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
-    shared = shared_cores_seconds(leaf) if kernels == 1.0 and pred.flops / 2 >= _own_from() else 0.0
+    shared = shared_cores_seconds(leaf) if largest >= _own_from() else 0.0  # some product on distal's kernels
     return leaf + back + copy + EAGER_OVERHEAD, pred.peak_bytes, shared
 
 
@@ -196,3 +195,37 @@ def _own_from() -> float:
     from distal import contract
 
     return float(contract.OWN_FROM)
+
+
+def _largest_product(schedule: ScheduleBase) -> float:
+    """The multiply-adds of the largest matrix product an eager run of the statement (a product of accesses,
+    as dt.einsum's are) runs (`distal.contract.largest_product`); 0 for any other statement."""
+    from distal import contract
+    from distal.notation.ast import Access, Mul
+
+    stmt = schedule.source
+    factors: list[Any] = [stmt.rhs]
+    accesses: list[Access] = []
+    while factors:
+        e = factors.pop()
+        if isinstance(e, Access):
+            accesses.append(e)
+        elif isinstance(e, Mul):
+            factors.extend(e.children())
+        else:
+            return 0.0
+    accesses.reverse()
+    names = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    letters: dict[Any, str] = {}
+    extents: dict[str, int] = {}
+    for acc in (*accesses, stmt.lhs):
+        for v, n in zip(acc.indices, acc.tensor.concrete_shape()):
+            if v not in letters:
+                if len(letters) == len(names):
+                    return 0.0
+                letters[v] = names[len(letters)]
+            extents[letters[v]] = int(n)
+    present = {v for acc in accesses for v in acc.indices}
+    spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
+        letters[v] for v in stmt.lhs.indices if v in present)
+    return contract.largest_product(spec, extents, stmt.lhs.tensor.dtype.itemsize)

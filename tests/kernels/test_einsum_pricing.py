@@ -162,3 +162,21 @@ def test_candidates_on_distals_own_threads_pay_for_numpys_spinning_workers(monke
     assert all(o.shared_seconds == 0.0 for o in auto.options(sched, dt.Grid(2), model=model.this_machine(),
                                                               eager=True))
     assert all(o.shared_seconds == 0.0 for o in auto.options(sched, dt.Grid(2), model=model.this_machine()))
+
+
+def test_the_eager_candidate_is_priced_by_its_largest_product_not_its_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tucker at n = 76: four products of 2.5e9 multiply-adds (1e10 in all) each run on NumPy's own threads
+    (each below OWN_FROM), so the eager candidate pays nothing beside NumPy's spinning workers; matmul at
+    n = 3000 (2.7e10 in one product) runs on distal's own kernels and pays it."""
+    from distal import contract, tile_blas
+
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    n = 76
+    tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
+    assert host_moves._largest_product(tucker) == n ** 5 < contract.OWN_FROM
+    assert host_moves.eager_prediction(tucker, tucker, model.this_machine())[2] == 0.0
+    big = _schedule("ij,jk->ik", (3000, 3000), (3000, 3000))
+    assert host_moves._largest_product(big) == 3000 ** 3 >= contract.OWN_FROM
+    assert host_moves.eager_prediction(big, big, model.this_machine())[2] == host_moves.SPIN_SECONDS
+    assert host_moves.eager_kernels(n ** 5) == (host_moves.NUMPY_KERNELS if tile_blas.library() else 1.0)

@@ -233,3 +233,13 @@ def test_an_eager_calls_products_run_on_numpys_own_threads_as_described(spec: st
     monkeypatch.setattr(contract, "OWN_FROM", 1)  # every product counts as large: distal's own kernels again
     with contract.on_user_threads():
         assert "NumPy's" not in contract._gemm_routine(np.float64, 300, 300, 300, 1, "numpy")
+
+
+def test_the_largest_product_is_what_the_numpy_pool_rule_decides_by() -> None:
+    assert contract.largest_product("ij,jk->ik", {"i": 64, "j": 32, "k": 16}) == 64 * 32 * 16
+    assert contract.largest_product("bij,bjk->bik", {"b": 3, "i": 8, "j": 5, "k": 7}) == 3 * 8 * 5 * 7
+    assert contract.largest_product("ij,ij->ij", {"i": 64, "j": 32}) == 0.0  # no GEMM
+    ext = {c: 6 for c in "pqrsijkl"}
+    c = contract.contraction("pqrs,pi,qj,rk,sl->ijkl", [np.ones((6,) * 4)] + [np.ones((6, 6))] * 4)
+    sizes = [np.prod(p.sizes) for p in c.pairs if p.mode == "gemm"]
+    assert contract.largest_product("pqrs,pi,qj,rk,sl->ijkl", ext) == max(sizes) == 6 ** 5
