@@ -95,9 +95,11 @@ SHRINK: dict[str, list[tuple[str, str]]] = {
 # Figures that depend on the machine the page runs on (its CPU and its calibrated time model), replaced
 # by a placeholder in the doc's text and in the printed text before they are compared.
 MACHINE_FIGURES = (
-    (r"by (numpy\.matmul|distal's OpenBLAS \w+)", "by <tile BLAS>"),
+    (r"by (numpy\.matmul on NumPy's \d+ BLAS threads|numpy\.matmul|distal's OpenBLAS \w+)", "by <tile BLAS>"),
     (r"predicted [0-9.]+ (ms|us|s)\b", "predicted <time>"),
     (r"plus [0-9.]+ (ms|us|s) copying", "plus <time> copying"),
+    (r"plus [0-9.]+ (ms|us|s) sharing", "plus <time> sharing"),
+    (r"spin [0-9.]+ (ms|us|s) after", "spin <time> after"),
     (r"programs \([0-9.]+ s\)", "programs (<time>)"),  # the synthesizer's own search time
 )
 
