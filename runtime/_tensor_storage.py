@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -364,9 +364,10 @@ def adopt(held: Any, data: Any, fmt: Format, dtype: Any, shape: tuple[int, ...])
 # on placed tensors read them back from Legate at every call (two 3.3 MB operands: 1.6 ms of a 5 ms call; the
 # 134 MB operand of ijab,jb->ia at n = 64, 2.6 ms of 7.8)
 MIRROR_MAX = 256 << 20
+_Held = TypeVar("_Held", bound="FormatStore | TensorStore")
 
 
-def with_mirror(held: FormatStore | TensorStore, source: np.ndarray) -> FormatStore | TensorStore:
+def with_mirror(held: _Held, source: np.ndarray) -> _Held:
     """`held`, just placed from the host array `source`, keeping `source` beside it (read-only) as its mirror:
     the tensor's data on the host, for readers there (`distal.notation.storage.host_mirror`), until a plan
     writes the store (`forget_mirror`, at the start of every run on Legate whose output it is). Only an array
