@@ -66,8 +66,8 @@ import numpy as np
 
 from distal import tile_blas
 
-__all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "largest_product",
-           "on_user_threads", "run", "work"]
+__all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "fresh_arrays",
+           "largest_product", "on_user_threads", "run", "work"]
 
 _TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
@@ -983,6 +983,21 @@ def largest_product(spec: str, extents: dict[str, int], itemsize: int = 8) -> fl
     these extents runs, operands in C order: what `_numpy_pool` decides by (0 where no GEMM runs)."""
     c = _planned_c(spec, extents, itemsize)
     return float(max((math.prod(p.sizes) for p in c.pairs if p.mode == "gemm"), default=0))
+
+
+def fresh_arrays(spec: str, extents: dict[str, int], itemsize: int = 8) -> list[int]:
+    """The bytes of each fresh array the contraction of `spec` writes besides its output, operands in C order:
+    each operand copied to be read as matrices, and each pair's product but the last (which is written into
+    the output where its letters are the output's)."""
+    c = _planned_c(spec, extents, itemsize)
+    sizes: list[int] = []
+    for n, p in enumerate(c.pairs):
+        nb, m, cols, k = p.sizes
+        sizes += [nb * m * k * itemsize] if p.a_copy else []
+        sizes += [nb * k * cols * itemsize] if p.b_copy else []
+        if n < len(c.pairs) - 1 or p.result != c.output:
+            sizes.append(nb * m * cols * itemsize)
+    return sizes
 
 
 def _planned_c(spec: str, extents: dict[str, int], itemsize: int) -> Contraction:

@@ -28,7 +28,8 @@ from distal.lower import compile_schedule
 from distal.notation.storage import host_mirror
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK", "SPIN_SECONDS",
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK",
+           "SPIN_SECONDS",
            "copy_in_seconds",
            "eager_kernels", "eager_prediction", "eager_threads", "host_bytes", "moving_seconds", "operand_bytes",
            "read_back_seconds", "shared_cores_seconds", "threaded"]
@@ -51,6 +52,11 @@ READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 
 # copy as a Legate result's read-back does), interpolated: `ndarray.copy`, the fastest of 30 (10 from 16 MiB)
 # per size at load 4-5
 HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64 << 20, 10.502e-3))
+# bytes from which a fresh array gets fresh pages at every call: glibc's largest mmap threshold (32 MiB on 64-bit
+# Linux); an eager call's intermediates this large (distal.contract.fresh_arrays) cost what writing a new array
+# costs, priced as a host copy of that size (`HOST_COPY`, whose large sizes are the kernel's page faults: tucker at
+# n = 76 writes four of 254 MiB, and ran its eager call in 470-500 ms where its leaves were predicted 199 ms)
+FRESH_FROM = 32 << 20
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
 # seconds OpenBLAS's worker threads spin (a loop of `nop`, THREAD_TIMEOUT 28 in its blas_server.c: 2^28 cycles of
 # the time-stamp counter, 0.103 s at this CPU's 2.6 GHz) after a threaded call before they sleep. Quiet, after
@@ -181,14 +187,15 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan = compile_schedule(one_task)
-        largest = _largest_product(schedule)
+        largest, fresh = _eager_contraction(schedule)
         kernels = eager_kernels(largest)
         pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels), 1)
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
     shared = shared_cores_seconds(leaf) if largest >= _own_from() else 0.0  # some product on distal's kernels
-    return leaf + back + copy + EAGER_OVERHEAD, pred.peak_bytes, shared
+    pages = sum(_measured(HOST_COPY, b) for b in fresh if b >= FRESH_FROM)  # its large intermediates' new pages
+    return leaf + back + copy + pages + EAGER_OVERHEAD, pred.peak_bytes, shared
 
 
 def _own_from() -> float:
@@ -200,6 +207,13 @@ def _own_from() -> float:
 def _largest_product(schedule: ScheduleBase) -> float:
     """The multiply-adds of the largest matrix product an eager run of the statement (a product of accesses,
     as dt.einsum's are) runs (`distal.contract.largest_product`); 0 for any other statement."""
+    return _eager_contraction(schedule)[0]
+
+
+def _eager_contraction(schedule: ScheduleBase) -> tuple[float, list[int]]:
+    """What an eager run of the statement's contraction does (a product of accesses, as dt.einsum's are): the
+    multiply-adds of its largest matrix product (`distal.contract.largest_product`) and the bytes of each fresh
+    array it writes besides the output (`distal.contract.fresh_arrays`); (0, []) for any other statement."""
     from distal import contract
     from distal.notation.ast import Access, Mul
 
@@ -213,7 +227,7 @@ def _largest_product(schedule: ScheduleBase) -> float:
         elif isinstance(e, Mul):
             factors.extend(e.children())
         else:
-            return 0.0
+            return 0.0, []
     accesses.reverse()
     names = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
     letters: dict[Any, str] = {}
@@ -222,10 +236,11 @@ def _largest_product(schedule: ScheduleBase) -> float:
         for v, n in zip(acc.indices, acc.tensor.concrete_shape()):
             if v not in letters:
                 if len(letters) == len(names):
-                    return 0.0
+                    return 0.0, []
                 letters[v] = names[len(letters)]
             extents[letters[v]] = int(n)
     present = {v for acc in accesses for v in acc.indices}
     spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
         letters[v] for v in stmt.lhs.indices if v in present)
-    return contract.largest_product(spec, extents, stmt.lhs.tensor.dtype.itemsize)
+    itemsize = stmt.lhs.tensor.dtype.itemsize
+    return (contract.largest_product(spec, extents, itemsize), contract.fresh_arrays(spec, extents, itemsize))

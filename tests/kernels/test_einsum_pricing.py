@@ -180,3 +180,18 @@ def test_the_eager_candidate_is_priced_by_its_largest_product_not_its_total(monk
     assert host_moves._largest_product(big) == 3000 ** 3 >= contract.OWN_FROM
     assert host_moves.eager_prediction(big, big, model.this_machine())[2] == host_moves.SPIN_SECONDS
     assert host_moves.eager_kernels(n ** 5) == (host_moves.NUMPY_KERNELS if tile_blas.library() else 1.0)
+
+
+def test_the_eager_candidate_pays_for_its_large_intermediates_new_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tucker at n = 76 writes four fresh arrays of 254 MiB (above glibc's largest mmap threshold: new pages at
+    every call), each priced as a host copy of its size; matmul writes none."""
+    monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
+    n = 76
+    tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
+    largest, fresh = host_moves._eager_contraction(tucker)
+    assert largest == n ** 5 and len(fresh) >= 3 and all(b == n ** 4 * 8 >= host_moves.FRESH_FROM for b in fresh)
+    with_pages = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
+    monkeypatch.setattr(host_moves, "FRESH_FROM", 1 << 62)
+    without = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
+    assert with_pages - without == pytest.approx(sum(host_moves._measured(host_moves.HOST_COPY, b) for b in fresh))
+    assert host_moves._eager_contraction(_schedule("ij,jk->ik", (64, 64), (64, 64)))[1] == []

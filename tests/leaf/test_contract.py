@@ -243,3 +243,13 @@ def test_the_largest_product_is_what_the_numpy_pool_rule_decides_by() -> None:
     c = contract.contraction("pqrs,pi,qj,rk,sl->ijkl", [np.ones((6,) * 4)] + [np.ones((6, 6))] * 4)
     sizes = [np.prod(p.sizes) for p in c.pairs if p.mode == "gemm"]
     assert contract.largest_product("pqrs,pi,qj,rk,sl->ijkl", ext) == max(sizes) == 6 ** 5
+
+
+def test_the_fresh_arrays_are_the_copies_and_the_products_but_the_last() -> None:
+    assert contract.fresh_arrays("ij,jk->ik", {"i": 8, "j": 4, "k": 2}) == []  # written into the output
+    n = 6
+    c = contract.contraction("pqrs,pi,qj,rk,sl->ijkl", [np.ones((n,) * 4)] + [np.ones((n, n))] * 4)
+    got = contract.fresh_arrays("pqrs,pi,qj,rk,sl->ijkl", {ch: n for ch in "pqrsijkl"})
+    copies = sum(p.a_copy + p.b_copy for p in c.pairs)
+    assert len(got) == len(c.pairs) - 1 + copies and all(b == n ** 4 * 8 for b in got)
+    assert contract.fresh_arrays("ij,jk->ki", {"i": 8, "j": 4, "k": 2}, 4) == []  # (B^T A^T) into the output
