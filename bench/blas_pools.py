@@ -14,9 +14,15 @@ the load.
 Run: ``python bench/blas_pools.py [--n 640] [--rounds 15]`` (about 10 s).
 
 Seen at 50177ff (lead, load under 1): alone, distal 5.7-7.6 ms and NumPy 4.5-5.1; alternated, distal
-8.0-9.0 and NumPy 5.9-6.7. A shorter probe in the same conditions (placed tensors made first, 8 rounds, the
-same call) had distal alone at 3.4-3.8 ms and alternated at 6.6-6.9, NumPy 4.8-4.9 either way: what makes
-the two "alone" figures differ is not found.
+8.0-9.0 and NumPy 5.9-6.7. The cause, found in session 12: OpenBLAS's worker threads spin on their core for
+about 0.1 s after each threaded call before they sleep (THREAD_TIMEOUT, 2^28 time-stamp cycles of `nop`), so
+distal's products on its own OpenBLAS ran beside NumPy's spinning worker (what made this script's "alone"
+figure differ from the shorter probe's was not found). With `OPENBLAS_THREAD_TIMEOUT=4` set for NumPy's
+library only, a probe's distal call alternated with NumPy's took 3.0-3.3 ms against 5.5-6.1. Since 6eda27d an
+eager call's products of this size run on NumPy's own threads (`distal.contract.OWN_FROM`): at 0bc0101,
+quiet (load 0.1), two runs: alone distal 5.01-5.19 ms and NumPy 4.85-4.93, alternated distal 5.18-5.22 and
+NumPy 4.90-4.98 (0.95-0.97): the alternation costs nothing now, and distal's call is NumPy's own on the same
+kernels plus its Python.
 """
 
 from __future__ import annotations
