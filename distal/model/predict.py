@@ -222,25 +222,13 @@ def _product_work(plan: PlanBase) -> Any:
     dimensions not given are whole) returning the leaf kind ("GEMM" where a matrix product runs, else
     "GENERIC") and the operations. None for other statements (their iterations times operations count)."""
     from distal import contract
-    from distal.notation.visit import product_factors
+    from distal.notation.visit import product_spec
 
     stmt = plan.source
-    if stmt is None:
+    found = product_spec(stmt.lhs, stmt.rhs) if stmt is not None else None
+    if stmt is None or found is None:
         return None
-    factors = product_factors(stmt.rhs)
-    accesses = [f for f in factors if isinstance(f, Access)]
-    if not accesses or not all(isinstance(f, Access | Literal) for f in factors):
-        return None
-    letters: dict[Any, str] = {}
-    for acc in (*accesses, stmt.lhs):
-        for v in acc.indices:
-            if v not in letters:
-                if len(letters) == 52:
-                    return None
-                letters[v] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[len(letters)]
-    present = {v for acc in accesses for v in acc.indices}
-    spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
-        letters[v] for v in stmt.lhs.indices if v in present)
+    spec, letters, accesses = found
     index = {t.tensor.uid: n for n, t in enumerate(plan.tensors)}
     where: dict[Any, tuple[int, int]] = {}
     for acc in (stmt.lhs, *accesses):

@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 from distal.notation.ast import Access, Add, BinaryOp, Call, Div, Expr, IndexVar, Literal, Mul, Neg, Sub, Sum
 
-__all__ = ["NODES", "ExprRewriter", "ExprVisitor", "product_factors", "summed_vars"]
+__all__ = ["NODES", "ExprRewriter", "ExprVisitor", "product_factors", "product_spec", "summed_vars"]
 
 R = TypeVar("R")
 
@@ -98,6 +98,30 @@ def product_factors(e: Expr) -> tuple[Expr, ...]:
     if type(e) is Mul:
         return product_factors(e.a) + product_factors(e.b)
     return (e,)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def product_spec(lhs: Access, rhs: Expr) -> tuple[str, dict[IndexVar, str], tuple[Access, ...]] | None:
+    """`lhs = rhs` as an einsum pattern where `rhs` is a product of accesses (and scalars): the pattern
+    ("ij,jk->ik", the output's letters those some access has), each variable's letter, and the accesses
+    in order. None for any other statement, or one of more than 52 variables."""
+    factors = product_factors(rhs)
+    accesses = tuple(f for f in factors if isinstance(f, Access))
+    if not accesses or not all(isinstance(f, Access | Literal) for f in factors):
+        return None
+    letters: dict[IndexVar, str] = {}
+    for acc in (*accesses, lhs):
+        for v in acc.indices:
+            if v not in letters:
+                if len(letters) == len(_LETTERS):
+                    return None
+                letters[v] = _LETTERS[len(letters)]
+    present = {v for acc in accesses for v in acc.indices}
+    spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
+        letters[v] for v in lhs.indices if v in present)
+    return spec, letters, accesses
 
 
 def summed_vars(e: Expr) -> tuple[IndexVar, ...]:

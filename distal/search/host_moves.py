@@ -24,15 +24,15 @@ from typing import Any
 
 import distal.model as time_model
 import distal.runtime as rt
+from distal import contract, tile_blas
 from distal.lower import compile_schedule
 from distal.notation.storage import host_mirror
+from distal.notation.visit import product_spec
 from distal.schedule.commands import ScheduleBase
 
 __all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK",
-           "SPIN_SECONDS",
-           "copy_in_seconds",
-           "eager_kernels", "eager_prediction", "eager_threads", "host_bytes", "moving_seconds", "operand_bytes",
-           "read_back_seconds", "shared_cores_seconds", "threaded"]
+           "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction", "eager_threads", "host_bytes",
+           "moving_seconds", "operand_bytes", "read_back_seconds", "shared_cores_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -168,8 +168,6 @@ def shared_cores_seconds(seconds: float) -> float:
 def eager_kernels(multiply_adds: float) -> float:
     """The rate of the kernels an eager call's products of `multiply_adds` run on, over the model's (which has
     distal's own): `NUMPY_KERNELS` where they run on NumPy's matmul (distal.contract's `_numpy_pool`), else 1."""
-    from distal import contract, tile_blas
-
     if tile_blas.library() is None or eager_threads() <= 1 or multiply_adds >= contract.OWN_FROM:
         return 1.0
     return NUMPY_KERNELS
@@ -193,54 +191,21 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
-    shared = shared_cores_seconds(leaf) if largest >= _own_from() else 0.0  # some product on distal's kernels
+    shared = shared_cores_seconds(leaf) if largest >= contract.OWN_FROM else 0.0  # some product on distal's kernels
     pages = sum(_measured(HOST_COPY, b) for b in fresh if b >= FRESH_FROM)  # its large intermediates' new pages
     return leaf + back + copy + pages + EAGER_OVERHEAD, pred.peak_bytes, shared
-
-
-def _own_from() -> float:
-    from distal import contract
-
-    return float(contract.OWN_FROM)
-
-
-def _largest_product(schedule: ScheduleBase) -> float:
-    """The multiply-adds of the largest matrix product an eager run of the statement (a product of accesses,
-    as dt.einsum's are) runs (`distal.contract.largest_product`); 0 for any other statement."""
-    return _eager_contraction(schedule)[0]
 
 
 def _eager_contraction(schedule: ScheduleBase) -> tuple[float, list[int]]:
     """What an eager run of the statement's contraction does (a product of accesses, as dt.einsum's are): the
     multiply-adds of its largest matrix product (`distal.contract.largest_product`) and the bytes of each fresh
     array it writes besides the output (`distal.contract.fresh_arrays`); (0, []) for any other statement."""
-    from distal import contract
-    from distal.notation.ast import Access, Mul
-
     stmt = schedule.source
-    factors: list[Any] = [stmt.rhs]
-    accesses: list[Access] = []
-    while factors:
-        e = factors.pop()
-        if isinstance(e, Access):
-            accesses.append(e)
-        elif isinstance(e, Mul):
-            factors.extend(e.children())
-        else:
-            return 0.0, []
-    accesses.reverse()
-    names = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    letters: dict[Any, str] = {}
-    extents: dict[str, int] = {}
-    for acc in (*accesses, stmt.lhs):
-        for v, n in zip(acc.indices, acc.tensor.concrete_shape()):
-            if v not in letters:
-                if len(letters) == len(names):
-                    return 0.0, []
-                letters[v] = names[len(letters)]
-            extents[letters[v]] = int(n)
-    present = {v for acc in accesses for v in acc.indices}
-    spec = ",".join("".join(letters[v] for v in acc.indices) for acc in accesses) + "->" + "".join(
-        letters[v] for v in stmt.lhs.indices if v in present)
+    found = product_spec(stmt.lhs, stmt.rhs)
+    if found is None:
+        return 0.0, []
+    spec, letters, accesses = found
+    extents = {letters[v]: int(n) for acc in (*accesses, stmt.lhs)
+               for v, n in zip(acc.indices, acc.tensor.concrete_shape())}
     itemsize = stmt.lhs.tensor.dtype.itemsize
-    return (contract.largest_product(spec, extents, itemsize), contract.fresh_arrays(spec, extents, itemsize))
+    return contract.largest_product(spec, extents, itemsize), contract.fresh_arrays(spec, extents, itemsize)

@@ -174,10 +174,10 @@ def test_the_eager_candidate_is_priced_by_its_largest_product_not_its_total(monk
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     n = 76
     tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
-    assert host_moves._largest_product(tucker) == n ** 5 < contract.OWN_FROM
+    assert host_moves._eager_contraction(tucker)[0] == n ** 5 < contract.OWN_FROM
     assert host_moves.eager_prediction(tucker, tucker, model.this_machine())[2] == 0.0
     big = _schedule("ij,jk->ik", (3000, 3000), (3000, 3000))
-    assert host_moves._largest_product(big) == 3000 ** 3 >= contract.OWN_FROM
+    assert host_moves._eager_contraction(big)[0] == 3000 ** 3 >= contract.OWN_FROM
     assert host_moves.eager_prediction(big, big, model.this_machine())[2] == host_moves.SPIN_SECONDS
     assert host_moves.eager_kernels(n ** 5) == (host_moves.NUMPY_KERNELS if tile_blas.library() else 1.0)
 
