@@ -69,7 +69,6 @@ from distal import tile_blas
 __all__ = ["OWN_FROM", "Contraction", "Pair", "Prepare", "blas_threads", "contraction", "fresh_arrays",
            "largest_product", "on_user_threads", "run", "work"]
 
-_TINY = 64  # multiply-adds per matrix below which a batched product runs as an einsum loop instead of GEMMs
 _CALL_ELEMENTS = 512  # a matrix product more in a stack costs about as much as copying this many elements
 
 
@@ -150,7 +149,8 @@ class Pair:
 
     `mode`: "gemm" (matrix products), "mul" (broadcast multiply, nothing
     contracted), "dot" (everything but shared letters contracted) or
-    "einsum" (an einsum loop, for tiny batched matrices).
+    "einsum" (an einsum loop: a matrix-vector product that would copy or
+    stack its matrix).
 
     For "gemm" the left operand is read as a stack of (left, contracted)
     matrices and the right one as (contracted, right) matrices, each letter
@@ -178,6 +178,7 @@ class Pair:
     a_copy: bool  # predicted: the left operand is copied to be read as matrices
     b_copy: bool
     order: str = ""  # the result's letters where the mode writes them in any order (not "gemm"): the output's
+    outer: str = ""  # an einsum loop's ("dot", "einsum") larger operand's outermost letter in memory
     shapes: _Shapes | None = field(default=None, compare=False, repr=False)  # worked out once (`_shapes`)
 
     @property
@@ -291,9 +292,15 @@ def _describe_pair(p: Pair, dtype: Any, xp_name: str, copied: tuple[bool, bool] 
         if not (p.batch or p.left or p.right):
             return f"dot of {k} elements by {_dot_routine(dtype, k, xp_name)}"
         pattern = f"{_named(p.a, names)},{_named(p.b, names)}->{_named(p.result, names)}"
-        return f"{nb * m * n} dots of {k} elements ({pattern}) by {xp_name}.einsum"
+        return f"{nb * m * n} dots of {k} elements ({pattern}) by {xp_name}.einsum{_in_shares(p, xp_name)}"
     pattern = f"{_named(p.a, names)},{_named(p.b, names)}->{_named(p.result, names)}"
-    return f"einsum loop {pattern} ({nb} x [{m}x{k}] @ [{k}x{n}]) by {xp_name}.einsum"
+    return f"einsum loop {pattern} ({nb} x [{m}x{k}] @ [{k}x{n}]) by {xp_name}.einsum{_in_shares(p, xp_name)}"
+
+
+def _in_shares(p: Pair, xp_name: str) -> str:
+    """How an einsum loop's shares run, where it is split (`loop_shares`): ", in 2 shares on 2 threads"."""
+    parts = loop_shares(p) if xp_name == "numpy" else 1
+    return f", in {parts} shares on {parts} threads" if parts > 1 else ""
 
 
 def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> str:
@@ -420,6 +427,10 @@ def _pairs_of(path: Sequence[tuple[int, int]], live: Sequence[str], order: Seque
         p = _pair(i, j, a, b, keep, extents, current_order[i], current_order[j], output if last else None, itemsize)
         p = replace(p, i=ids[p.i], j=ids[p.j])  # positions -> ids (the pair may read j's operand first)
         p = replace(p, shapes=_shapes(p))
+        if p.mode in ("dot", "einsum"):  # where its shares would be cut (`loop_shares`)
+            memory = {a: current_order[i], b: current_order[j]}
+            big = max(p.a, p.b, key=lambda x: _size(x, extents))
+            p = replace(p, outer=memory[big][0] if memory[big] else "")
         pairs.append(p)
         for n in sorted((i, j), reverse=True):
             del current[n], current_order[n], ids[n]
@@ -478,14 +489,14 @@ def _pair(i: int, j: int, a: str, b: str, keep: set[str], extents: dict[str, int
     contracted_set = [c for c in shared if c not in keep]
     left_set = [c for c in a if c not in b]
     right_set = [c for c in b if c not in a]
-    nb, m, n, k = (_size(x, extents) for x in (batch_set, left_set, right_set, contracted_set))
+    m, n = _size(left_set, extents), _size(right_set, extents)
     ext = tuple(sorted(extents.items()))
     if not contracted_set:
         mode = "mul"
     elif m == 1 and n == 1:
         mode = "dot"
-    elif nb > 1 and m * n * k < _TINY:
-        mode = "einsum"
+    # a stack of tiny matrices too is a batched GEMM: NumPy 2.4's matmul runs 200000 products of 3x3 in 12 ms where
+    # numpy.einsum's loop takes 24 ms (20000 of 8x8: 1.8 against 9.9 ms)
     else:
         mode = "gemm"
     if mode == "gemm" and not _swapped:
@@ -608,6 +619,8 @@ def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> t
         if p.mode == "dot" and not (p.batch or p.left or p.right):
             value = tile_blas.dot(a.reshape(-1), _transposed(b, p.b, p.a, xp).reshape(-1), xp)
             value = xp.asarray(value).reshape(())
+        elif xp is np and loop_shares(p) > 1:
+            return _split_loop(p, a, b, out, accumulate), _NO_COPY
         else:
             value = xp.einsum(f"{p.a},{p.b}->{p.result}", a, b)
         return _deliver(value, out, accumulate, xp), _NO_COPY
@@ -715,6 +728,63 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool
 
     _on_blas_threads([functools.partial(share, q) for q in range(parts)])
     return out
+
+
+# elements of an einsum loop's larger operand (a pair in mode "dot" or "einsum") from which an eager call splits the
+# loop along that operand's outermost letter, where the result keeps it, into one share per BLAS thread, each a
+# numpy.einsum on its own Python thread: NumPy runs the loop on one thread. Quiet, 2 cores, each right after
+# opt_einsum's call (as bench/einsum.py --drop-in runs them), two shares over one loop: `ijab,jb->ia` 0.84 of the
+# time at 1M elements, 0.79 at 5.3M, 0.67 at 16.8M; `ij,ij->i` 1.07 at 1M, 0.97 at 4M, 0.89 at 16M, 0.83 at 36M;
+# `ijk,jk->i` (k = 8) 1.01 at 8M, 0.99 at 18M
+_LOOP_SPLIT_FROM = 1 << 22
+
+
+def loop_parts(p: Pair, threads: int) -> int:
+    """Into how many shares an einsum loop of pair `p` is split on `threads` threads (`_split_loop`): one per
+    thread where its larger operand has `_LOOP_SPLIT_FROM` elements or more and the result keeps that operand's
+    outermost letter, of an extent of at least that many; else 1."""
+    if p.mode not in ("dot", "einsum") or not p.outer or p.outer not in p.result or threads <= 1:
+        return 1
+    ext = dict(p.extents)
+    if max(_size(p.a, ext), _size(p.b, ext)) < _LOOP_SPLIT_FROM or ext[p.outer] < threads:
+        return 1
+    return threads
+
+
+def loop_shares(p: Pair) -> int:
+    """Into how many shares an einsum loop of pair `p` is split now: in an eager call (`on_user_threads`),
+    `loop_parts` over the BLAS threads; else 1 (a Legate task's loop runs on its one thread)."""
+    return loop_parts(p, _shares()) if _ON_USER_THREADS.get() else 1
+
+
+def _split_loop(p: Pair, a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool) -> np.ndarray:
+    """The einsum loop of pair `p` in `loop_shares(p)` shares, each over a slice of its larger operand's
+    outermost letter in memory (`p.outer`, which the result keeps: contiguous slices of that operand), each
+    share a numpy.einsum on its own Python thread (`_on_blas_threads`), written into `out` where it can be
+    (`=`, its dtype, not overlapping an operand), else into a new array delivered there."""
+    ext = dict(p.extents)
+    parts = loop_shares(p)
+    letter = p.outer
+    dtype = np.result_type(a, b)
+    direct = isinstance(out, np.ndarray) and not accumulate and out.dtype == dtype \
+        and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)
+    target: np.ndarray = out if direct and out is not None else np.empty(tuple(ext[c] for c in p.result), dtype)
+    cut = [ext[letter] * q // parts for q in range(parts + 1)]
+    spec = f"{p.a},{p.b}->{p.result}"
+
+    def part(x: np.ndarray, letters: str, q: int) -> np.ndarray:
+        if letter not in letters:
+            return x
+        index: list[Any] = [slice(None)] * x.ndim
+        index[letters.index(letter)] = slice(cut[q], cut[q + 1])
+        view: np.ndarray = x[tuple(index)]
+        return view
+
+    def share(q: int) -> None:
+        np.einsum(spec, part(a, p.a, q), part(b, p.b, q), out=part(target, p.result, q))
+
+    _on_blas_threads([functools.partial(share, q) for q in range(parts)])
+    return target if direct or out is None else np.asarray(_deliver(target, out, accumulate, np))
 
 
 _NO_COPY = (False, False)
@@ -983,6 +1053,14 @@ def largest_product(spec: str, extents: dict[str, int], itemsize: int = 8) -> fl
     these extents runs, operands in C order: what `_numpy_pool` decides by (0 where no GEMM runs)."""
     c = _planned_c(spec, extents, itemsize)
     return float(max((math.prod(p.sizes) for p in c.pairs if p.mode == "gemm"), default=0))
+
+
+def split_loops(spec: str, extents: dict[str, int], itemsize: int, threads: int) -> float:
+    """The share of the operations of the contraction of `spec` over these extents (operands in C order) that
+    runs in einsum loops an eager call splits over `threads` threads (`loop_parts`)."""
+    c = _planned_c(spec, extents, itemsize)
+    split = sum(p.flops for p in c.pairs if loop_parts(p, threads) > 1)
+    return split / c.flops if c.flops else 0.0
 
 
 def fresh_arrays(spec: str, extents: dict[str, int], itemsize: int = 8) -> list[int]:

@@ -51,7 +51,7 @@ from distal.errors import DistalFallbackWarning, DtypeError, NotationError
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
-from distal.notation.storage import HostStorage
+from distal.notation.storage import HostStorage, host_mirror
 from distal.notation.variable import Bindings, TensorVar
 from distal.search import resolve_machine
 
@@ -77,15 +77,15 @@ class _Entry:
 
 @dataclass(frozen=True)
 class _Eager:
-    """A cached plan that runs eagerly, of a product over NumPy arrays: the result's dtype and shape (the
-    operands are converted to the dtype, as the plan's task body converts them)."""
+    """A cached plan that runs eagerly, of a product over operands in host memory (`_on_host`): the result's
+    dtype and shape (the operands are converted to the dtype, as the plan's task body converts them)."""
 
     dtype: np.dtype[Any]
     shape: tuple[int, ...]
 
 
 _CACHE: OrderedDict[Any, _Entry] = OrderedDict()
-_EAGER: OrderedDict[Any, _Eager] = OrderedDict()  # eager plans of products on NumPy arrays, by the call's key
+_EAGER: OrderedDict[Any, _Eager] = OrderedDict()  # eager plans of products on host data, by the call's key
 _STATS = {"hits": 0, "misses": 0}
 
 
@@ -100,10 +100,10 @@ def _eager_allowed() -> bool:
     return os.environ.get("DISTAL_EAGER", "1") != "0"
 
 
-def _run_eager(fast: _Eager, call: Call) -> Tensor:
+def _run_eager(fast: _Eager, call: Call, hosts: Sequence[np.ndarray]) -> Tensor:
     """A call whose cached plan runs eagerly: the contraction its task body runs (`distal.contract`), straight
-    on the NumPy operands, into a new host tensor."""
-    arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in call.arrays]
+    on the operands' host arrays (`_on_host`), into a new host tensor."""
+    arrays = [a if a.dtype == fast.dtype else a.astype(fast.dtype) for a in hosts]
     value = np.empty(fast.shape, dtype=fast.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"), contract.on_user_threads():
         contract.contraction(call.spec, arrays).run(arrays, np, out=value)
@@ -168,7 +168,26 @@ def _operands(arrays: Sequence[Any], out: Tensor | None) -> tuple[list[Tensor], 
 
 
 def _location(t: Tensor) -> str:
-    return "legate" if t.on_legate else "host" if t.has_data else "none"
+    """Where a tensor's data is, as auto prices reading it: a store on Legate with the host copy it was placed
+    from (`host_mirror`: an eager run reads that) is not one without."""
+    if t.on_legate:
+        return "legate" if host_mirror(t.storage) is None else "legate+mirror"
+    return "host" if t.has_data else "none"
+
+
+def _on_host(op: Any) -> tuple[np.ndarray, Any] | None:
+    """An operand's data where it is already in host memory, with what an eager plan's cache key says of it:
+    a NumPy array; a tensor's host data, or the host copy its store on Legate was placed from (`host_mirror`),
+    with its format and location. None for any other operand (a cuPyNumeric array, a store without a copy)."""
+    if type(op) is np.ndarray:
+        return op, (op.shape, op.dtype.str)
+    if not isinstance(op, Tensor):
+        return None
+    storage = op.storage
+    data = storage.view() if isinstance(storage, HostStorage) else host_mirror(storage)
+    if data is None or data.shape != op.concrete_shape():
+        return None
+    return data, (data.shape, op.dtype.str, op.format, _location(op))
 
 
 def _statement(call: Call, tensors: Sequence[Tensor], out: Tensor) -> Assignment:
@@ -401,13 +420,13 @@ def _run_one(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], i
 
 def _run_one_plan(call: Call, machine: Machine | Grid | None, dtype: np.dtype[Any], into: Tensor | None,
                   notes: tuple[str, ...] = (), eager: str = "") -> Tensor:
-    host = into is None and not eager and all(type(a) is np.ndarray for a in call.arrays)
-    key = (call.spec, tuple((a.shape, a.dtype.str) for a in call.arrays), dtype.str, resolve_machine(machine)) \
-        if host and _eager_allowed() else None
+    hosts = [_on_host(a) for a in call.arrays] if into is None and not eager and _eager_allowed() else [None]
+    key = (call.spec, tuple(h[1] for h in hosts if h is not None), dtype.str, resolve_machine(machine)) \
+        if all(h is not None for h in hosts) else None
     fast = _EAGER.get(key) if key is not None else None
-    if fast is not None:  # an eager plan of a product on NumPy arrays: its contraction, straight on them
+    if fast is not None:  # an eager plan of a product on host data: its contraction, straight on the arrays
         _STATS["hits"] += 1
-        return _run_eager(fast, call)
+        return _run_eager(fast, call, [h[0] for h in hosts if h is not None])
     entry, tensors, result = _prepare(call, machine, dtype, into, notes, eager)
     if result.format != entry.output.format:  # the plan's algorithm gave its output a format
         if into is None:

@@ -30,9 +30,9 @@ from distal.notation.storage import host_mirror
 from distal.notation.visit import product_spec
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "NUMPY_KERNELS", "READ_BACK",
-           "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction", "eager_threads", "host_bytes",
-           "moving_seconds", "operand_bytes", "read_back_seconds", "shared_cores_seconds", "threaded"]
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "LOOP_SHARES", "NUMPY_KERNELS",
+           "READ_BACK", "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction", "eager_threads",
+           "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "shared_cores_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -69,6 +69,9 @@ SPIN_SECONDS = 0.1
 # 1, this machine's AVX-512 CPU, NumPy's OpenBLAS on its Haswell kernels): 640^3 on two threads 4.35 ms against
 # 3.10 on distal's SkylakeX kernels, 3000^3 464 against 335 ms (bench/results/2026-11-28_bd427bc)
 NUMPY_KERNELS = 0.71
+# the rate of an eager call's einsum loops split over two threads (distal.contract's `loop_parts`) over one loop's:
+# the median of the gains measured there (two shares took 0.67-1.01 of one loop's time, median 0.89)
+LOOP_SHARES = 1.12
 
 
 def _measured(points: tuple[tuple[int, float], ...], nbytes: float) -> float:
@@ -138,18 +141,19 @@ def eager_threads() -> int:
     return max(1, min(int(rt.blas_user_threads()), os.cpu_count() or 1))
 
 
-def threaded(mm: Any, threads: int, kernels: float = 1.0) -> Any:
+def threaded(mm: Any, threads: int, kernels: float = 1.0, loops: float = 1.0) -> Any:
     """`mm` with its processor's matrix-product leaf kinds (`BLAS_KINDS`) run on `threads` BLAS threads: a call
     of F FLOPs at `threads` times the rate the model has for a call of F / threads (each thread runs a share),
     times `kernels` (the rate of the kernels that run over the model's); the other kinds (einsum loops,
-    element-wise work, sums) run on one thread, as NumPy runs them."""
-    if threads <= 1 and kernels == 1.0:
+    element-wise work, sums) at `loops` times the model's rate (1: one thread, as NumPy runs them;
+    `LOOP_SHARES` where an eager call splits its einsum loops)."""
+    if threads <= 1 and kernels == 1.0 and loops == 1.0:
         return mm
     scale = max(threads, 1) * kernels
     p = mm.processor
-    flops = {k: v * scale if k in BLAS_KINDS else v for k, v in p.flops.items()}
-    curves = {k: tuple((f * threads, r * scale) for f, r in pts) if k in BLAS_KINDS else pts
-              for k, pts in p.curves.items()}
+    flops = {k: v * scale if k in BLAS_KINDS else v * loops for k, v in p.flops.items()}
+    curves = {k: tuple((f * threads, r * scale) for f, r in pts) if k in BLAS_KINDS
+              else tuple((f, r * loops) for f, r in pts) for k, pts in p.curves.items()}
     return replace(mm, processor=replace(p, flops=flops, curves=curves))
 
 
@@ -185,9 +189,10 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         plan = compile_schedule(one_task)
-        largest, fresh = _eager_contraction(schedule)
+        largest, fresh, split = _eager_contraction(schedule, eager_threads())
         kernels = eager_kernels(largest)
-        pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels), 1)
+        loops = LOOP_SHARES if split >= 0.5 else 1.0  # most of its loop work in shares
+        pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels, loops), 1)
     back = moving_seconds(schedule, True, mm)
     copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
@@ -196,16 +201,18 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     return leaf + back + copy + pages + EAGER_OVERHEAD, pred.peak_bytes, shared
 
 
-def _eager_contraction(schedule: ScheduleBase) -> tuple[float, list[int]]:
-    """What an eager run of the statement's contraction does (a product of accesses, as dt.einsum's are): the
-    multiply-adds of its largest matrix product (`distal.contract.largest_product`) and the bytes of each fresh
-    array it writes besides the output (`distal.contract.fresh_arrays`); (0, []) for any other statement."""
+def _eager_contraction(schedule: ScheduleBase, threads: int) -> tuple[float, list[int], float]:
+    """What an eager run of the statement's contraction does on `threads` threads (a product of accesses, as
+    dt.einsum's are): the multiply-adds of its largest matrix product (`distal.contract.largest_product`), the
+    bytes of each fresh array it writes besides the output (`distal.contract.fresh_arrays`) and the share of its
+    operations in einsum loops it splits (`distal.contract.split_loops`); (0, [], 0) for any other statement."""
     stmt = schedule.source
     found = product_spec(stmt.lhs, stmt.rhs)
     if found is None:
-        return 0.0, []
+        return 0.0, [], 0.0
     spec, letters, accesses = found
     extents = {letters[v]: int(n) for acc in (*accesses, stmt.lhs)
                for v, n in zip(acc.indices, acc.tensor.concrete_shape())}
     itemsize = stmt.lhs.tensor.dtype.itemsize
-    return contract.largest_product(spec, extents, itemsize), contract.fresh_arrays(spec, extents, itemsize)
+    return (contract.largest_product(spec, extents, itemsize), contract.fresh_arrays(spec, extents, itemsize),
+            contract.split_loops(spec, extents, itemsize, threads))

@@ -174,10 +174,10 @@ def test_the_eager_candidate_is_priced_by_its_largest_product_not_its_total(monk
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     n = 76
     tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
-    assert host_moves._eager_contraction(tucker)[0] == n ** 5 < contract.OWN_FROM
+    assert host_moves._eager_contraction(tucker, 2)[0] == n ** 5 < contract.OWN_FROM
     assert host_moves.eager_prediction(tucker, tucker, model.this_machine())[2] == 0.0
     big = _schedule("ij,jk->ik", (3000, 3000), (3000, 3000))
-    assert host_moves._eager_contraction(big)[0] == 3000 ** 3 >= contract.OWN_FROM
+    assert host_moves._eager_contraction(big, 2)[0] == 3000 ** 3 >= contract.OWN_FROM
     assert host_moves.eager_prediction(big, big, model.this_machine())[2] == host_moves.SPIN_SECONDS
     assert host_moves.eager_kernels(n ** 5) == (host_moves.NUMPY_KERNELS if tile_blas.library() else 1.0)
 
@@ -188,10 +188,32 @@ def test_the_eager_candidate_pays_for_its_large_intermediates_new_pages(monkeypa
     monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
     n = 76
     tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
-    largest, fresh = host_moves._eager_contraction(tucker)
+    largest, fresh, _ = host_moves._eager_contraction(tucker, 2)
     assert largest == n ** 5 and len(fresh) >= 3 and all(b == n ** 4 * 8 >= host_moves.FRESH_FROM for b in fresh)
     with_pages = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
     monkeypatch.setattr(host_moves, "FRESH_FROM", 1 << 62)
     without = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
     assert with_pages - without == pytest.approx(sum(host_moves._measured(host_moves.HOST_COPY, b) for b in fresh))
-    assert host_moves._eager_contraction(_schedule("ij,jk->ik", (64, 64), (64, 64)))[1] == []
+    assert host_moves._eager_contraction(_schedule("ij,jk->ik", (64, 64), (64, 64)), 2)[1] == []
+
+
+def test_the_eager_candidate_prices_the_einsum_loops_it_splits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ijab,jb->ia` at 64 is one einsum loop over a 16.8M-element operand, cut along i into one share per
+    thread: priced at LOOP_SHARES times one loop's rate on two threads, at one loop's on one; a loop too small
+    to split, or cut along a letter the result does not keep, is priced as one loop."""
+    from distal import contract
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    n = 64
+    sched = _schedule("ijab,jb->ia", (n,) * 4, (n, n))
+    assert host_moves._eager_contraction(sched, 2)[2] == 1.0
+    assert host_moves._eager_contraction(sched, 1)[2] == 0.0
+    assert contract.split_loops("ijab,jb->ia", dict.fromkeys("ijab", 8), 8, 2) == 0.0  # 4096 elements
+    assert contract.split_loops("jiab,jb->ia", dict.fromkeys("ijab", n), 8, 2) == 0.0  # cut along j: summed
+    times = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(rt, "blas_user_threads", lambda threads=threads: threads)
+        times[threads] = host_moves.eager_prediction(sched, sched, model.this_machine())[0]
+    leaf = times[1] - host_moves.EAGER_OVERHEAD - host_moves._measured(host_moves.HOST_COPY, n * n * 8)
+    # (the warm-up term, the smaller of the compute and 2 ms, is not scaled)
+    assert times[1] - times[2] == pytest.approx(leaf * (1 - 1 / host_moves.LOOP_SHARES), rel=0.05)

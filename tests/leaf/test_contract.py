@@ -253,3 +253,41 @@ def test_the_fresh_arrays_are_the_copies_and_the_products_but_the_last() -> None
     copies = sum(p.a_copy + p.b_copy for p in c.pairs)
     assert len(got) == len(c.pairs) - 1 + copies and all(b == n ** 4 * 8 for b in got)
     assert contract.fresh_arrays("ij,jk->ki", {"i": 8, "j": 4, "k": 2}, 4) == []  # (B^T A^T) into the output
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_einsum_loops_split_over_threads_equal_einsum_as_described(threads: int, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    # every loop counts as large: random patterns, dtypes and layouts, `=` and `+=`, in an eager call's shares;
+    # the loops described as split (", in N shares on N threads") are the loops that ran split
+    monkeypatch.setattr(contract, "_LOOP_SPLIT_FROM", 1)
+    monkeypatch.setattr(contract, "_blas_threads", lambda: threads)
+    monkeypatch.setattr(contract, "_shares", lambda: threads)
+    rng = np.random.default_rng(40 + threads)
+    specs = ["ijab,jb->ia", "ij,ij->i", "bij,bj->bi", "ijk,ik->ij"]
+    for n in range(160):
+        spec = specs[n] if n < len(specs) else _random_spec(rng)
+        dtype = [np.float64, np.float32, np.complex128][int(rng.integers(0, 3))]
+        ops = _operands(spec, rng, dtype)
+        if n < len(specs):  # C order, extents of 6: split along their first letter
+            ops = [rng.standard_normal((6,) * x.ndim).astype(dtype) for x in ops]
+        else:
+            ops = [_layouts(x, rng) for x in ops]
+        want = np.einsum(spec, *ops)
+        tol = {"rtol": 1e-4, "atol": 1e-3} if dtype is np.float32 else {"rtol": 1e-10, "atol": 1e-10}
+        plan = contract.contraction(spec, ops)
+        with contract.on_user_threads():
+            text = plan.describe(dtype)
+            calls: dict[str, int] = {}
+            got = plan.run(ops, calls=calls)
+            out = np.full(want.shape, 2, dtype=want.dtype)
+            plan.run(ops, out=out, accumulate=True)
+            real = np.zeros(want.shape, dtype=np.float64)  # a complex product into a real output: its real part
+            plan.run(ops, out=real)
+        (ran,) = calls  # (the copies it predicts for the planned layouts may differ from the views it got)
+        shares = f"in {threads} shares on {threads} threads"
+        assert ran.count(shares) == text.count(shares), (spec, ran, text)
+        assert n >= len(specs) or shares in text, (spec, text)
+        np.testing.assert_allclose(got, want, **tol, err_msg=spec)
+        np.testing.assert_allclose(out, want + 2, **tol, err_msg=spec)
+        np.testing.assert_allclose(real, want.real, **tol, err_msg=spec)
