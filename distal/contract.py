@@ -735,7 +735,9 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool
 # numpy.einsum on its own Python thread: NumPy runs the loop on one thread. Quiet, 2 cores, each right after
 # opt_einsum's call (as bench/einsum.py --drop-in runs them), two shares over one loop: `ijab,jb->ia` 0.84 of the
 # time at 1M elements, 0.79 at 5.3M, 0.67 at 16.8M; `ij,ij->i` 1.07 at 1M, 0.97 at 4M, 0.89 at 16M, 0.83 at 36M;
-# `ijk,jk->i` (k = 8) 1.01 at 8M, 0.99 at 18M
+# `ijk,jk->i` (k = 8) 1.01 at 8M, 0.99 at 18M. Beside NumPy's spinning BLAS worker (0.1 s after a threaded NumPy
+# call: right after numpy.einsum(optimize=True), whose batched matmul runs threaded) the gain goes: `ijab,jb->ia` at
+# 16.8M took 5.5-5.8 ms in two shares against 5.1-5.5 in one loop (taking chunks in turn changed nothing)
 _LOOP_SPLIT_FROM = 1 << 22
 
 
@@ -783,7 +785,7 @@ def _split_loop(p: Pair, a: np.ndarray, b: np.ndarray, out: np.ndarray | None, a
     def share(q: int) -> None:
         np.einsum(spec, part(a, p.a, q), part(b, p.b, q), out=part(target, p.result, q))
 
-    _on_blas_threads([functools.partial(share, q) for q in range(parts)])
+    _on_blas_threads([functools.partial(share, q) for q in range(parts)], blas=False)  # (einsum's loop: no BLAS)
     return target if direct or out is None else np.asarray(_deliver(target, out, accumulate, np))
 
 
@@ -856,16 +858,17 @@ def _each_on_tile_blas(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> 
     return out
 
 
-def _on_blas_threads(shares: Sequence[Any]) -> None:
+def _on_blas_threads(shares: Sequence[Any], blas: bool = True) -> None:
     """Run each of `shares` (callables) on its own Python thread (the first on this one), with every BLAS
-    library threadpoolctl finds (NumPy's, distal.tile_blas's) on one thread meanwhile."""
+    library threadpoolctl finds (NumPy's, distal.tile_blas's) on one thread meanwhile where they call BLAS
+    (`blas`)."""
     with _Blas.lock:
         if _Blas.pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             _Blas.pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
                                             thread_name_prefix="distal-blas")
-    with _controller().limit(limits=1):
+    with _controller().limit(limits=1) if blas else contextlib.nullcontext():
         others = [_Blas.pool.submit(share) for share in shares[1:]]
         shares[0]()
         for f in others:

@@ -19,8 +19,9 @@ MiB staged) wait for the queued work, so that what earlier calls dropped is
 freed (`_settle`).
 
 Plans are cached: a call with the same subscripts, shapes, dtypes, formats,
-data location (host or Legate) and machine as an earlier one runs the plan
-compiled then, on the new data (at most `CACHE_SIZE` plans, least recently
+data location (host, Legate, or Legate with the host copy a store was placed
+from) and machine as an earlier one runs the plan compiled then, on the new
+data (an eager plan's contraction straight on the operands' host arrays) (at most `CACHE_SIZE` plans, least recently
 used dropped first; `clear_cache()` empties it); they are compiled on
 stand-ins of the operands, so the formats a plan gives its tensors never
 reach the user's. `einsum_plan(...)` returns that plan instead of running
