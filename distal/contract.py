@@ -307,7 +307,7 @@ def _gemm_routine(dtype: Any, m: int, n: int, k: int, nb: int, xp_name: str) -> 
     if xp_name != "numpy":
         return f"{xp_name}.matmul"
     if _numpy_pool(nb * m * n * k):
-        return f"numpy.matmul on NumPy's {_blas_threads()} BLAS threads"
+        return f"numpy.matmul on NumPy's {_USER_THREADS.get()} BLAS threads"
     dt = np.dtype(dtype)
     if (dt in (np.float32, np.float64) and tile_blas.library() is not None
             and m * n * k >= (tile_blas.MIN_WORK if nb == 1 else _SMALL_MATRIX)):
@@ -665,33 +665,35 @@ _SPLIT_FROM = 1 << 21  # multiply-adds of one product from which it is split ove
 # shares on distal's SkylakeX kernels beside NumPy's spinning worker; 1400^3 51 against 58 ms; 3000^3 464
 # against 335 ms, where the kernels' 1.4x outweighs the worker's 0.1 s
 OWN_FROM = 8e9
-_ON_USER_THREADS: contextvars.ContextVar[bool] = contextvars.ContextVar("distal_contract_user_threads",
-                                                                       default=False)
+# within `on_user_threads`: the caller's BLAS threads, read once as it starts (threadpoolctl asks each library,
+# 27 us right after work that evicted the caches); 0 outside it
+_USER_THREADS: contextvars.ContextVar[int] = contextvars.ContextVar("distal_contract_user_threads", default=0)
 
 
 @contextlib.contextmanager
 def on_user_threads(yes: bool = True) -> Iterator[None]:
     """Within it, contractions run (and are described) as an eager call's do, on the caller's BLAS threads:
-    products below `OWN_FROM` multiply-adds on NumPy's matmul with NumPy's own threads (`_numpy_pool`).
-    Outside it (a Legate task, the NumPy backend) every product runs as before."""
-    token = _ON_USER_THREADS.set(yes)
+    products below `OWN_FROM` multiply-adds on NumPy's matmul with NumPy's own threads (`_numpy_pool`), large
+    einsum loops in shares (`loop_shares`). Outside it (a Legate task, the NumPy backend) every product runs as
+    before."""
+    token = _USER_THREADS.set(max(_blas_threads(), 1) if yes else 0)
     try:
         yield
     finally:
-        _ON_USER_THREADS.reset(token)
+        _USER_THREADS.reset(token)
 
 
 def _pool_context() -> tuple[bool, int]:
-    """What `_numpy_pool` depends on besides the product's size (part of a description's cache key)."""
-    return (_ON_USER_THREADS.get(), _blas_threads() if _ON_USER_THREADS.get() else 0)
+    """What `_numpy_pool` and `loop_shares` depend on besides the product (part of a description's cache key)."""
+    threads = _USER_THREADS.get()
+    return threads > 0, threads
 
 
 def _numpy_pool(macs: float) -> bool:
     """Whether a product of `macs` multiply-adds runs on NumPy's matmul with NumPy's own BLAS threads: in an
     eager call (`on_user_threads`) with several BLAS threads, below `OWN_FROM`, where distal loaded its own
     kernels (otherwise NumPy's matmul runs it anyway)."""
-    return (_ON_USER_THREADS.get() and macs < OWN_FROM and tile_blas.library() is not None
-            and _blas_threads() > 1)
+    return _USER_THREADS.get() > 1 and macs < OWN_FROM and tile_blas.library() is not None
 
 
 def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool) -> np.ndarray | None:
@@ -756,7 +758,8 @@ def loop_parts(p: Pair, threads: int) -> int:
 def loop_shares(p: Pair) -> int:
     """Into how many shares an einsum loop of pair `p` is split now: in an eager call (`on_user_threads`),
     `loop_parts` over the BLAS threads; else 1 (a Legate task's loop runs on its one thread)."""
-    return loop_parts(p, _shares()) if _ON_USER_THREADS.get() else 1
+    threads = _USER_THREADS.get()
+    return loop_parts(p, min(threads, os.cpu_count() or 1)) if threads else 1
 
 
 def _split_loop(p: Pair, a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool) -> np.ndarray:

@@ -329,3 +329,32 @@ def test_a_gpu_machine_on_a_host_without_gpus_runs_on_the_cpus_and_says_so(monke
     with pytest.warns(dt.DistalFallbackWarning):
         small = dt.einsum_plan("abij,cdij->abcd", b, b, machine=gpus)
     assert "gpu" not in small.explain().splitlines()[0]
+
+
+@pytest.mark.legate
+def test_a_plain_call_repeated_skips_reading_its_arguments_and_gives_numpys_numbers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second `dt.einsum(subscripts, *arrays)` with no keywords, of arrays like an earlier eager call's
+    (shapes, strides, dtypes), runs that call's contraction without reading its arguments again; any other
+    layout, byte order, alignment, dtype mix or size-one broadcast gives NumPy's numbers as well."""
+    calls = []
+    read = einsum_module._einsum
+    monkeypatch.setattr(einsum_module, "_einsum", lambda *a, **k: (calls.append(a[0]), read(*a, **k))[1])
+    a, b = RNG.random((9, 7)), RNG.random((7, 5))
+    for _ in range(3):
+        np.testing.assert_allclose(dt.einsum("ij,jk->ik", a, b).to_numpy(), a @ b, rtol=1e-12)
+    assert len(calls) == 1  # read once; the second and third calls ran the kept contraction
+    x = _layouts(a)
+    for name, op in x.items():
+        np.testing.assert_allclose(dt.einsum("ij,jk->ik", op, b).to_numpy(), a @ b, rtol=1e-12, err_msg=name)
+        np.testing.assert_allclose(dt.einsum("ij,jk->ik", op, b).to_numpy(), a @ b, rtol=1e-12, err_msg=name)
+    ints = RNG.integers(0, 9, (9, 7))
+    for _ in range(2):  # an integer operand converted to the computing float64
+        np.testing.assert_allclose(dt.einsum("ij,jk->ik", ints, b).to_numpy(), ints @ b, rtol=1e-12)
+    row = RNG.random((1, 7))
+    for _ in range(2):  # size-one broadcast: the operand is reshaped, so never kept
+        np.testing.assert_allclose(dt.einsum("ij,ij->i", row, a).to_numpy(), np.einsum("ij,ij->i", row, a))
+    calls.clear()
+    monkeypatch.setenv("DISTAL_EAGER", "0")  # no longer an eager call: read, and run as its plan says
+    np.testing.assert_allclose(dt.einsum("ij,jk->ik", a, b).to_numpy(), a @ b, rtol=1e-12)
+    assert len(calls) == 1

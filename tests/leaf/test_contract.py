@@ -262,7 +262,7 @@ def test_einsum_loops_split_over_threads_equal_einsum_as_described(threads: int,
     # the loops described as split (", in N shares on N threads") are the loops that ran split
     monkeypatch.setattr(contract, "_LOOP_SPLIT_FROM", 1)
     monkeypatch.setattr(contract, "_blas_threads", lambda: threads)
-    monkeypatch.setattr(contract, "_shares", lambda: threads)
+    monkeypatch.setattr(contract.os, "cpu_count", lambda: threads)
     rng = np.random.default_rng(40 + threads)
     specs = ["ijab,jb->ia", "ij,ij->i", "bij,bj->bi", "ijk,ik->ij"]
     for n in range(160):
