@@ -99,6 +99,7 @@ from _common import (  # noqa: E402
     SYSMEM_CAP,
     ChildHung,
     Progress,
+    alternating_rounds,
     available_mib,
     blas_kernels,
     check_host_memory,
@@ -683,8 +684,8 @@ def drop_in_memory(name: str, sizes: Sequence[int]) -> tuple[int, float]:
 
 
 def drop_in_child(names: list[str], sizes: list[int], rounds: int) -> dict[str, Any]:
-    """Per statement and size, in one Legate process, interleaved rounds (a warm-up round first) of
-    numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on
+    """Per statement and size, in one Legate process, interleaved rounds (a warm-up round first; every other
+    round in the reverse order) of numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on
     dt.Tensors placed on Legate before timing; every run returns its result in host memory (distal's read
     back with to_numpy(), so each copy of the NumPy operands onto Legate and of the result back is counted)."""
     import opt_einsum
@@ -708,7 +709,10 @@ def drop_in_child(names: list[str], sizes: list[int], rounds: int) -> dict[str, 
         load_before = os.getloadavg()
         # more rounds where a call takes milliseconds: their medians moved by 5% between two quiet runs of 5 rounds
         scale = 4 if n == d.sizes[0] and n != d.sizes[-1] else 2 if n == d.sizes[1] else 1
-        samples = interleaved_rounds(runs, rounds * scale)
+        # every other round reversed: the call right after opt_einsum's ran up to 1 ms (15%) slower at the 5 ms sizes
+        # whichever it was (tucker at 28: distal's 7.1-7.2 ms there against 6.0-6.3 ms one place later, and its
+        # other operand kind the other way round when the two were swapped), so no call keeps one place
+        samples = alternating_rounds(runs, rounds * scale)
         load_after = os.getloadavg()
         secs = {k: statistics.median(v) for k, v in samples.items()}
         best = min(secs["numpy.einsum"], secs["opt_einsum"])
@@ -775,7 +779,7 @@ def run_drop_in(args: argparse.Namespace, rounds: int) -> int:
 DROP_IN_METHOD = (
     "Issue 33's table: per statement one Legate child (LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 "
     "--sysmem sized for it); at each size, {rounds} interleaved rounds (4x as many at the smallest size, 2x at the "
-    "middle one) after a warm-up round of "
+    "middle one; every other round in the reverse order, since 0491f42) after a warm-up round of "
     "numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on dt.Tensors "
     "placed before timing, every result returned in host memory (distal's read back with to_numpy()). NumPy's "
     "BLAS runs its default threads (2 here) in the same process. Figures are medians; ratios are the best NumPy "
