@@ -684,10 +684,11 @@ def drop_in_memory(name: str, sizes: Sequence[int]) -> tuple[int, float]:
 
 
 def drop_in_child(names: list[str], sizes: list[int], rounds: int) -> dict[str, Any]:
-    """Per statement and size, in one Legate process, interleaved rounds (a warm-up round first; every other
-    round in the reverse order) of numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on
-    dt.Tensors placed on Legate before timing; every run returns its result in host memory (distal's read
-    back with to_numpy(), so each copy of the NumPy operands onto Legate and of the result back is counted)."""
+    """Per statement and size, in one Legate process, interleaved rounds (a warm-up round first; every
+    other round in the reverse order) of numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the
+    NumPy operands and dt.einsum on dt.Tensors placed on Legate before timing; every run returns its result
+    in host memory (distal's read back with to_numpy(), so each copy of the NumPy operands onto Legate and of
+    the result back is counted)."""
     import opt_einsum
 
     import distal as dt

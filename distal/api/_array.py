@@ -3,11 +3,14 @@
 `ArrayBehaviour` is mixed into `dt.Tensor` (docs/arrays.md says what a user
 sees). What distal computes stays distal's: `np.einsum` and `np.matmul` (the
 `@` operator) on tensors run `dt.einsum`, whose result is a `dt.Tensor`
-(on Legate where auto runs it there). Everything else runs in NumPy on a
-copy of each tensor's data (`np.asarray(tensor)`) and gives NumPy arrays;
-an `out=` tensor receives the result (`set_array`: its data is then on the
-host). Identity stays as notation needs it: `==`, `!=` and `hash` compare
-tensors as objects (tensors are dict keys; `np.equal` compares elements),
+(on Legate where auto runs it there). Everything else runs in NumPy and
+gives NumPy arrays: a ufunc (operators included), indexing and `float()`/
+`int()`/`complex()` on the tensor's data read where it already is in host
+memory (`host_data`: an eager result's array, the host copy a placed store
+keeps; what they return is new), the rest on a copy of each tensor's data
+(`np.asarray(tensor)`); an `out=` tensor receives the result (`set_array`:
+its data is then on the host). Identity stays as notation needs it: `==`,
+`!=` and `hash` compare tensors as objects (tensors are dict keys; `np.equal` compares elements),
 `bool(t)` is True, and indexing by index variables writes notation
 (`A[i, j] = ...`), while integers, slices, arrays and `...` read the data.
 
@@ -61,14 +64,16 @@ def _einsum(*args: Any, **kwargs: Any) -> Any:
     return _EINSUM[0](*args, **kwargs)
 
 
-def _arrays(value: Any) -> Any:
-    """`value` with every tensor in it (also in lists, tuples and dicts) replaced by a NumPy copy of its data."""
+def _arrays(value: Any, read: bool = False) -> Any:
+    """`value` with every tensor in it (also in lists, tuples and dicts) replaced by a NumPy copy of its data;
+    with `read` (for a call that returns none of its inputs' memory: a ufunc without `out`), by its data read
+    in place where it is on the host (`host_data`), a copy otherwise."""
     if isinstance(value, ArrayBehaviour):
-        return value.to_numpy()
+        return value.host_data() if read else value.to_numpy()
     if isinstance(value, list | tuple):
-        return type(value)(_arrays(v) for v in value)
+        return type(value)(_arrays(v, read) for v in value)
     if isinstance(value, dict):
-        return {k: _arrays(v) for k, v in value.items()}
+        return {k: _arrays(v, read) for k, v in value.items()}
     return value
 
 
@@ -168,6 +173,7 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
         def name(self) -> str: ...
         def concrete_shape(self) -> tuple[int, ...]: ...
         def to_numpy(self) -> np.ndarray: ...
+        def host_data(self) -> np.ndarray: ...
         def set_array(self, array: Any) -> None: ...
 
     # -- identity: notation's, not elementwise ------------------------------------------------------------
@@ -215,17 +221,19 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
     # -- conversions ---------------------------------------------------------------------------------------
 
     def __float__(self) -> float:
-        return float(self.to_numpy())
+        return float(self.host_data())
 
     def __int__(self) -> int:
-        return int(self.to_numpy())
+        return int(self.host_data())
 
     def __complex__(self) -> complex:
-        return complex(self.to_numpy())
+        return complex(self.host_data())
 
     def _read(self, key: object) -> Any:
-        """Indexing by integers, slices, arrays, `...` or `np.newaxis`: the data read, as NumPy indexes it."""
-        return self.to_numpy()[_arrays(key)]
+        """Indexing by integers, slices, arrays, `...` or `np.newaxis`: the data read, as NumPy indexes it (an
+        array part a new array of its own, never a view of the tensor's data)."""
+        part = self.host_data()[_arrays(key)]
+        return part.copy() if isinstance(part, np.ndarray) and part.base is not None else part
 
     def _write(self, key: object, value: object) -> None:
         """Assigning by integers, slices, arrays or `...`: NumPy's assignment into a copy of the data, which
@@ -260,8 +268,8 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
             ufunc.at(data, *_arrays(inputs[1:]), **_arrays(kwargs))
             inputs[0].set_array(data)
             return None
-        if not any(isinstance(o, tensor) for o in outs):
-            return getattr(ufunc, method)(*_arrays(inputs), **_arrays(kwargs))
+        if not any(isinstance(o, tensor) for o in outs):  # a new result: the inputs are read where they are
+            return getattr(ufunc, method)(*_arrays(inputs, read=True), **_arrays(kwargs, read=True))
         arrays = tuple(o.to_numpy() if isinstance(o, tensor) else o for o in outs)
         kwargs = {**_arrays({k: v for k, v in kwargs.items() if k != "out"}), "out": arrays}
         result = getattr(ufunc, method)(*_arrays(inputs), **kwargs)

@@ -279,3 +279,39 @@ def test_to_numpy_of_a_temporary_hands_over_its_array_and_of_a_held_tensor_copie
     out[...] = 0.0
     np.testing.assert_allclose(wrapped.to_numpy(), a)
     assert not np.shares_memory(tensor(a, "V").to_numpy(), a)
+
+
+@pytest.mark.legate
+def test_ufuncs_indexing_and_conversions_read_host_data_in_place_and_return_new_arrays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eager result's array and a placed store's host copy are read where they are by ufuncs, indexing and
+    float() (a whole copy of a 1.36 GB result per `r + 1` had been made), and what they give is the user's own:
+    a slice is a new array, np.asarray a copy; after a plan writes the store, the new data is read."""
+    a, b = RNG.random((6, 5)), RNG.random((5, 4))
+    r = dt.einsum("ij,jk->ik", a, b)
+    t = dt.Tensor.from_array("P", a).place()
+    assert not r.on_legate and t.on_legate
+
+    def refuse(self: object) -> np.ndarray:
+        raise AssertionError("a whole copy of the tensor's data was made")
+
+    monkeypatch.setattr(dt.Tensor, "to_numpy", refuse)
+    np.testing.assert_allclose(r + 1, a @ b + 1, rtol=1e-12)
+    np.testing.assert_allclose(np.exp(r), np.exp(a @ b), rtol=1e-12)
+    np.testing.assert_allclose(np.add.reduce(r, axis=0), (a @ b).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(t * 2, a * 2, rtol=1e-12)
+    assert float(r[1, 2]) == pytest.approx((a @ b)[1, 2], rel=1e-12)
+    part = r[1:, :2]
+    np.testing.assert_allclose(part, (a @ b)[1:, :2], rtol=1e-12)
+    assert part.flags.writeable and part.flags.owndata  # its own memory, not a view of distal's
+    part[...] = -1.0
+    np.testing.assert_allclose(r[1:, :2], (a @ b)[1:, :2], rtol=1e-12)
+    monkeypatch.undo()
+    whole = np.asarray(r)
+    whole[...] = 0.0  # a copy: the tensor keeps its data
+    np.testing.assert_allclose(r.to_numpy(), a @ b, rtol=1e-12)
+    new = RNG.random((6, 5))
+    monkeypatch.setenv("DISTAL_EAGER", "0")  # a plan on Legate writes t's store
+    dt.einsum("ij,jk->ik", new, np.eye(5), out=t)
+    monkeypatch.delenv("DISTAL_EAGER")
+    np.testing.assert_allclose(t * 2, new * 2, rtol=1e-12)
