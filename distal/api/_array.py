@@ -3,13 +3,13 @@
 `ArrayBehaviour` is mixed into `dt.Tensor` (docs/arrays.md says what a user
 sees). What distal computes stays distal's: `np.einsum` and `np.matmul` (the
 `@` operator) on tensors run `dt.einsum`, whose result is a `dt.Tensor`
-(on Legate where auto runs it there). Everything else runs in NumPy and
-gives NumPy arrays: a ufunc (operators included), indexing and `float()`/
-`int()`/`complex()` on the tensor's data read where it already is in host
-memory (`host_data`: an eager result's array, the host copy a placed store
-keeps; what they return is new), the rest on a copy of each tensor's data
-(`np.asarray(tensor)`); an `out=` tensor receives the result (`set_array`:
-its data is then on the host). Identity stays as notation needs it: `==`,
+(on Legate where auto runs it there). Everything else runs in NumPy on each
+tensor's data read where it already is in host memory (`host_data`: an eager
+result's array, the host copy a placed store keeps; a copy read back from
+Legate otherwise), and gives NumPy arrays of the caller's own (an array that
+may share that memory, a view such as `t.reshape(...)` or `t[0]`, is copied:
+`_on_data`); `np.asarray(tensor)` is a copy; an `out=` tensor receives the
+result (`set_array`: its data is then on the host). Identity stays as notation needs it: `==`,
 `!=` and `hash` compare tensors as objects (tensors are dict keys; `np.equal` compares elements),
 `bool(t)` is True, and indexing by index variables writes notation
 (`A[i, j] = ...`), while integers, slices, arrays and `...` read the data.
@@ -64,17 +64,47 @@ def _einsum(*args: Any, **kwargs: Any) -> Any:
     return _EINSUM[0](*args, **kwargs)
 
 
-def _arrays(value: Any, read: bool = False) -> Any:
-    """`value` with every tensor in it (also in lists, tuples and dicts) replaced by a NumPy copy of its data;
-    with `read` (for a call that returns none of its inputs' memory: a ufunc without `out`), by its data read
-    in place where it is on the host (`host_data`), a copy otherwise."""
+def _arrays(value: Any) -> Any:
+    """`value` with every tensor in it (also in lists, tuples and dicts) replaced by a NumPy copy of its data."""
     if isinstance(value, ArrayBehaviour):
-        return value.host_data() if read else value.to_numpy()
+        return value.to_numpy()
     if isinstance(value, list | tuple):
-        return type(value)(_arrays(v, read) for v in value)
+        return type(value)(_arrays(v) for v in value)
     if isinstance(value, dict):
-        return {k: _arrays(v, read) for k, v in value.items()}
+        return {k: _arrays(v) for k, v in value.items()}
     return value
+
+
+def _reads(value: Any, views: list[np.ndarray]) -> Any:
+    """`value` with every tensor in it (also in lists, tuples and dicts) replaced by its data read where it is
+    (`host_data`, a read-only view where it is in host memory), each kept in `views` (`_own`)."""
+    if isinstance(value, ArrayBehaviour):
+        data = value.host_data()
+        views.append(data)
+        return data
+    if isinstance(value, list | tuple):
+        return type(value)(_reads(v, views) for v in value)
+    if isinstance(value, dict):
+        return {k: _reads(v, views) for k, v in value.items()}
+    return value
+
+
+def _own(result: Any, views: list[np.ndarray]) -> Any:
+    """`result` of a call on tensors' data read in place (`_reads`), with every array in it that may share
+    memory with that data copied: what the user gets is theirs, as from a copy (NumPy's reshape, ravel or
+    split of a copy are views of that copy)."""
+    if isinstance(result, np.ndarray):
+        return result.copy() if any(np.may_share_memory(result, v) for v in views) else result
+    if isinstance(result, list | tuple) and not hasattr(result, "_fields"):
+        return type(result)(_own(r, views) for r in result)
+    return result
+
+
+def _on_data(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """`func(*args, **kwargs)` with the tensors among them read where their data is (`_reads`), its result the
+    user's own (`_own`)."""
+    views: list[np.ndarray] = []
+    return _own(func(*_reads(args, views), **_reads(kwargs, views)), views)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -232,8 +262,7 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
     def _read(self, key: object) -> Any:
         """Indexing by integers, slices, arrays, `...` or `np.newaxis`: the data read, as NumPy indexes it (an
         array part a new array of its own, never a view of the tensor's data)."""
-        part = self.host_data()[_arrays(key)]
-        return part.copy() if isinstance(part, np.ndarray) and part.base is not None else part
+        return _on_data(lambda data, k: data[k], (self, key), {})
 
     def _write(self, key: object, value: object) -> None:
         """Assigning by integers, slices, arrays or `...`: NumPy's assignment into a copy of the data, which
@@ -269,7 +298,7 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
             inputs[0].set_array(data)
             return None
         if not any(isinstance(o, tensor) for o in outs):  # a new result: the inputs are read where they are
-            return getattr(ufunc, method)(*_arrays(inputs, read=True), **_arrays(kwargs, read=True))
+            return _on_data(getattr(ufunc, method), inputs, kwargs)
         arrays = tuple(o.to_numpy() if isinstance(o, tensor) else o for o in outs)
         kwargs = {**_arrays({k: v for k, v in kwargs.items() if k != "out"}), "out": arrays}
         result = getattr(ufunc, method)(*_arrays(inputs), **kwargs)
@@ -295,12 +324,13 @@ class ArrayBehaviour(NDArrayOperatorsMixin):
             return _einsum(subscripts, *operands)
         if func in _METADATA and len(args) == 1 and not kwargs and args[0] is self:
             return _METADATA[func](self)
-        return func(*_arrays(args), **_arrays(kwargs))
+        return _on_data(func, args, kwargs)
 
 
-# ndarray's methods that read data, on a tensor: the same method of a NumPy copy of its data (`t.sum()`,
-# `t.astype(np.float32)`, `t.item()`); a NumPy array or scalar results. Methods that would change the data in
-# place (`fill`, `sort`, `resize`, ...) and `copy`/`view` (which would not give a tensor) are not among them.
+# ndarray's methods that read data, on a tensor: the same method of its data (`t.sum()`, `t.astype(np.float32)`,
+# `t.item()`), read where it is (`_on_data`); a NumPy array or scalar of the caller's own results. Methods that
+# would change the data in place (`fill`, `sort`, `resize`, ...) and `copy`/`view` (which would not give a
+# tensor) are not among them.
 NDARRAY_METHODS = (
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "cumprod", "cumsum", "diagonal", "flatten",
     "item", "max", "mean", "min", "nonzero", "prod", "ravel", "reshape", "round", "squeeze", "std", "sum",
@@ -310,10 +340,10 @@ NDARRAY_METHODS = (
 
 def _ndarray_method(name: str) -> Callable[..., Any]:
     def method(self: ArrayBehaviour, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.to_numpy(), name)(*_arrays(args), **_arrays(kwargs))
+        return _on_data(lambda data, *a, **k: getattr(data, name)(*a, **k), (self, *args), kwargs)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"NumPy's `ndarray.{name}` of a copy of the tensor's data."
+    method.__doc__ = f"NumPy's `ndarray.{name}` of the tensor's data (its result the caller's own)."
     return method
 
 

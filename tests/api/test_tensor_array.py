@@ -284,9 +284,10 @@ def test_to_numpy_of_a_temporary_hands_over_its_array_and_of_a_held_tensor_copie
 @pytest.mark.legate
 def test_ufuncs_indexing_and_conversions_read_host_data_in_place_and_return_new_arrays(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """An eager result's array and a placed store's host copy are read where they are by ufuncs, indexing and
-    float() (a whole copy of a 1.36 GB result per `r + 1` had been made), and what they give is the user's own:
-    a slice is a new array, np.asarray a copy; after a plan writes the store, the new data is read."""
+    """An eager result's array and a placed store's host copy are read where they are by ufuncs, indexing,
+    float(), NumPy's functions and the ndarray methods (a whole copy of a 1.36 GB result per `r + 1` had been
+    made), and what they give is the user's own: a slice or a reshape is a new array, np.asarray a copy; after
+    a plan writes the store, the new data is read."""
     a, b = RNG.random((6, 5)), RNG.random((5, 4))
     r = dt.einsum("ij,jk->ik", a, b)
     t = dt.Tensor.from_array("P", a).place()
@@ -306,6 +307,13 @@ def test_ufuncs_indexing_and_conversions_read_host_data_in_place_and_return_new_
     assert part.flags.writeable and part.flags.owndata  # its own memory, not a view of distal's
     part[...] = -1.0
     np.testing.assert_allclose(r[1:, :2], (a @ b)[1:, :2], rtol=1e-12)
+    assert r.sum() == pytest.approx((a @ b).sum(), rel=1e-12) and np.sum(r) == pytest.approx((a @ b).sum())
+    # NumPy functions and methods that give views of what they read give the caller's own arrays instead
+    for got in (r.reshape(-1), r.ravel(), np.atleast_3d(r), *np.split(r, 2), r.diagonal(),
+                np.squeeze(t)):
+        assert got.flags.writeable and not np.may_share_memory(got, r.host_data()) \
+            and not np.may_share_memory(got, t.host_data())
+    np.testing.assert_allclose(np.concatenate(np.split(r, 2)), a @ b, rtol=1e-12)
     monkeypatch.undo()
     whole = np.asarray(r)
     whole[...] = 0.0  # a copy: the tensor keeps its data
