@@ -780,7 +780,7 @@ def run_drop_in(args: argparse.Namespace, rounds: int) -> int:
 DROP_IN_METHOD = (
     "Issue 33's table: per statement one Legate child (LEGATE_CONFIG --cpus 2 --gpus 0 --omps 0 --utility 1 "
     "--sysmem sized for it); at each size, {rounds} interleaved rounds (4x as many at the smallest size, 2x at the "
-    "middle one; every other round in the reverse order, since 0491f42) after a warm-up round of "
+    "middle one; every other round in the reverse order, since 8511300) after a warm-up round of "
     "numpy.einsum(optimize=True), opt_einsum.contract, dt.einsum on the NumPy operands and dt.einsum on dt.Tensors "
     "placed before timing, every result returned in host memory (distal's read back with to_numpy()). NumPy's "
     "BLAS runs its default threads (2 here) in the same process. Figures are medians; ratios are the best NumPy "
