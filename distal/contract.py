@@ -491,12 +491,12 @@ def _pair(i: int, j: int, a: str, b: str, keep: set[str], extents: dict[str, int
     right_set = [c for c in b if c not in a]
     m, n = _size(left_set, extents), _size(right_set, extents)
     ext = tuple(sorted(extents.items()))
+    # a stack of tiny matrices too is a batched GEMM: NumPy 2.4's matmul runs 200000 products of 3x3 in 12 ms where
+    # numpy.einsum's loop takes 24 ms (20000 of 8x8: 1.8 against 9.9 ms)
     if not contracted_set:
         mode = "mul"
     elif m == 1 and n == 1:
         mode = "dot"
-    # a stack of tiny matrices too is a batched GEMM: NumPy 2.4's matmul runs 200000 products of 3x3 in 12 ms where
-    # numpy.einsum's loop takes 24 ms (20000 of 8x8: 1.8 against 9.9 ms)
     else:
         mode = "gemm"
     if mode == "gemm" and not _swapped:
@@ -619,8 +619,8 @@ def _run_pair(p: Pair, a: Any, b: Any, xp: Any, out: Any, accumulate: bool) -> t
         if p.mode == "dot" and not (p.batch or p.left or p.right):
             value = tile_blas.dot(a.reshape(-1), _transposed(b, p.b, p.a, xp).reshape(-1), xp)
             value = xp.asarray(value).reshape(())
-        elif xp is np and loop_shares(p) > 1:
-            return _split_loop(p, a, b, out, accumulate), _NO_COPY
+        elif xp is np and (parts := loop_shares(p)) > 1:
+            return _split_loop(p, parts, a, b, out, accumulate), _NO_COPY
         else:
             value = xp.einsum(f"{p.a},{p.b}->{p.result}", a, b)
         return _deliver(value, out, accumulate, xp), _NO_COPY
@@ -762,13 +762,13 @@ def loop_shares(p: Pair) -> int:
     return loop_parts(p, min(threads, os.cpu_count() or 1)) if threads else 1
 
 
-def _split_loop(p: Pair, a: np.ndarray, b: np.ndarray, out: np.ndarray | None, accumulate: bool) -> np.ndarray:
-    """The einsum loop of pair `p` in `loop_shares(p)` shares, each over a slice of its larger operand's
+def _split_loop(p: Pair, parts: int, a: np.ndarray, b: np.ndarray, out: np.ndarray | None,
+                accumulate: bool) -> np.ndarray:
+    """The einsum loop of pair `p` in `parts` shares (`loop_shares`), each over a slice of its larger operand's
     outermost letter in memory (`p.outer`, which the result keeps: contiguous slices of that operand), each
     share a numpy.einsum on its own Python thread (`_on_blas_threads`), written into `out` where it can be
     (`=`, its dtype, not overlapping an operand), else into a new array delivered there."""
     ext = dict(p.extents)
-    parts = loop_shares(p)
     letter = p.outer
     dtype = np.result_type(a, b)
     direct = isinstance(out, np.ndarray) and not accumulate and out.dtype == dtype \

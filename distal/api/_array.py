@@ -9,9 +9,10 @@ result's array, the host copy a placed store keeps; a copy read back from
 Legate otherwise), and gives NumPy arrays of the caller's own (an array that
 may share that memory, a view such as `t.reshape(...)` or `t[0]`, is copied:
 `_on_data`); `np.asarray(tensor)` is a copy; an `out=` tensor receives the
-result (`set_array`: its data is then on the host). Identity stays as notation needs it: `==`,
-`!=` and `hash` compare tensors as objects (tensors are dict keys; `np.equal` compares elements),
-`bool(t)` is True, and indexing by index variables writes notation
+result (`set_array`: its data is then on the host). Identity stays as
+notation needs it: `==`, `!=` and `hash` compare tensors as objects (tensors
+are dict keys; `np.equal` compares elements), `bool(t)` is True, and
+indexing by index variables writes notation
 (`A[i, j] = ...`), while integers, slices, arrays and `...` read the data.
 
 >>> import numpy as np

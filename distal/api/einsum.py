@@ -21,8 +21,9 @@ freed (`_settle`).
 Plans are cached: a call with the same subscripts, shapes, dtypes, formats,
 data location (host, Legate, or Legate with the host copy a store was placed
 from) and machine as an earlier one runs the plan compiled then, on the new
-data (an eager plan's contraction straight on the operands' host arrays) (at most `CACHE_SIZE` plans, least recently
-used dropped first; `clear_cache()` empties it); they are compiled on
+data (an eager plan's contraction straight on the operands' host arrays; at
+most `CACHE_SIZE` plans, least recently used dropped first; `clear_cache()`
+empties it); they are compiled on
 stand-ins of the operands, so the formats a plan gives its tensors never
 reach the user's. `einsum_plan(...)` returns that plan instead of running
 it, for `explain()`.
@@ -52,7 +53,7 @@ from distal.errors import DistalFallbackWarning, DtypeError, NotationError
 from distal.machine.grid import Grid, Machine
 from distal.notation.ast import Access, Assignment, Expr, IndexVar, Literal
 from distal.notation.check import check_statement
-from distal.notation.storage import HostStorage, host_mirror
+from distal.notation.storage import HostStorage, host_array, host_mirror
 from distal.notation.variable import Bindings, TensorVar
 from distal.search import resolve_machine
 
@@ -153,16 +154,11 @@ def _eager_allowed() -> bool:
     return os.environ.get("DISTAL_EAGER", "1") != "0"
 
 
-def _run_eager(fast: _Eager, call: Call, hosts: Sequence[np.ndarray]) -> Tensor:
-    """A call whose cached plan runs eagerly: the contraction its task body runs (`distal.contract`), straight
-    on the operands' host arrays (`_on_host`), into a new host tensor."""
-    return _eager_result(None, fast.shape, fast.dtype, hosts, call.spec)
-
-
 def _eager_result(planned: contract.Contraction | None, shape: tuple[int, ...], dtype: np.dtype[Any],
                   hosts: Sequence[np.ndarray], spec: str = "") -> Tensor:
-    """A new host tensor of `shape` and `dtype` holding the contraction (`planned` for these arrays, else `spec`'s
-    planned now) over the host arrays, each converted to `dtype` first as the plan's task body converts them."""
+    """A call whose cached plan runs eagerly: a new host tensor of `shape` and `dtype` holding the contraction its
+    task body runs (`distal.contract`; `planned` for these arrays, else `spec`'s planned now), straight on the
+    operands' host arrays (`_on_host`), each converted to `dtype` first as the task body converts them."""
     arrays = [a if a.dtype == dtype else a.astype(dtype) for a in hosts]
     value = np.empty(shape, dtype=dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"), contract.on_user_threads():
@@ -243,8 +239,7 @@ def _on_host(op: Any) -> tuple[np.ndarray, Any] | None:
         return op, (op.shape, op.dtype.str)
     if not isinstance(op, Tensor):
         return None
-    storage = op.storage
-    data = storage.view() if isinstance(storage, HostStorage) else host_mirror(storage)
+    data = host_array(op.storage)
     if data is None or data.shape != op.concrete_shape():
         return None
     return data, (data.shape, op.dtype.str, op.format, _location(op))
@@ -485,7 +480,7 @@ def _run_one_plan(call: Call, machine: Machine | Grid | None, dtype: np.dtype[An
     fast = _EAGER.get(key) if key is not None else None
     if fast is not None:  # an eager plan of a product on host data: its contraction, straight on the arrays
         _STATS["hits"] += 1
-        return _run_eager(fast, call, [h[0] for h in hosts if h is not None])
+        return _eager_result(None, fast.shape, fast.dtype, [h[0] for h in hosts if h is not None], call.spec)
     entry, tensors, result = _prepare(call, machine, dtype, into, notes, eager)
     if result.format != entry.output.format:  # the plan's algorithm gave its output a format
         if into is None:

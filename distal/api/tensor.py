@@ -33,7 +33,7 @@ from distal.cin.placement import placement, placement_text
 from distal.errors import FormatError, NotationError
 from distal.format.format import Format
 from distal.host import check_host_allocation
-from distal.notation.storage import HostStorage, Storage, host_mirror
+from distal.notation.storage import HostStorage, Storage, host_array
 from distal.notation.tensor_base import TensorBase, check_dtype
 from distal.notation.variable import Bindings
 
@@ -230,13 +230,10 @@ class Tensor(TensorBase, ArrayBehaviour):
         store on Legate was placed from (while no plan has written the store), in the tensor's dtype; a copy
         (`to_numpy`) where there is neither. What `t + 1`, `t[0, 0]` and `float(t)` read (their results are new
         arrays), where `np.asarray(t)` and `to_numpy()` give a copy of the user's own."""
-        storage = self._storage
-        data = storage.view() if isinstance(storage, HostStorage) else host_mirror(storage)
+        data = host_array(self._storage)
         if data is None or data.dtype != self.dtype or data.shape != self.concrete_shape():
             return self.to_numpy()
-        view = data.view()
-        view.flags.writeable = False
-        return view
+        return data
 
     def __del__(self) -> None:
         # the stores this tensor holds are let go here, as Legion takes them: from a thread holding Legate's

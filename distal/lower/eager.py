@@ -5,8 +5,8 @@ fixed costs (a plan run, a launch, a task: about a millisecond here), as
 cuPyNumeric runs small arrays eagerly. The plan is the statement's one-task
 plan: its one task body runs once on whole arrays, read where they are
 (no copies of host inputs; inputs on Legate are read back, or read from the
-host array they were placed from while no plan has written them since,
-`host_mirror`), and the output
+host array they were placed from while no plan has written them since:
+`host_array`), and the output
 gets a new host array. A schedule you write never runs this way.
 """
 
@@ -20,7 +20,7 @@ from distal.contract import on_user_threads
 from distal.errors import RuntimeFailure
 from distal.host import check_host_allocation
 from distal.lower.task_graph import PlanBase, Privilege
-from distal.notation.storage import HostStorage, host_mirror
+from distal.notation.storage import HostStorage, host_array
 
 __all__ = ["run_eager"]
 
@@ -31,8 +31,9 @@ def _host(plan: PlanBase, n: int) -> np.ndarray:
     storage = plan.tensor(info).storage
     if storage is None:
         return np.zeros(info.shape, dtype=info.dtype)
-    mirror = host_mirror(storage)  # the host array a store on Legate was placed from, while no plan wrote it
-    data = storage.view() if isinstance(storage, HostStorage) else mirror if mirror is not None else storage.to_numpy()
+    data = host_array(storage)  # host data, or the host array a store on Legate was placed from (no plan wrote it)
+    if data is None:
+        data = storage.to_numpy()
     if data.shape != info.shape:
         raise RuntimeFailure(f"expected data of shape {info.shape} for {info.name}, but found {data.shape}")
     return data if data.dtype == info.dtype else data.astype(info.dtype)

@@ -22,7 +22,7 @@ import numpy as np
 if TYPE_CHECKING:
     from distal.format.format import Format
 
-__all__ = ["HostStorage", "Storage", "host_mirror"]
+__all__ = ["HostStorage", "Storage", "host_array", "host_mirror"]
 
 
 @runtime_checkable
@@ -110,3 +110,17 @@ def host_mirror(storage: Any) -> np.ndarray | None:
     Legate was placed from, kept until a plan writes the store: `runtime/_tensor_storage.py`, `MIRROR_MAX`);
     None otherwise. Readers on the host (an eager run) take it instead of reading the store back."""
     return getattr(storage, "mirror", None)
+
+
+def host_array(storage: Any) -> np.ndarray | None:
+    """`storage`'s data where it already is in host memory, as a read-only view (no copy): a `HostStorage`'s
+    array, or the host copy a store on Legate keeps (`host_mirror`); None otherwise (no storage, or a store on
+    Legate without that copy, which only a read-back gives)."""
+    if isinstance(storage, HostStorage):
+        return storage.view()
+    mirror = host_mirror(storage)
+    if mirror is None:
+        return None
+    view = mirror.view()
+    view.flags.writeable = False
+    return view
