@@ -11,7 +11,9 @@
   non-decreasing in size (`_monotone`); the model interpolates the rate
   between them (`ProcessorModel.curves`), FLOPs counted as
   `distal.model.predict` counts them (one per operation of the statement,
-  one per summed iteration);
+  one per summed iteration); and the GEMM leaf on the largest of those tiles
+  in single precision over double (`ProcessorModel.single`: a leaf multiplying
+  float32 or complex64 runs that much faster);
 - bandwidth-bound leaves (TTV, innerprod): the bytes they stream per second,
   on tiles larger than the caches: each leaf is timed by its bytes at its
   own rate (`bandwidth_bound`, `streaming`), and the median of the two is
@@ -103,9 +105,10 @@ __all__ = ["BANDWIDTH_BOUND", "DEFAULT_FIXED_COSTS", "DEFAULT_OVERLAP", "DEFAULT
            "cache_path", "calibrate", "fastest_of", "fit_child", "measure_fixed_costs", "model_of", "pinned_model",
            "preset", "this_machine"]
 
-# 11: the runtime's costs per launch point and their growth (launch_point_seconds, launch_log_seconds), and the
-# measured overlap, from a child on one CPU processor per core; records of version 10 still read (model_of)
-_VERSION = 11
+# 12: the GEMM leaf's rate in single precision over double (`single`); 11: the runtime's costs per launch point
+# and their growth (launch_point_seconds, launch_log_seconds), and the measured overlap, from a child on one CPU
+# processor per core; records of versions 10 and 11 still read (model_of: `single` 1)
+_VERSION = 12
 
 #: Leaf kinds timed by the bytes they stream (one or two FLOPs per element read).
 BANDWIDTH_BOUND = frozenset({"TTV", "INNERPROD"})
@@ -202,6 +205,16 @@ def _curves(rng: np.random.Generator) -> dict[str, list[tuple[float, float]]]:
     return {k: _monotone(v) for k, v in out.items()}
 
 
+def _single(rng: np.random.Generator) -> float:
+    """The GEMM leaf's rate in single precision over its rate in double, on the largest calibrated tile
+    (`ProcessorModel.single`): at least 1 (a single-precision call that measured slower met load, not BLAS)."""
+    n = _GEMM_SIZES[-1]
+    a, b = rng.random((n, n)), rng.random((n, n))
+    s, t = a.astype(np.float32), b.astype(np.float32)
+    double = fastest_of(functools.partial(leaf.GEMM.compute, a, b))
+    return max(1.0, double / fastest_of(functools.partial(leaf.GEMM.compute, s, t)))
+
+
 def _streaming(rng: np.random.Generator) -> dict[str, float]:
     """Bytes per second TTV, innerprod and an element-wise generic leaf stream on tiles larger than the caches."""
     n = 256
@@ -234,6 +247,7 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     try:
         curves = _curves(rng)
+        single = _single(rng)
         streams = _streaming(rng)
         a, b = rng.random((256, 256)), rng.random((256, 256))
         generic = 2 * a.size / fastest_of(lambda: a * 2.0 + b)
@@ -251,7 +265,8 @@ def calibrate(fixed_costs: bool = True) -> dict[str, Any]:
     costs: dict[str, Any] | None = measure_fixed_costs() if fixed_costs else None
     source = (f"measured: Legate plans of 1 to 256 points on {costs.get('fixed_costs_cpus', 1)} CPU processor(s)"
               if costs else "default: bench/fixed_cost.py figures")
-    return {"key": _key(), "flops": flops, "curves": curves, "streaming": streams, "bandwidth": bandwidth,
+    return {"key": _key(), "flops": flops, "curves": curves, "single": single, "streaming": streams,
+            "bandwidth": bandwidth,
             "copy_bandwidth": copy, **(costs or DEFAULT_FIXED_COSTS), "fixed_costs_source": source,
             "cores": os.cpu_count() or 1, "memory": _memory_bytes(), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
 
@@ -395,7 +410,7 @@ def model_of(data: dict[str, Any]) -> MachineModel:
     cores = int(data["cores"])
     curves = {k: tuple((float(f), float(r)) for f, r in pts) for k, pts in data.get("curves", {}).items()}
     proc = ProcessorModel("cpu", data["flops"], float(data["bandwidth"]), int(data["memory"]) // max(cores, 1),
-                          curves=curves, bandwidth_bound=BANDWIDTH_BOUND,
+                          curves=curves, bandwidth_bound=BANDWIDTH_BOUND, single=float(data.get("single", 1.0)),
                           streaming={k: float(v) for k, v in data.get("streaming", {}).items()})
     copy_bw = float(data.get("copy_bandwidth", data["bandwidth"]))
     copy = Link("copy", copy_bw / 2, 50e-6)

@@ -61,6 +61,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
+
+import numpy as np
 
 from distal.errors import DistalError
 from distal.machine.grid import KINDS
@@ -78,6 +81,7 @@ __all__ = [
     "BROADCASTS",
     "FOLDS",
     "LEAF_KINDS",
+    "MATRIX_KINDS",
     "MachineModel",
     "ModelError",
     "ProcessorModel",
@@ -88,6 +92,10 @@ __all__ = [
 
 #: The leaf kinds a processor has a rate for (`distal.leaf` names).
 LEAF_KINDS = ("GEMM", "TTV", "TTM", "MTTKRP", "INNERPROD", "GENERIC")
+#: The leaf kinds that run as matrix products (BLAS's gemm), whose rate depends on the element type.
+MATRIX_KINDS = ("GEMM", "TTM", "MTTKRP")
+#: The element types BLAS multiplies in single precision (its s- and c- routines).
+SINGLE = ("float32", "complex64")
 
 #: How a tile read by several processors reaches them (see the module docstring).
 BROADCASTS = ("nearest", "tree", "owner")
@@ -118,12 +126,17 @@ class ProcessorModel:
     `curves` gives, per leaf kind, FLOP/s measured at a few sizes as
     (FLOPs of one leaf call, FLOP/s) pairs: the rate of a call is
     interpolated between them in log FLOPs, and held at the ends (BLAS runs
-    small tiles well below its rate on large ones).
+    small tiles well below its rate on large ones). The rates are of 8-byte
+    floats (double precision); `single` is the rate of the matrix-product kinds
+    (`MATRIX_KINDS`) in single precision (`SINGLE`: float32, complex64) over
+    that (twice as many lanes per vector on a CPU: 2.1-3.0 measured here).
 
     >>> p = ProcessorModel("cpu", dict.fromkeys(LEAF_KINDS, 1e9), 1e10, 1 << 30,
     ...                    curves={"GEMM": ((1e6, 1e9), (1e8, 3e9))})
     >>> p.rate("GEMM", 1e5), p.rate("GEMM", 1e7), p.rate("GEMM", 1e9), p.rate("TTM", 1e7)
     (1000000000.0, 2000000000.0, 3000000000.0, 1000000000.0)
+    >>> replace(p, single=2.0).rate("GEMM", 1e7, "float32"), replace(p, single=2.0).rate("GENERIC", 1e7, "float32")
+    (4000000000.0, 1000000000.0)
     """
 
     kind: str
@@ -133,6 +146,7 @@ class ProcessorModel:
     curves: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     bandwidth_bound: frozenset[str] = frozenset()
     streaming: Mapping[str, float] = field(default_factory=dict)
+    single: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -142,9 +156,9 @@ class ProcessorModel:
             raise ModelError(f"expected a FLOP/s rate for every leaf kind ({', '.join(LEAF_KINDS)}), "
                              f"but found none for {', '.join(missing)}")
         bad = {k: v for k, v in self.flops.items() if not v > 0}
-        if bad or not self.bandwidth > 0 or not self.memory > 0:
+        if bad or not self.bandwidth > 0 or not self.memory > 0 or not self.single > 0:
             raise ModelError(f"expected positive rates, bandwidth and memory, but found flops={dict(self.flops)}, "
-                             f"bandwidth={self.bandwidth!r}, memory={self.memory!r}")
+                             f"bandwidth={self.bandwidth!r}, memory={self.memory!r}, single={self.single!r}")
         object.__setattr__(self, "flops", MappingProxyType(dict(self.flops)))
         curves: dict[str, tuple[tuple[float, float], ...]] = {}
         for leaf, points in self.curves.items():
@@ -164,8 +178,15 @@ class ProcessorModel:
             raise ModelError(f"expected positive streaming bandwidths of leaf kinds, but found {bad_streams}")
         object.__setattr__(self, "streaming", MappingProxyType(dict(self.streaming)))
 
-    def rate(self, leaf: str, flops: float | None = None) -> float:
-        """FLOP/s of leaf kind `leaf` on a call of `flops` FLOPs (interpolated on its curve when it has one)."""
+    def rate(self, leaf: str, flops: float | None = None, dtype: Any = None) -> float:
+        """FLOP/s of leaf kind `leaf` on a call of `flops` FLOPs (interpolated on its curve when it has one), on
+        elements of `dtype` (None: 8-byte floats; a matrix-product kind in single precision runs `single` times
+        as fast)."""
+        narrow = self.single if leaf in MATRIX_KINDS and dtype is not None and np.dtype(dtype).name in SINGLE \
+            else 1.0
+        return narrow * self._rate(leaf, flops)
+
+    def _rate(self, leaf: str, flops: float | None) -> float:
         pts = self.curves.get(leaf)
         if not pts or flops is None or flops <= 0:
             return self.flops.get(leaf, self.flops["GENERIC"])

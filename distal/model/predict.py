@@ -454,11 +454,13 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
     for r in {r for raw, *_rest in per_launch for r in raw}:
         busy[model.node_of(r)] += 1
     held = _held_work(plan, model, bind, len(launches))
+    element = next((t.dtype for t in plan.tensors if t.output), None)
     for index, (kind, (raw, *_rest), counts) in enumerate(zip(kinds, per_launch, launch_tasks, strict=True)):
         comp: dict[int, float] = {}
         for r, (f, moved, npoints) in raw.items():
-            # the leaf's rate is the one of a call of this launch's size (one call per point)
-            rate = proc.rate(kind, f * scale / max(npoints, 1))
+            # the leaf's rate is the one of a call of this launch's size (one call per point), in the output's
+            # precision (the leaves multiply in the output's dtype)
+            rate = proc.rate(kind, f * scale / max(npoints, 1), element)
             if kind in proc.bandwidth_bound:
                 comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale)
             else:

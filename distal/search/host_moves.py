@@ -5,8 +5,9 @@ acts as an array. A Legate plan first copies the operands on the host onto
 Legate, and its result is read back when it is used as an array
 (`copy_in_seconds`: both, added to every Legate candidate's ranking); running
 the statement eagerly in the calling process (`eager_prediction`) reads back
-the operands that live on Legate instead, copies its result when it is used
-as an array (`to_numpy()` hands out a copy), pays none of the runtime's fixed
+the operands that live on Legate instead, writes its result into a new host
+array that the caller reads in place or is handed (`dt.Tensor.host_data`, and
+`dt.einsum(...).to_numpy()` of a temporary), pays none of the runtime's fixed
 costs, and runs its matrix products on every BLAS thread, as the NumPy call
 it replaces does. The figures are measured (each constant names how);
 `python bench/einsum.py --host-moves` measures the copy onto Legate, the
@@ -30,9 +31,10 @@ from distal.notation.storage import host_mirror
 from distal.notation.visit import product_spec
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "LOOP_SHARES", "NUMPY_KERNELS",
-           "READ_BACK", "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction", "eager_threads",
-           "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds", "shared_cores_seconds", "threaded"]
+__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "LOOP_SHARES", "NEW_PAGES",
+           "NUMPY_KERNELS", "READ_BACK", "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction",
+           "eager_threads", "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds",
+           "shared_cores_seconds", "threaded"]
 
 # seconds: an eager call's own Python on NumPy operands (arguments read, cached plan found, one contraction run):
 # 33 us (fastest of 200) to 35 us (median) for `ij,jk->ik` on 8x8 operands, Legate started (load 1.5-2.5 in the
@@ -44,19 +46,26 @@ EAGER_OVERHEAD = 35e-6
 # dt.Tensors (medians): 0.68 ms + bytes / 4.0 GB/s (the fixed part is Legate's attach and a blocking detach)
 COPY_IN = (0.68e-3, 4.0e9)
 # (bytes, seconds) of reading a store back to the host (`to_numpy()`, a fresh NumPy array), interpolated
-# between them (`_measured`): the fastest of 30 runs (10 from 16 MiB) after a fence, per size, at load 5
-# (runtime read_back); small copies stay in the cache and reuse freed memory, large ones fault in new pages
+# between them (`_measured`): up to 64 MiB the fastest of 30 runs (10 from 16 MiB) after a fence, per size, at
+# load 5 (runtime read_back); small copies stay in the cache and reuse freed memory, large ones fault in new
+# pages. 256 MiB and 1 GiB: quiet (load 1.0-1.1), a placed `i,i->i` read back (`to_numpy()`) minus the same
+# plan and a fence, medians of 15 and 7 interleaved rounds (/tmp probe of session 14); at 1 GiB the line
+# through 16 and 64 MiB had given 250 ms, and attention's 1.36 GB result ran on Legate for it
 READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 << 20, 2.280e-3),
-             (64 << 20, 11.107e-3))
-# (bytes, seconds) of copying a host array into a new one (`to_numpy()` of an eager result, which hands out a
-# copy as a Legate result's read-back does), interpolated: `ndarray.copy`, the fastest of 30 (10 from 16 MiB)
-# per size at load 4-5
+             (64 << 20, 11.107e-3), (256 << 20, 29.15e-3), (1 << 30, 117.1e-3))
+# (bytes, seconds) of copying a host array into a new one, interpolated: `ndarray.copy`, the fastest of 30 (10
+# from 16 MiB) per size at load 4-5. What an eager call's large intermediate costs beside its leaves (below)
 HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64 << 20, 10.502e-3))
 # bytes from which a fresh array gets fresh pages at every call: glibc's largest mmap threshold (32 MiB on 64-bit
 # Linux); an eager call's intermediates this large (distal.contract.fresh_arrays) cost what writing a new array
 # costs, priced as a host copy of that size (`HOST_COPY`, whose large sizes are the kernel's page faults: tucker at
 # n = 76 writes four of 254 MiB, and ran its eager call in 470-500 ms where its leaves were predicted 199 ms)
 FRESH_FROM = 32 << 20
+# (bytes, seconds) the kernel takes to fault in the pages of a new array this large (from `FRESH_FROM`: smaller
+# ones reuse freed memory), interpolated: `np.empty(n).fill(1.0)` minus the same fill of an array written before,
+# medians of 9 interleaved rounds, quiet (load under 1; session 14). An eager call's result is such an array,
+# which the caller then reads in place or is handed (the NumPy call it replaces writes the same)
+NEW_PAGES = ((64 << 20, 2.42e-3), (256 << 20, 8.43e-3), (1 << 30, 30.73e-3))
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
 # seconds OpenBLAS's worker threads spin (a loop of `nop`, THREAD_TIMEOUT 28 in its blas_server.c: 2^28 cycles of
 # the time-stamp counter, 0.103 s at this CPU's 2.6 GHz) after a threaded call before they sleep. Quiet, after
@@ -102,7 +111,7 @@ def moving_seconds(sched: ScheduleBase, on_legate: bool, mm: Any = None) -> floa
 
 def read_back_seconds(sched: ScheduleBase) -> float:
     """Reading the statement's result back to the host (`READ_BACK`): what a Legate plan's result costs when
-    it is used as an array (the eager candidate's result pays its copy on the host, `HOST_COPY`)."""
+    it is used as an array (the eager candidate's result is already there: it pays its new pages, `NEW_PAGES`)."""
     return _measured(READ_BACK, _result_bytes(sched))
 
 
@@ -182,8 +191,9 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
     shadow tensors)'s leaf work without the runtime's fixed costs, its matrix products on NumPy's BLAS threads
     (`threaded`; distal.contract runs them on distal.tile_blas or NumPy's matmul with as many; the count the
     user set, `distal.runtime.blas_user_threads`, steady while distal's tasks are queued), the read-back
-    of `schedule`'s operands that live on Legate, the copy of its result when it is used as an array
-    (`HOST_COPY`, as a Legate candidate pays its result's read-back) and the eager call's own Python; and what
+    of `schedule`'s operands that live on Legate, the new pages of a large result (`NEW_PAGES`; a Legate
+    candidate pays its result's read-back) and of large intermediates (`HOST_COPY`) and the eager call's own
+    Python; and what
     it pays beside NumPy's spinning BLAS workers (`shared_cores_seconds`) where its products run on distal's own
     kernels (none on NumPy's own threads)."""
     with warnings.catch_warnings():
@@ -194,11 +204,12 @@ def eager_prediction(schedule: ScheduleBase, one_task: ScheduleBase, mm: Any) ->
         loops = LOOP_SHARES if split >= 0.5 else 1.0  # most of its loop work in shares
         pred = time_model.predict(plan, threaded(mm, eager_threads(), kernels, loops), 1)
     back = moving_seconds(schedule, True, mm)
-    copy = _measured(HOST_COPY, _result_bytes(schedule))  # the result used as an array
+    result = _result_bytes(schedule)
+    written = _measured(NEW_PAGES, result) if result >= FRESH_FROM else 0.0  # a new array, read where it is
     leaf = max(pred.compute_seconds - mm.task_seconds, 0.0)
     shared = shared_cores_seconds(leaf) if largest >= contract.OWN_FROM else 0.0  # some product on distal's kernels
     pages = sum(_measured(HOST_COPY, b) for b in fresh if b >= FRESH_FROM)  # its large intermediates' new pages
-    return leaf + back + copy + pages + EAGER_OVERHEAD, pred.peak_bytes, shared
+    return leaf + back + written + pages + EAGER_OVERHEAD, pred.peak_bytes, shared
 
 
 def _eager_contraction(schedule: ScheduleBase, threads: int) -> tuple[float, list[int], float]:

@@ -131,13 +131,19 @@ def test_the_eager_price_holds_while_distal_s_tasks_are_queued(monkeypatch: pyte
     assert during == before
 
 
-def test_the_eager_candidate_pays_its_result_s_copy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both kinds of candidate pay for the result used as an array: a Legate plan's read-back, the eager run's
-    copy of its host result (`to_numpy()` hands out a copy), so that a large result does not favour either."""
-    small = _schedule("ij,jk->ik", (4000, 4), (4, 10))
-    large = _schedule("ij,jk->ik", (4000, 4), (4, 4000))
-    grown = _eager(large, 1, monkeypatch) - _eager(small, 1, monkeypatch)
-    assert grown >= host_moves._measured(host_moves.HOST_COPY, 4000 * 4000 * 8) - host_moves.HOST_COPY[0][1]
+def test_the_eager_candidate_pays_its_large_result_s_new_pages_not_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eager result is read where it is (`host_data`) or handed over (`dt.einsum(...).to_numpy()`): the eager
+    candidate pays the new pages of a result from FRESH_FROM (NEW_PAGES), not a copy of it, which had sent
+    attention's 1.36 GB result to Legate at twice NumPy's time; a Legate candidate pays the read-back."""
+    small = _schedule("ij,jk->ik", (4096, 4), (4, 1000))  # under 32 MiB: below FRESH_FROM
+    large = _schedule("ij,jk->ik", (4096, 4), (4, 8192))  # 256 MiB
+    with_pages = {k: _eager(s, 1, monkeypatch) for k, s in (("small", small), ("large", large))}
+    monkeypatch.setattr(host_moves, "NEW_PAGES", ((1, 0.0), (2, 0.0)))
+    without = {k: _eager(s, 1, monkeypatch) for k, s in (("small", small), ("large", large))}
+    assert with_pages["small"] == without["small"]
+    assert with_pages["large"] - without["large"] == pytest.approx(8.43e-3)  # NEW_PAGES at 256 MiB
+    assert host_moves.read_back_seconds(large) == pytest.approx(29.15e-3)  # READ_BACK at 256 MiB
+    assert host_moves.read_back_seconds(large) > 3 * 8.43e-3
 
 
 def test_candidates_on_distals_own_threads_pay_for_numpys_spinning_workers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,7 +190,7 @@ def test_the_eager_candidate_is_priced_by_its_largest_product_not_its_total(monk
 
 def test_the_eager_candidate_pays_for_its_large_intermediates_new_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     """tucker at n = 76 writes four fresh arrays of 254 MiB (above glibc's largest mmap threshold: new pages at
-    every call), each priced as a host copy of its size; matmul writes none."""
+    every call), each priced as a host copy of its size, and its result's new pages; matmul writes none."""
     monkeypatch.setattr(rt, "blas_user_threads", lambda: 2)
     n = 76
     tucker = _schedule("pqrs,pi,qj,rk,sl->ijkl", (n,) * 4, *[(n, n)] * 4)
@@ -193,7 +199,9 @@ def test_the_eager_candidate_pays_for_its_large_intermediates_new_pages(monkeypa
     with_pages = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
     monkeypatch.setattr(host_moves, "FRESH_FROM", 1 << 62)
     without = host_moves.eager_prediction(tucker, tucker, model.this_machine())[0]
-    assert with_pages - without == pytest.approx(sum(host_moves._measured(host_moves.HOST_COPY, b) for b in fresh))
+    result = host_moves._measured(host_moves.NEW_PAGES, n ** 4 * 8)  # its result's new pages too
+    assert with_pages - without == pytest.approx(sum(host_moves._measured(host_moves.HOST_COPY, b) for b in fresh)
+                                                 + result)
     assert host_moves._eager_contraction(_schedule("ij,jk->ik", (64, 64), (64, 64)), 2)[1] == []
 
 
@@ -214,6 +222,6 @@ def test_the_eager_candidate_prices_the_einsum_loops_it_splits(monkeypatch: pyte
     for threads in (1, 2):
         monkeypatch.setattr(rt, "blas_user_threads", lambda threads=threads: threads)
         times[threads] = host_moves.eager_prediction(sched, sched, model.this_machine())[0]
-    leaf = times[1] - host_moves.EAGER_OVERHEAD - host_moves._measured(host_moves.HOST_COPY, n * n * 8)
+    leaf = times[1] - host_moves.EAGER_OVERHEAD  # (its 32 KiB result: no new pages)
     # (the warm-up term, the smaller of the compute and 2 ms, is not scaled)
     assert times[1] - times[2] == pytest.approx(leaf * (1 - 1 / host_moves.LOOP_SHARES), rel=0.05)

@@ -38,6 +38,25 @@ def test_compute_is_flops_at_the_leaf_rate() -> None:
     assert p.idle == 0 and p.fits
 
 
+def test_single_precision_products_run_at_the_processors_single_rate() -> None:
+    """A GEMM leaf multiplying float32 runs `single` times as fast as in float64 (2.1-3.0 measured on this
+    machine's BLAS): the model had timed attention's float32 batched GEMM at the double rate, twice what ran."""
+    from dataclasses import replace
+
+    n = 4096
+    m = model.lassen_gpu()
+    fast = replace(m, processor=replace(m.processor, single=2.5))
+    compute = {}
+    for dtype in ("float64", "float32"):
+        ops = [dt.Tensor(x, (n, n), dtype=dtype) for x in "ABC"]
+        plan = kernels.build("summa", dt.Machine(dt.Grid(2, 2)), *ops).compile()
+        compute[dtype] = plan.predict(fast).compute_seconds - plan.predict(fast).steps * m.task_seconds
+        assert plan.predict(m).compute_seconds == pytest.approx(  # the preset has no single rate: 1
+            2 * n**3 / 4 / m.processor.rate("GEMM") + plan.predict(m).steps * m.task_seconds, rel=1e-9)
+    assert compute["float64"] == pytest.approx(2.5 * compute["float32"], rel=1e-9)
+    assert fast.processor.rate("TTV", None, "float32") == m.processor.rate("TTV")  # streaming kinds: as they were
+
+
 def test_no_communication_means_no_communication_time() -> None:
     ops = [dt.Tensor("A", (512, 64, 32)), dt.Tensor("B", (512, 64, 48)), dt.Tensor("C", (48, 32))]
     p = kernels.build("ttm", kernels.machine("ttm", 8), *ops).compile().predict(model.lassen_gpu())

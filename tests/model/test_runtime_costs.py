@@ -214,5 +214,6 @@ def test_this_machine_uses_the_childs_measurement(tmp_path: Path, monkeypatch: p
     assert seen and seen[0].startswith("--cpus ")
     assert m.overlap == pytest.approx(0.5) and m.launch_log_seconds == pytest.approx(LOG, rel=1e-6)
     cached = json.loads((tmp_path / "machine-model.json").read_text())
-    assert cached["key"].endswith("|v11") and cached["fixed_costs_cpus"] == 2
+    assert cached["key"].endswith("|v12") and cached["fixed_costs_cpus"] == 2
+    assert cached["single"] == 1.0 == m.processor.single  # sgemm timed as fast as dgemm here (frozen timer)
     assert "1 to 256 points on 2 CPU processor(s)" in cached["fixed_costs_source"]
