@@ -63,9 +63,10 @@ HOST_COPY = ((1 << 20, 0.019e-3), (4 << 20, 0.068e-3), (16 << 20, 0.646e-3), (64
 FRESH_FROM = 32 << 20
 # (bytes, seconds) the kernel takes to fault in the pages of a new array this large (from `FRESH_FROM`: smaller
 # ones reuse freed memory), interpolated: `np.empty(n).fill(1.0)` minus the same fill of an array written before,
-# medians of 9 interleaved rounds, quiet (load under 1; session 14). An eager call's result is such an array,
-# which the caller then reads in place or is handed (the NumPy call it replaces writes the same)
-NEW_PAGES = ((64 << 20, 2.42e-3), (256 << 20, 8.43e-3), (1 << 30, 30.73e-3))
+# medians of 9 interleaved rounds, quiet (load under 1; session 14; 32 MiB in a second run beside 64 MiB's 2.46
+# ms). An eager call's result is such an array, which the caller then reads in place or is handed (the NumPy call
+# it replaces writes the same)
+NEW_PAGES = ((32 << 20, 1.49e-3), (64 << 20, 2.42e-3), (256 << 20, 8.43e-3), (1 << 30, 30.73e-3))
 BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
 # seconds OpenBLAS's worker threads spin (a loop of `nop`, THREAD_TIMEOUT 28 in its blas_server.c: 2^28 cycles of
 # the time-stamp counter, 0.103 s at this CPU's 2.6 GHz) after a threaded call before they sleep. Quiet, after
