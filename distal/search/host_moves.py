@@ -50,7 +50,7 @@ COPY_IN = (0.68e-3, 4.0e9)
 # load 5 (runtime read_back); small copies stay in the cache and reuse freed memory, large ones fault in new
 # pages. 256 MiB and 1 GiB: quiet (load 1.0-1.1), a placed `i,i->i` read back (`to_numpy()`) minus the same
 # plan and a fence, medians of 15 and 7 interleaved rounds (/tmp probe of session 14); at 1 GiB the line
-# through 16 and 64 MiB had given 250 ms, and attention's 1.36 GB result ran on Legate for it
+# through 16 and 64 MiB had given 188 ms (238 at attention's 1.36 GB result, which ran on Legate for it)
 READ_BACK = ((8 << 10, 0.165e-3), (1 << 20, 0.261e-3), (4 << 20, 0.464e-3), (16 << 20, 2.280e-3),
              (64 << 20, 11.107e-3), (256 << 20, 29.15e-3), (1 << 30, 117.1e-3))
 # (bytes, seconds) of copying a host array into a new one, interpolated: `ndarray.copy`, the fastest of 30 (10
