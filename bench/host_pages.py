@@ -16,7 +16,7 @@ alternating rounds (every other round reversed), medians:
 Then the GEMM leaf at 512 in float64 and float32 on one BLAS thread
 (`distal.model.calibrate._single`, as the calibration times it).
 
-Run: ``python bench/host_pages.py [--rounds 15]`` (about 1.5 minutes; Legate is
+Run: ``python bench/host_pages.py [--rounds 15]`` or ``distal bench host-pages`` (about 1.5 minutes; Legate is
 started with `--cpus 2 --sysmem 8000` unless LEGATE_CONFIG says otherwise).
 Session 14 (quiet, load under 1.1; `/tmp` probes that this script gathers): copy 94 ms at 1 GiB, new pages
 31 ms (fill 64 against 33), read-back 117 ms (29 at 256 MiB); sgemm 2.35-2.38x dgemm. This script's first run

@@ -54,10 +54,11 @@ BENCHES = {
     "profile-higher": "profile_higher.py",  # diagnosis, when named: TTV, innerprod, TTM, MTTKRP run by run
     "leaf-timeline": "leaf_timeline.py",  # diagnosis, when named: when each leaf GEMM runs, per processor thread
     "blas-pools": "blas_pools.py",  # diagnosis, when named: dt.einsum's eager GEMM alone and right after NumPy's
+    "host-pages": "host_pages.py",  # when named: copies, new pages and read-backs to 1 GiB, float32 GEMM's rate
     "report": "report.py",  # when named: prints docs/benchmarks.md's tables from the records (measures nothing)
 }
 _ONLY_WHEN_NAMED = {"gpu-gemm", "gpu-checks", "gpu-reduce-repro", "check", "breakdown", "fixed-cost", "profile-higher",
-                    "report", "ranks", "rank-traffic", "leaf-timeline", "blas-pools"}
+                    "report", "ranks", "rank-traffic", "leaf-timeline", "blas-pools", "host-pages"}
 # bench/_common.py and bench/import_time.py read it: where results are written.
 RESULTS_ENV = "DISTAL_BENCH_RESULTS"
 
