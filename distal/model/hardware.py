@@ -157,8 +157,9 @@ class ProcessorModel:
                              f"but found none for {', '.join(missing)}")
         bad = {k: v for k, v in self.flops.items() if not v > 0}
         if bad or not self.bandwidth > 0 or not self.memory > 0 or not self.single > 0:
-            raise ModelError(f"expected positive rates, bandwidth and memory, but found flops={dict(self.flops)}, "
-                             f"bandwidth={self.bandwidth!r}, memory={self.memory!r}, single={self.single!r}")
+            raise ModelError(f"expected positive rates, bandwidth, memory and single-precision rate (single), but "
+                             f"found flops={dict(self.flops)}, bandwidth={self.bandwidth!r}, "
+                             f"memory={self.memory!r}, single={self.single!r}")
         object.__setattr__(self, "flops", MappingProxyType(dict(self.flops)))
         curves: dict[str, tuple[tuple[float, float], ...]] = {}
         for leaf, points in self.curves.items():
@@ -200,11 +201,12 @@ class ProcessorModel:
                 return r0 + w * (r1 - r0)
         raise AssertionError("unreachable: flops lies between the curve's ends")
 
-    def leaf_seconds(self, leaf: str, flops: float, nbytes: float) -> float:
-        """One leaf call's time: bytes at the bandwidth for a bandwidth-bound kind, else the roofline."""
+    def leaf_seconds(self, leaf: str, flops: float, nbytes: float, dtype: Any = None) -> float:
+        """One leaf call's time: bytes at the bandwidth for a bandwidth-bound kind, else the roofline (its FLOPs
+        at `rate` for elements of `dtype`)."""
         if leaf in self.bandwidth_bound:
             return nbytes / self.streaming.get(leaf, self.bandwidth)
-        return max(flops / self.rate(leaf, flops), nbytes / self.streaming.get(leaf, self.bandwidth))
+        return max(flops / self.rate(leaf, flops, dtype), nbytes / self.streaming.get(leaf, self.bandwidth))
 
 
 @dataclass(frozen=True)

@@ -462,7 +462,7 @@ def predict(plan: PlanBase, model: MachineModel, processors: int | None = None,
             # precision (the leaves multiply in the output's dtype)
             rate = proc.rate(kind, f * scale / max(npoints, 1), element)
             if kind in proc.bandwidth_bound:
-                comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale)
+                comp[r] = proc.leaf_seconds(kind, f * scale, moved * scale, element)
             else:
                 comp[r] = max(f * scale / rate, moved * scale / proc.streaming.get(kind, proc.bandwidth))
         for r, seconds in instance_bytes[index].items():  # reduction instances: made, zeroed, folded in the step

@@ -27,11 +27,12 @@ import distal.model as time_model
 import distal.runtime as rt
 from distal import contract, tile_blas
 from distal.lower import compile_schedule
+from distal.model.hardware import MATRIX_KINDS
 from distal.notation.storage import host_mirror
 from distal.notation.visit import product_spec
 from distal.schedule.commands import ScheduleBase
 
-__all__ = ["BLAS_KINDS", "COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "LOOP_SHARES", "NEW_PAGES",
+__all__ = ["COPY_IN", "EAGER_OVERHEAD", "FRESH_FROM", "HOST_COPY", "LOOP_SHARES", "NEW_PAGES",
            "NUMPY_KERNELS", "READ_BACK", "SPIN_SECONDS", "copy_in_seconds", "eager_kernels", "eager_prediction",
            "eager_threads", "host_bytes", "moving_seconds", "operand_bytes", "read_back_seconds",
            "shared_cores_seconds", "threaded"]
@@ -67,7 +68,6 @@ FRESH_FROM = 32 << 20
 # ms). An eager call's result is such an array, which the caller then reads in place or is handed (the NumPy call
 # it replaces writes the same)
 NEW_PAGES = ((32 << 20, 1.49e-3), (64 << 20, 2.42e-3), (256 << 20, 8.43e-3), (1 << 30, 30.73e-3))
-BLAS_KINDS = ("GEMM", "TTM", "MTTKRP")  # leaf kinds that run as matrix products on every BLAS thread
 # seconds OpenBLAS's worker threads spin (a loop of `nop`, THREAD_TIMEOUT 28 in its blas_server.c: 2^28 cycles of
 # the time-stamp counter, 0.103 s at this CPU's 2.6 GHz) after a threaded call before they sleep. Quiet, after
 # numpy.einsum of 640^3 (lead, load under 1): distal's shares of the next 640^3 took 5.5-6.1 ms against 3.0-3.3
@@ -152,7 +152,7 @@ def eager_threads() -> int:
 
 
 def threaded(mm: Any, threads: int, kernels: float = 1.0, loops: float = 1.0) -> Any:
-    """`mm` with its processor's matrix-product leaf kinds (`BLAS_KINDS`) run on `threads` BLAS threads: a call
+    """`mm` with its processor's matrix-product leaf kinds (`MATRIX_KINDS`) run on `threads` BLAS threads: a call
     of F FLOPs at `threads` times the rate the model has for a call of F / threads (each thread runs a share),
     times `kernels` (the rate of the kernels that run over the model's); the other kinds (einsum loops,
     element-wise work, sums) at `loops` times the model's rate (1: one thread, as NumPy runs them;
@@ -161,8 +161,8 @@ def threaded(mm: Any, threads: int, kernels: float = 1.0, loops: float = 1.0) ->
         return mm
     scale = max(threads, 1) * kernels
     p = mm.processor
-    flops = {k: v * scale if k in BLAS_KINDS else v * loops for k, v in p.flops.items()}
-    curves = {k: tuple((f * threads, r * scale) for f, r in pts) if k in BLAS_KINDS
+    flops = {k: v * scale if k in MATRIX_KINDS else v * loops for k, v in p.flops.items()}
+    curves = {k: tuple((f * threads, r * scale) for f, r in pts) if k in MATRIX_KINDS
               else tuple((f, r * loops) for f, r in pts) for k, pts in p.curves.items()}
     return replace(mm, processor=replace(p, flops=flops, curves=curves))
 

@@ -55,6 +55,8 @@ def test_single_precision_products_run_at_the_processors_single_rate() -> None:
             2 * n**3 / 4 / m.processor.rate("GEMM") + plan.predict(m).steps * m.task_seconds, rel=1e-9)
     assert compute["float64"] == pytest.approx(2.5 * compute["float32"], rel=1e-9)
     assert fast.processor.rate("TTV", None, "float32") == m.processor.rate("TTV")  # streaming kinds: as they were
+    with pytest.raises(model.ModelError, match=r"single-precision rate \(single\).*single=0\.0"):
+        replace(m.processor, single=0.0)
 
 
 def test_no_communication_means_no_communication_time() -> None:
